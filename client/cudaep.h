@@ -1,0 +1,278 @@
+/*
+ * cudaep.h — the client library of cudaep, a GPU inference daemon.
+ *
+ * A process links libcudaep-client, connects to cudaepd over its Unix
+ * socket, creates shared-memory regions for its tensors, loads ONNX models
+ * into sessions and runs them. The daemon owns the GPU; this library only
+ * speaks the protocol (proto/cudaep.proto) and manages the shared memory.
+ *
+ * Errors: every function that can fail returns int, 0 on success or a
+ * negative CEP_E* code. cep_strerror() turns a code into a sentence and
+ * cep_last_error() gives the daemon's detailed message (which tensor, which
+ * limit, ...) of the calling thread's most recent failure.
+ *
+ * Threads: a cep_client and everything created through it may be used from
+ * several threads at once; calls on one client are serialized inside the
+ * library. Freeing an object while another thread still uses it is the
+ * caller's bug, as with free().
+ *
+ * Ownership: objects returned through an `out` pointer belong to the caller
+ * and are released with the matching _free/_close, each of which accepts
+ * NULL. Regions and sessions must be freed before their client is closed;
+ * cep_close() releases any that are left.
+ */
+#ifndef CUDAEP_H
+#define CUDAEP_H
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define CEP_VERSION "0.1.0"
+
+/* ------------------------------------------------------------------ errors */
+
+/*
+ * The one error space of cudaep: XX(name, value, message). System errors
+ * keep their errno value, negated; cudaep's own start at -4000.
+ */
+#define CEP_ERRNO_MAP(XX)                                                      \
+  XX(EPERM, -EPERM, "operation not permitted")                                 \
+  XX(ENOENT, -ENOENT, "no such file, session or region")                       \
+  XX(EINTR, -EINTR, "interrupted system call")                                 \
+  XX(EIO, -EIO, "i/o error")                                                   \
+  XX(EBADF, -EBADF, "bad file descriptor")                                     \
+  XX(EAGAIN, -EAGAIN, "resource temporarily unavailable")                      \
+  XX(ENOMEM, -ENOMEM, "out of host memory")                                    \
+  XX(EACCES, -EACCES, "permission denied")                                     \
+  XX(EBUSY, -EBUSY, "resource busy")                                           \
+  XX(EEXIST, -EEXIST, "already exists")                                        \
+  XX(EINVAL, -EINVAL, "invalid argument")                                      \
+  XX(EMFILE, -EMFILE, "too many open files")                                   \
+  XX(ENOSPC, -ENOSPC, "no space left")                                         \
+  XX(EPIPE, -EPIPE, "broken pipe")                                             \
+  XX(ERANGE, -ERANGE, "value out of range")                                    \
+  XX(ENAMETOOLONG, -ENAMETOOLONG, "name too long")                             \
+  XX(ENOTSUP, -ENOTSUP, "operation not supported")                             \
+  XX(EPROTO, -EPROTO, "protocol error")                                        \
+  XX(EBADMSG, -EBADMSG, "malformed message")                                   \
+  XX(EMSGSIZE, -EMSGSIZE, "message too long")                                  \
+  XX(ECONNREFUSED, -ECONNREFUSED, "connection refused (is cudaepd running?)")  \
+  XX(ECONNRESET, -ECONNRESET, "connection reset by the daemon")                \
+  XX(ENOTCONN, -ENOTCONN, "not connected")                                     \
+  XX(ETIMEDOUT, -ETIMEDOUT, "timed out")                                       \
+  XX(ECANCELED, -ECANCELED, "operation canceled")                              \
+  XX(EVERSION, -4001, "protocol version mismatch")                             \
+  XX(EMODEL, -4002, "invalid model")                                           \
+  XX(EUNSUPPORTED, -4003, "unsupported operator")                              \
+  XX(ESHAPE, -4004, "tensor shape mismatch")                                   \
+  XX(EDTYPE, -4005, "tensor type mismatch")                                    \
+  XX(EBOUNDS, -4006, "slice outside its region")                               \
+  XX(EUNSEALED, -4007, "region is not sealed against shrinking and growing")   \
+  XX(ELIMIT, -4008, "limit exceeded")                                          \
+  XX(EDEVMEM, -4009, "out of device memory")                                   \
+  XX(EDEVICE, -4010, "device error")                                           \
+  XX(ECONTEXT, -4011, "device context lost; the daemon is recovering")         \
+  XX(EINTERNAL, -4012, "internal error in the daemon")
+
+typedef enum cep_errno {
+#define CEP__ERR_ENUM(name, val, msg) CEP_##name = (val),
+  CEP_ERRNO_MAP(CEP__ERR_ENUM)
+#undef CEP__ERR_ENUM
+} cep_errno;
+
+/* A static sentence for err ("unknown error -N" text for codes outside the
+ * map, in a thread-local buffer). Never NULL. */
+const char *cep_strerror(int err);
+
+/* The code's name without the CEP_ prefix ("EINVAL"), or "UNKNOWN". */
+const char *cep_err_name(int err);
+
+/* The daemon's (or the library's) detailed message for the calling thread's
+ * most recent failed call, e.g. "input 'x': dimension 1 is 3, the model
+ * wants 4". An empty string when there is none. Valid until the thread's
+ * next call into the library. */
+const char *cep_last_error(void);
+
+/* --------------------------------------------------------------- constants */
+
+/* Element types; the values are ONNX's TensorProto.DataType. */
+typedef enum cep_dtype {
+  CEP_DTYPE_UNDEFINED = 0,
+  CEP_DTYPE_FLOAT32 = 1,
+  CEP_DTYPE_UINT8 = 2,
+  CEP_DTYPE_INT8 = 3,
+  CEP_DTYPE_UINT16 = 4,
+  CEP_DTYPE_INT16 = 5,
+  CEP_DTYPE_INT32 = 6,
+  CEP_DTYPE_INT64 = 7,
+  CEP_DTYPE_BOOL = 9,
+  CEP_DTYPE_FLOAT16 = 10,
+  CEP_DTYPE_FLOAT64 = 11,
+  CEP_DTYPE_UINT32 = 12,
+  CEP_DTYPE_UINT64 = 13,
+  CEP_DTYPE_BFLOAT16 = 16,
+} cep_dtype;
+
+/* Bytes per element of dtype, 0 for CEP_DTYPE_UNDEFINED or unknown values. */
+size_t cep_dtype_size(cep_dtype dtype);
+
+/* "float32", "int64", ...; "undefined" for unknown values. */
+const char *cep_dtype_name(cep_dtype dtype);
+
+#define CEP_MAX_RANK 8 /* dimensions of a tensor */
+
+typedef enum cep_precision {
+  CEP_PRECISION_FP32 = 0, /* the default; TF32 off */
+  CEP_PRECISION_TF32 = 1,
+  CEP_PRECISION_FP16 = 2,
+  CEP_PRECISION_BF16 = 3,
+} cep_precision;
+
+typedef enum cep_priority {
+  CEP_PRIORITY_NORMAL = 0,
+  CEP_PRIORITY_HIGH = 1,
+  CEP_PRIORITY_LOW = 2,
+} cep_priority;
+
+/* -------------------------------------------------------------- connection */
+
+typedef struct cep_client cep_client;
+typedef struct cep_region cep_region;
+typedef struct cep_session cep_session;
+
+/*
+ * Writes the socket path a client uses when none is given into buf (of len
+ * bytes): $CUDAEP_SOCKET if set, else /run/cudaep/cudaep.sock if it exists,
+ * else $XDG_RUNTIME_DIR/cudaep.sock, else /tmp/cudaep-<uid>/cudaep.sock.
+ * Returns 0, or CEP_ENAMETOOLONG if the path does not fit.
+ */
+int cep_default_socket_path(char *buf, size_t len);
+
+/*
+ * Connects to cudaepd at socket_path (NULL: cep_default_socket_path()) and
+ * says hello as client_name (NULL: the program's name). On success *out is a
+ * new client owned by the caller, released with cep_close(). Fails with
+ * CEP_ENOENT or CEP_ECONNREFUSED when no daemon listens there (the message of
+ * cep_last_error() names the path), CEP_EVERSION when the daemon speaks
+ * another protocol version.
+ */
+int cep_connect(const char *socket_path, const char *client_name,
+                cep_client **out);
+
+/* Releases everything the client still holds (sessions, regions) and closes
+ * the connection; the daemon frees their device resources. Accepts NULL. */
+void cep_close(cep_client *c);
+
+/* The daemon's id for this connection, its backend ("host" or "cuda") and
+ * device name. The strings live as long as the client. */
+uint64_t cep_client_id(const cep_client *c);
+const char *cep_client_backend(const cep_client *c);
+const char *cep_client_device(const cep_client *c);
+
+/* One no-op round trip to the daemon. Returns 0 or an error. */
+int cep_ping(cep_client *c);
+
+/* ----------------------------------------------------------------- regions */
+
+/*
+ * Creates a shared-memory region of bytes bytes (a memfd sealed against
+ * shrinking and growing, mapped here) and registers it with the daemon,
+ * which maps it too (and pins it for DMA on a GPU). Tensors passed to
+ * cep_run() live in regions. On success *out is owned by the caller and
+ * released with cep_region_free(). Fails with CEP_EINVAL for 0 bytes,
+ * CEP_ELIMIT when the daemon's region limits would be exceeded.
+ */
+int cep_region_new(cep_client *c, size_t bytes, cep_region **out);
+
+/* The region's memory in this process (bytes long, zero-filled at
+ * creation) and its size. The pointer stays valid until cep_region_free(). */
+void *cep_region_data(const cep_region *r);
+size_t cep_region_size(const cep_region *r);
+
+/* Releases the region in the daemon and unmaps it here. Accepts NULL
+ * (returns 0). The region is gone here even when the daemon could not be
+ * told (the error is returned); the daemon drops it with the connection. */
+int cep_region_free(cep_region *r);
+
+/* ---------------------------------------------------------------- sessions */
+
+typedef struct cep_session_options {
+  const char *name;        /* shown by cudaepctl; NULL: the model's file name */
+  cep_precision precision; /* CEP_PRECISION_FP32 by default */
+  cep_priority priority;   /* CEP_PRIORITY_NORMAL by default */
+  uint64_t memory_limit;   /* bytes of device memory; 0: no session limit */
+} cep_session_options;
+
+/*
+ * Loads the ONNX model at path into a new session. The file is opened here
+ * and passed to the daemon as an fd, with its directory for external data.
+ * opts may be NULL (defaults). On success *out is owned by the caller and
+ * released with cep_session_free(). Fails with CEP_EMODEL for an invalid
+ * model, CEP_EUNSUPPORTED for an operator the daemon cannot run (the message
+ * names node, op and opset), CEP_EDEVMEM or CEP_ELIMIT when memory runs out.
+ */
+int cep_session_load(cep_client *c, const char *path,
+                     const cep_session_options *opts, cep_session **out);
+
+/* As cep_session_load() with an open model fd and, for external data, an
+ * open directory fd (-1: none). The fds stay the caller's. */
+int cep_session_load_fd(cep_client *c, int model_fd, int dir_fd,
+                        const cep_session_options *opts, cep_session **out);
+
+/* Unloads the session in the daemon and frees it here. Accepts NULL
+ * (returns 0). */
+int cep_session_free(cep_session *s);
+
+/* The daemon's id of the session. */
+uint64_t cep_session_id(const cep_session *s);
+
+/* A model input or output: its name, element type and shape; a dimension
+ * is dims[i] >= 0 when fixed, -1 when symbolic (named by dim_params[i]). */
+typedef struct cep_tensor_info {
+  char name[128];
+  cep_dtype dtype;
+  int rank;
+  int64_t dims[CEP_MAX_RANK];
+  char dim_params[CEP_MAX_RANK][64];
+} cep_tensor_info;
+
+/* Counts of the session's model inputs and outputs, and the i-th of each
+ * (NULL when i is out of range). The infos live as long as the session. */
+int cep_session_input_count(const cep_session *s);
+int cep_session_output_count(const cep_session *s);
+const cep_tensor_info *cep_session_input(const cep_session *s, int i);
+const cep_tensor_info *cep_session_output(const cep_session *s, int i);
+
+/* --------------------------------------------------------------------- run */
+
+/* A tensor in a region: name matches a model input or output; bytes must be
+ * the product of shape times the element size. */
+typedef struct cep_tensor {
+  const char *name;
+  cep_region *region; /* of the same client as the session */
+  size_t offset;      /* bytes into the region */
+  size_t bytes;       /* for an output: room available */
+  cep_dtype dtype;
+  int rank;
+  int64_t shape[CEP_MAX_RANK];
+} cep_tensor;
+
+/*
+ * Runs the session on inputs and waits for completion. Output slices are
+ * written in place; on success each outputs[i] gets its actual dtype, rank
+ * and shape, and its bytes are those written. Fails with CEP_ESHAPE /
+ * CEP_EDTYPE / CEP_EBOUNDS naming the tensor at fault, or with the error of
+ * the run. Does not allocate.
+ */
+int cep_run(cep_session *s, const cep_tensor *inputs, size_t n_inputs,
+            cep_tensor *outputs, size_t n_outputs);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* CUDAEP_H */

@@ -1,0 +1,2 @@
+#include "cudaep.h"
+int main(void) { return cep_ping(0); }
