@@ -103,6 +103,7 @@ CLIENT_PC := $(LIB)/pkgconfig/cudaep-client.pc
 
 UNIT_SRC  := $(wildcard tests/unit/test_*.c)
 UNIT_BIN  := $(patsubst tests/unit/%.c,$(BUILD)/tests/unit/%,$(UNIT_SRC))
+UNIT_HELPERS := $(filter-out $(UNIT_SRC),$(wildcard tests/unit/*.c))
 INTEG_SRC := $(wildcard tests/integration/test_*.c)
 INTEG_HELPERS := $(filter-out $(INTEG_SRC),$(wildcard tests/integration/*.c))
 INTEG_BIN := $(patsubst tests/integration/%.c,$(BUILD)/tests/integration/%,$(INTEG_SRC))
@@ -214,10 +215,10 @@ $(BIN)/cudaep-run: $(call obj,$(RUNCLI_SRC)) $(CLIENT_A)
 
 TEST_LIBS = $(CORE_A) $(CLIENT_A) -lcriterion $(DAEMON_LIBS) $(CLIENT_LIBS)
 
-$(BUILD)/tests/unit/%: $(call obj,tests/unit/%.c) $(CORE_A) $(CLIENT_A)
+$(BUILD)/tests/unit/%: $(call obj,tests/unit/%.c) $(call obj,$(UNIT_HELPERS)) $(CORE_A) $(CLIENT_A)
 	$(call say,LD,$@)
 	@mkdir -p $(@D)
-	$(Q)$(CC) $(LDFLAGS) -o $@ $< $(TEST_LIBS)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $< $(call obj,$(UNIT_HELPERS)) $(TEST_LIBS)
 
 $(BUILD)/tests/integration/%: $(call obj,tests/integration/%.c) $(call obj,$(INTEG_HELPERS)) $(CLIENT_A)
 	$(call say,LD,$@)
