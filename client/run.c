@@ -1,0 +1,224 @@
+/*
+ * run.c — cep_run(), the hot path of libcudaep-client: check every tensor
+ * here (a bad slice gets an error naming it before anything is sent),
+ * build the Run request in the client's preallocated struct, and copy the
+ * written outputs' dtypes and shapes back from the reply. Nothing here
+ * allocates.
+ */
+#include "client_priv.h"
+#include "error.h"
+
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+/* "[2, 3, 224]" into buf, cut short with "..." if it does not fit. */
+static const char *shape_str(char *buf, size_t len, const int64_t *shape,
+			     int rank)
+{
+	size_t pos = 0;
+	int n;
+
+	n = snprintf(buf, len, "[");
+	pos = n > 0 ? (size_t)n : 0;
+	for (int i = 0; i < rank && pos < len; i++) {
+		n = snprintf(buf + pos, len - pos, "%s%" PRId64, i ? ", " : "",
+			     shape[i]);
+		pos += n > 0 ? (size_t)n : 0;
+	}
+	if (pos < len)
+		snprintf(buf + pos, len - pos, "]");
+	else if (len > 4)
+		memcpy(buf + len - 4, "...", 4);
+	return buf;
+}
+
+/* Bytes of a dense tensor of shape and element size esize into *out;
+ * false when that overflows 64 bits. */
+static bool shape_bytes(const int64_t *shape, int rank, size_t esize,
+			uint64_t *out)
+{
+	uint64_t n = esize;
+
+	for (int i = 0; i < rank; i++) {
+		uint64_t d = (uint64_t)shape[i];
+
+		if (d != 0 && n > UINT64_MAX / d)
+			return false;
+		n *= d;
+	}
+	*out = n;
+	return true;
+}
+
+static int tensor_check(const cep_session *s, const cep_tensor *t, size_t i,
+			bool output)
+{
+	const char *kind = output ? "output" : "input";
+	const cep_region *r = t->region;
+	size_t esize = cep_dtype_size(t->dtype);
+	char shape[96];
+	uint64_t need;
+
+	if (t->name == NULL)
+		return cep__set_error(CEP_EINVAL, "%s #%zu has no name", kind, i);
+	if (strlen(t->name) >= CEP_MAX_TENSOR_NAME)
+		return cep__set_error(CEP_EINVAL,
+				      "%s '%.40s...': name longer than %d bytes",
+				      kind, t->name, CEP_MAX_TENSOR_NAME - 1);
+	if (r == NULL)
+		return cep__set_error(CEP_EINVAL, "%s '%s': no region", kind,
+				      t->name);
+	if (r->client != s->client)
+		return cep__set_error(CEP_EINVAL,
+				      "%s '%s': its region belongs to another "
+				      "client",
+				      kind, t->name);
+	if (t->rank < 0 || t->rank > CEP_MAX_RANK)
+		return cep__set_error(CEP_ESHAPE,
+				      "%s '%s': rank %d (at most %d)", kind,
+				      t->name, t->rank, CEP_MAX_RANK);
+	for (int d = 0; d < t->rank; d++)
+		if (t->shape[d] < 0)
+			return cep__set_error(CEP_ESHAPE,
+					      "%s '%s': dimension %d is %" PRId64,
+					      kind, t->name, d, t->shape[d]);
+	/* An output may leave its dtype to the model. */
+	if (esize == 0 && (!output || t->dtype != CEP_DTYPE_UNDEFINED))
+		return cep__set_error(CEP_EDTYPE, "%s '%s': unknown dtype %d",
+				      kind, t->name, (int)t->dtype);
+	if (!output) {
+		if (!shape_bytes(t->shape, t->rank, esize, &need))
+			return cep__set_error(
+				CEP_ESHAPE, "input '%s': shape %s overflows",
+				t->name,
+				shape_str(shape, sizeof(shape), t->shape, t->rank));
+		if (need != (uint64_t)t->bytes)
+			return cep__set_error(
+				CEP_ESHAPE,
+				"input '%s': %zu bytes, but shape %s of %s "
+				"takes %" PRIu64,
+				t->name, t->bytes,
+				shape_str(shape, sizeof(shape), t->shape, t->rank),
+				cep_dtype_name(t->dtype), need);
+	}
+	if (t->offset > r->size || t->bytes > r->size - t->offset)
+		return cep__set_error(CEP_EBOUNDS,
+				      "%s '%s': %zu bytes at offset %zu lie "
+				      "outside its region of %zu bytes",
+				      kind, t->name, t->bytes, t->offset, r->size);
+	return 0;
+}
+
+static void ref_from_tensor(cudaep_v1_TensorRef *ref, const cep_tensor *t)
+{
+	memcpy(ref->name, t->name, strlen(t->name) + 1);
+	ref->region_id = t->region->id;
+	ref->offset = t->offset;
+	ref->bytes = t->bytes;
+	ref->dtype = (cudaep_v1_DataType)t->dtype;
+	ref->shape_count = (pb_size_t)t->rank;
+	memcpy(ref->shape, t->shape, sizeof(t->shape[0]) * (size_t)t->rank);
+}
+
+/* The reply's entry for output name, looked for at index hint first since
+ * a daemon naturally answers in the order asked. */
+static int reply_find(const cudaep_v1_RunReply *rr, const char *name,
+		      size_t hint)
+{
+	if (hint < rr->outputs_count && strcmp(rr->outputs[hint].name, name) == 0)
+		return (int)hint;
+	for (pb_size_t j = 0; j < rr->outputs_count; j++)
+		if (strcmp(rr->outputs[j].name, name) == 0)
+			return (int)j;
+	return -1;
+}
+
+/* Checks the whole reply before writing any output, so a bad reply leaves
+ * the caller's tensors as they were. */
+static int outputs_fill(cep_tensor *outputs, size_t n,
+			const cudaep_v1_RunReply *rr)
+{
+	int match[CEP_MAX_IO];
+
+	for (size_t i = 0; i < n; i++) {
+		const cudaep_v1_TensorRef *ref;
+
+		match[i] = reply_find(rr, outputs[i].name, i);
+		if (match[i] < 0)
+			return cep__set_error(CEP_EPROTO,
+					      "cudaepd's run reply lacks output "
+					      "'%s'",
+					      outputs[i].name);
+		ref = &rr->outputs[match[i]];
+		if (ref->bytes > (uint64_t)outputs[i].bytes)
+			return cep__set_error(CEP_EPROTO,
+					      "cudaepd reports %" PRIu64
+					      " bytes written to output '%s', "
+					      "which has room for %zu",
+					      ref->bytes, outputs[i].name,
+					      outputs[i].bytes);
+	}
+	for (size_t i = 0; i < n; i++) {
+		const cudaep_v1_TensorRef *ref = &rr->outputs[match[i]];
+		cep_tensor *t = &outputs[i];
+
+		t->dtype = (cep_dtype)ref->dtype;
+		t->rank = (int)ref->shape_count;
+		memcpy(t->shape, ref->shape,
+		       sizeof(t->shape[0]) * ref->shape_count);
+		t->bytes = (size_t)ref->bytes;
+	}
+	return 0;
+}
+
+int cep_run(cep_session *s, const cep_tensor *inputs, size_t n_inputs,
+	    cep_tensor *outputs, size_t n_outputs)
+{
+	cep_client *c;
+	cudaep_v1_Request *req;
+	cudaep_v1_Run *run;
+	int ret;
+
+	if (s == NULL)
+		return cep__set_error(CEP_EINVAL, "cep_run: session is NULL");
+	if ((n_inputs > 0 && inputs == NULL) ||
+	    (n_outputs > 0 && outputs == NULL))
+		return cep__set_error(CEP_EINVAL, "cep_run: tensors are NULL");
+	if (n_inputs > CEP_MAX_IO || n_outputs > CEP_MAX_IO)
+		return cep__set_error(CEP_ELIMIT,
+				      "%zu inputs and %zu outputs; a run takes "
+				      "at most %d of each",
+				      n_inputs, n_outputs, CEP_MAX_IO);
+	for (size_t i = 0; i < n_inputs; i++) {
+		ret = tensor_check(s, &inputs[i], i, false);
+		if (ret != 0)
+			return ret;
+	}
+	for (size_t i = 0; i < n_outputs; i++) {
+		ret = tensor_check(s, &outputs[i], i, true);
+		if (ret != 0)
+			return ret;
+	}
+
+	c = s->client;
+	pthread_mutex_lock(&c->lock);
+	/* Every field that is encoded is set below; clearing the whole Run
+	 * body (tens of KiB) would cost more than the call. */
+	req = cep__req_begin(c, cudaep_v1_Request_run_tag, 0);
+	run = &req->body.run;
+	run->session_id = s->id;
+	run->inputs_count = (pb_size_t)n_inputs;
+	run->outputs_count = (pb_size_t)n_outputs;
+	for (size_t i = 0; i < n_inputs; i++)
+		ref_from_tensor(&run->inputs[i], &inputs[i]);
+	for (size_t i = 0; i < n_outputs; i++)
+		ref_from_tensor(&run->outputs[i], &outputs[i]);
+	ret = cep__call_locked(c, req, NULL, 0, c->resp,
+			       cudaep_v1_Response_run_tag);
+	if (ret == 0)
+		ret = outputs_fill(outputs, n_outputs, &c->resp->body.run);
+	pthread_mutex_unlock(&c->lock);
+	return ret;
+}
