@@ -1,3 +1,79 @@
-#include "cudaep.h"
+/*
+ * main.c — cudaepd's entry point: read the configuration, start the server
+ * on a libuv loop, tell systemd when it is ready, and run until SIGTERM or
+ * SIGINT has closed everything. Exit status: 0 after an orderly stop, 1
+ * when the daemon cannot start (socket in use, no permission), 2 for a
+ * configuration error.
+ */
+#include <signal.h>
 #include <stdio.h>
-int main(void) { puts(cep_strerror(CEP_EINVAL)); return 0; }
+#include <sys/resource.h>
+
+#include <systemd/sd-daemon.h>
+#include <uv.h>
+
+#include "config.h"
+#include "cudaep.h"
+#include "log.h"
+#include "server.h"
+
+/* Every region a client registers keeps its memfd open in the daemon, so
+ * the soft fd limit (often 1024) is raised to the hard one. */
+static void fd_limit_raise(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == rl.rlim_max)
+		return;
+	rl.rlim_cur = rl.rlim_max;
+	if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+		log_warning("cannot raise the open file limit");
+}
+
+int main(int argc, char **argv)
+{
+	struct server *srv = NULL;
+	struct config cfg;
+	uv_loop_t loop;
+	int ret, status = 0;
+
+	ret = config_load(&cfg, argc, argv, stdout, stderr);
+	if (ret != CONFIG_RUN)
+		return ret;
+	log_level_set(cfg.log_level);
+	/* A client that goes away mid-reply must cost an EPIPE, not the
+	 * daemon. */
+	signal(SIGPIPE, SIG_IGN);
+	fd_limit_raise();
+	if (cfg.file[0] != '\0')
+		log_info("configuration read from %s", cfg.file);
+
+	ret = uv_loop_init(&loop);
+	if (ret != 0) {
+		log_err("cannot create the event loop: %s", uv_strerror(ret));
+		return 1;
+	}
+	ret = server_new(&cfg, &srv);
+	if (ret != 0) {
+		log_err("cannot create the server: %s", cep_strerror(ret));
+		uv_loop_close(&loop);
+		return 1;
+	}
+	ret = server_listen(srv, &loop);
+	if (ret != 0)
+		status = 1;
+	else
+		sd_notify(0, "READY=1");
+	/* On failure this only runs the close callbacks of what started. */
+	uv_run(&loop, UV_RUN_DEFAULT);
+	server_free(srv);
+	ret = uv_loop_close(&loop);
+	if (ret != 0) {
+		log_err("the event loop still had handles open at exit: %s",
+			uv_strerror(ret));
+		status = 1;
+	}
+	if (status == 0)
+		log_notice("stopped");
+	return status;
+}

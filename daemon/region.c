@@ -1,0 +1,292 @@
+/*
+ * region.c — registering, finding and releasing shared-memory regions, and
+ * the slice bounds check (see region.h). The fd arrives from a client, so
+ * everything about it is verified before the daemon maps it: a region that
+ * could shrink under the mapping would let the client SIGBUS the daemon.
+ */
+#include "region.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cudaep.h"
+#include "error.h"
+#include "reqarena.h"
+
+#define SEALS_NEEDED (F_SEAL_SHRINK | F_SEAL_GROW)
+
+void region_pool_init(struct region_pool *pool,
+		      const struct region_limits *limits, struct stats *stats)
+{
+	memset(pool, 0, sizeof(*pool));
+	pool->limits = *limits;
+	pool->stats = stats;
+	pool->next_id = 1;
+}
+
+void region_table_init(struct region_table *t, struct region_pool *pool)
+{
+	memset(t, 0, sizeof(*t));
+	t->pool = pool;
+}
+
+static void region_fd_close(struct region_pool *pool, int fd)
+{
+	close(fd);
+	stats_count(pool->stats, STATS_COUNTER_FDS_CLOSED, 1);
+}
+
+/* Unmaps r, closes its fd, frees it and takes it out of the totals; the
+ * caller removes it from the table's array. */
+static void region_destroy(struct region_table *t, struct region *r)
+{
+	struct region_pool *pool = t->pool;
+
+	munmap(r->addr, r->size);
+	region_fd_close(pool, r->fd);
+	t->bytes -= r->size;
+	pool->bytes -= r->size;
+	pool->count--;
+	stats_gauge_add(pool->stats, STATS_GAUGE_REGIONS, -1);
+	stats_gauge_add(pool->stats, STATS_GAUGE_REGION_BYTES,
+			-(int64_t)r->size);
+	stats_count(pool->stats, STATS_COUNTER_REGIONS_RELEASED, 1);
+	free(r);
+}
+
+void region_table_close(struct region_table *t)
+{
+	uint32_t i;
+
+	if (t == NULL)
+		return;
+	for (i = 0; i < t->count; i++)
+		region_destroy(t, t->items[i]);
+	free(t->items);
+	t->items = NULL;
+	t->count = 0;
+	t->cap = 0;
+}
+
+/* Binary search: the index of id, or of where it would go. */
+static uint32_t table_index(const struct region_table *t, uint64_t id)
+{
+	uint32_t lo = 0, hi = t->count, mid;
+
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if (t->items[mid]->id < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+struct region *region_table_find(const struct region_table *t, uint64_t id)
+{
+	uint32_t i = table_index(t, id);
+
+	return i < t->count && t->items[i]->id == id ? t->items[i] : NULL;
+}
+
+int region_table_get(const struct region_table *t, uint64_t id,
+		     struct region **out)
+{
+	*out = region_table_find(t, id);
+	if (*out == NULL)
+		return cep__set_error(CEP_ENOENT, "no region %llu on this "
+				      "connection", (unsigned long long)id);
+	return 0;
+}
+
+/* The limits, checked before anything is mapped. */
+static int region_limits_check(const struct region_table *t, uint64_t size)
+{
+	const struct region_pool *pool = t->pool;
+	const struct region_limits *lim = &pool->limits;
+
+	if (t->count >= lim->max_per_client)
+		return cep__set_error(CEP_ELIMIT, "a new region would exceed "
+				      "the per-client limit of %u regions (%u "
+				      "registered)", lim->max_per_client,
+				      t->count);
+	if (size > lim->bytes_per_client ||
+	    t->bytes > lim->bytes_per_client - size)
+		return cep__set_error(CEP_ELIMIT, "region of %llu bytes would "
+				      "exceed the per-client region limit of "
+				      "%llu bytes (%llu in use)",
+				      (unsigned long long)size,
+				      (unsigned long long)lim->bytes_per_client,
+				      (unsigned long long)t->bytes);
+	if (size > lim->bytes_total || pool->bytes > lim->bytes_total - size)
+		return cep__set_error(CEP_ELIMIT, "region of %llu bytes would "
+				      "exceed the total region limit of %llu "
+				      "bytes (%llu in use)",
+				      (unsigned long long)size,
+				      (unsigned long long)lim->bytes_total,
+				      (unsigned long long)pool->bytes);
+	return 0;
+}
+
+/* The fd must be a sealed regular file of exactly size bytes. */
+static int region_fd_check(int fd, uint64_t size)
+{
+	struct stat sb;
+	int seals;
+
+	seals = fcntl(fd, F_GET_SEALS);
+	if (seals < 0)
+		return cep__set_error(CEP_EUNSEALED, "region fd cannot carry "
+				      "seals (not a memfd?); it needs "
+				      "F_SEAL_SHRINK and F_SEAL_GROW");
+	if ((seals & SEALS_NEEDED) != SEALS_NEEDED)
+		return cep__set_error(CEP_EUNSEALED, "region fd is not sealed "
+				      "with%s%s",
+				      seals & F_SEAL_SHRINK ? "" :
+				      " F_SEAL_SHRINK",
+				      seals & F_SEAL_GROW ? "" :
+				      " F_SEAL_GROW");
+	if (fstat(fd, &sb) != 0)
+		return cep__set_error(cep__from_errno(errno), "fstat of the "
+				      "region fd failed: %s", strerror(errno));
+	if (!S_ISREG(sb.st_mode))
+		return cep__set_error(CEP_EINVAL, "region fd is not a regular "
+				      "file");
+	if ((uint64_t)sb.st_size != size)
+		return cep__set_error(CEP_EINVAL, "region size %llu differs "
+				      "from the size of its fd, %llu bytes",
+				      (unsigned long long)size,
+				      (unsigned long long)sb.st_size);
+	return 0;
+}
+
+static int table_reserve(struct region_table *t)
+{
+	struct region **items;
+	uint32_t cap;
+
+	if (t->count < t->cap)
+		return 0;
+	cap = t->cap ? t->cap * 2 : 8;
+	items = realloc(t->items, (size_t)cap * sizeof(*items));
+	if (items == NULL)
+		return cep__set_error(CEP_ENOMEM, "out of memory for the "
+				      "region table");
+	t->items = items;
+	t->cap = cap;
+	return 0;
+}
+
+int region_table_register(struct region_table *t, int fd, uint64_t size,
+			  const char *name, struct region **out)
+{
+	struct region_pool *pool = t->pool;
+	struct region *r = NULL;
+	void *addr = MAP_FAILED;
+	int ret;
+
+	*out = NULL;
+	if (size == 0) {
+		ret = cep__set_error(CEP_EINVAL, "a region of 0 bytes");
+		goto out;
+	}
+	ret = region_fd_check(fd, size);
+	if (ret != 0)
+		goto out;
+	ret = region_limits_check(t, size);
+	if (ret != 0) {
+		stats_count(pool->stats, STATS_COUNTER_REGION_LIMIT_HITS, 1);
+		goto out;
+	}
+	ret = table_reserve(t);
+	if (ret != 0)
+		goto out;
+	r = calloc(1, sizeof(*r));
+	if (r == NULL) {
+		ret = cep__set_error(CEP_ENOMEM, "out of memory for a region");
+		goto out;
+	}
+	addr = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (addr == MAP_FAILED) {
+		ret = cep__set_error(cep__from_errno(errno), "cannot map the "
+				     "region of %llu bytes: %s",
+				     (unsigned long long)size, strerror(errno));
+		goto out;
+	}
+	r->id = pool->next_id++;
+	r->fd = fd;
+	r->addr = addr;
+	r->size = size;
+	if (name != NULL)
+		memcpy(r->name, name,
+		       reqarena_utf8_cut(name, sizeof(r->name) - 1));
+	/* Ids only grow, so appending keeps the array sorted. */
+	t->items[t->count++] = r;
+	t->bytes += size;
+	if (t->bytes > t->bytes_peak)
+		t->bytes_peak = t->bytes;
+	pool->count++;
+	pool->bytes += size;
+	if (pool->bytes > pool->bytes_peak)
+		pool->bytes_peak = pool->bytes;
+	stats_gauge_add(pool->stats, STATS_GAUGE_REGIONS, 1);
+	stats_gauge_add(pool->stats, STATS_GAUGE_REGION_BYTES, (int64_t)size);
+	stats_count(pool->stats, STATS_COUNTER_REGIONS_REGISTERED, 1);
+	*out = r;
+	return 0;
+out:
+	free(r);
+	if (fd >= 0)
+		region_fd_close(pool, fd);
+	return ret;
+}
+
+int region_table_release(struct region_table *t, uint64_t id)
+{
+	uint32_t i = table_index(t, id);
+
+	if (i >= t->count || t->items[i]->id != id)
+		return cep__set_error(CEP_ENOENT, "no region %llu on this "
+				      "connection", (unsigned long long)id);
+	region_destroy(t, t->items[i]);
+	memmove(&t->items[i], &t->items[i + 1],
+		(size_t)(t->count - i - 1) * sizeof(t->items[0]));
+	t->count--;
+	return 0;
+}
+
+int region_span_check(uint64_t size, uint64_t offset, uint64_t bytes)
+{
+	/* offset + bytes may wrap; offset <= size first makes the subtraction
+	 * safe instead. */
+	if (offset > size || bytes > size - offset)
+		return cep__set_error(CEP_EBOUNDS, "slice at offset %llu of "
+				      "%llu bytes lies outside the region of "
+				      "%llu bytes",
+				      (unsigned long long)offset,
+				      (unsigned long long)bytes,
+				      (unsigned long long)size);
+	return 0;
+}
+
+int region_slice_check(const struct region *r, uint64_t offset,
+		       uint64_t bytes, void **ptr)
+{
+	if (offset > r->size || bytes > r->size - offset)
+		return cep__set_error(CEP_EBOUNDS, "slice at offset %llu of "
+				      "%llu bytes lies outside region %llu of "
+				      "%llu bytes",
+				      (unsigned long long)offset,
+				      (unsigned long long)bytes,
+				      (unsigned long long)r->id,
+				      (unsigned long long)r->size);
+	if (ptr != NULL)
+		*ptr = (char *)r->addr + offset;
+	return 0;
+}

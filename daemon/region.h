@@ -1,0 +1,98 @@
+/*
+ * region.h — shared-memory regions: memfds a client created, sealed against
+ * shrinking and growing, and passed over the socket. The daemon maps each
+ * one and keeps its fd (later issues pin the mapping for DMA). Tensors are
+ * slices of regions, bounds-checked here.
+ *
+ * A region_table holds one connection's regions; a region_pool, shared by
+ * every table of a server, holds the limits, the totals and the id counter.
+ * Both are single-threaded (the event loop's).
+ */
+#ifndef CEPD_REGION_H
+#define CEPD_REGION_H
+
+#include <stdint.h>
+
+#include "cep_limits.h"
+#include "stats.h"
+
+struct region {
+	uint64_t id;                 /* global, never reused */
+	int fd;                      /* the client's memfd, owned */
+	void *addr;                  /* MAP_SHARED mapping of size bytes */
+	uint64_t size;               /* bytes */
+	char name[CEP_MAX_OBJ_NAME]; /* the client's label, may be "" */
+};
+
+struct region_limits {
+	uint32_t max_per_client;     /* regions per connection */
+	uint64_t bytes_per_client;   /* bytes per connection */
+	uint64_t bytes_total;        /* bytes, all connections */
+};
+
+struct region_pool {
+	struct region_limits limits;
+	struct stats *stats;         /* regions, region_bytes, fds_closed... */
+	uint64_t next_id;            /* the id the next region gets */
+	uint32_t count;              /* regions held by all tables */
+	uint64_t bytes;              /* their bytes */
+	uint64_t bytes_peak;         /* most bytes ever held at once */
+};
+
+struct region_table {
+	struct region_pool *pool;
+	struct region **items;       /* sorted by id (ids only grow) */
+	uint32_t count;              /* regions in items */
+	uint32_t cap;                /* slots in items */
+	uint64_t bytes;              /* bytes of these regions */
+	uint64_t bytes_peak;         /* most bytes this table held at once */
+};
+
+/* Initializes pool (caller memory) with the limits; stats must outlive it.
+ * Ids start at 1. Nothing to close. */
+void region_pool_init(struct region_pool *pool,
+		      const struct region_limits *limits, struct stats *stats);
+
+/* Initializes an empty table of pool. Release with region_table_close(). */
+void region_table_init(struct region_table *t, struct region_pool *pool);
+
+/* Releases every region of t (unmaps, closes the fds) and frees t's array.
+ * Accepts NULL. */
+void region_table_close(struct region_table *t);
+
+/*
+ * Registers fd as a region of size bytes named name (NULL: ""). Takes the
+ * fd in every case: it is kept by the new region or closed. On success *out
+ * is the region, owned by t. Fails with CEP_EINVAL (size 0, not a regular
+ * file, size differs from the file's), CEP_EUNSEALED (F_SEAL_SHRINK or
+ * F_SEAL_GROW missing), CEP_ELIMIT (count or byte limits), CEP_EACCES or
+ * another system error from mmap, CEP_ENOMEM; each with a
+ * cep__set_error() message that names the sizes or the limit.
+ */
+int region_table_register(struct region_table *t, int fd, uint64_t size,
+			  const char *name, struct region **out);
+
+/* Unmaps and closes region id of t. Returns 0, or CEP_ENOENT with the
+ * message "no region ID on this connection". */
+int region_table_release(struct region_table *t, uint64_t id);
+
+/* Region id of t, or NULL. Never sets an error. */
+struct region *region_table_find(const struct region_table *t, uint64_t id);
+
+/* As region_table_find(), failing with CEP_ENOENT and its message. */
+int region_table_get(const struct region_table *t, uint64_t id,
+		     struct region **out);
+
+/*
+ * Checks that [offset, offset + bytes) lies in a region of size bytes
+ * without overflowing. Returns 0, or CEP_EBOUNDS with a message naming
+ * offset, bytes and size. An empty slice at offset <= size is inside.
+ */
+int region_span_check(uint64_t size, uint64_t offset, uint64_t bytes);
+
+/* region_span_check() for slice of r, naming r's id in the message. On
+ * success *ptr (if not NULL) is the slice's address in the daemon. */
+int region_slice_check(const struct region *r, uint64_t offset,
+		       uint64_t bytes, void **ptr);
+
+#endif

@@ -1,0 +1,654 @@
+/*
+ * server.c — cudaepd's listening side: the socket (systemd's, or bound at
+ * the configured or default path), accepting connections with their peer
+ * credentials, the connection list, signals and the orderly shutdown (see
+ * server.h). Requests themselves are conn.c's and dispatch.c's business.
+ */
+#include "server.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <systemd/sd-daemon.h>
+
+#include "cep_limits.h"
+#include "conn.h"
+#include "cudaep.h"
+#include "dispatch.h"
+#include "log.h"
+#include "sockpath.h"
+
+/* The request arena: its preallocated block serves every ordinary request;
+ * the limit bounds what a hostile 64 KiB packet can make protobuf-c
+ * allocate (a repeated empty message costs 2 wire bytes and ~100 bytes
+ * decoded). */
+#define ARENA_BLOCK   (256 * 1024)
+#define ARENA_LIMIT   (32 * 1024 * 1024)
+
+#define ACCEPT_BURST    64    /* connections accepted per wakeup */
+#define ACCEPT_PAUSE_MS 100   /* after EMFILE, before trying again */
+#define STOP_GRACE_MS   5000  /* for connections to drain at shutdown */
+
+/* Bits of server->handles. */
+enum {
+	SERVER_H_LISTEN = 1u << 0,
+	SERVER_H_ACCEPT_TIMER = 1u << 1,
+	SERVER_H_STOP_TIMER = 1u << 2,
+	SERVER_H_SIGTERM = 1u << 3,
+	SERVER_H_SIGINT = 1u << 4,
+};
+
+int server_new(const struct config *cfg, struct server **out)
+{
+	struct region_limits limits;
+	struct server *s;
+	int ret;
+
+	*out = NULL;
+	s = calloc(1, sizeof(*s));
+	if (s == NULL)
+		return CEP_ENOMEM;
+	s->cfg = *cfg;
+	s->listen_fd = -1;
+	s->next_client_id = 1;
+	s->start_ns = uv_hrtime();
+	s->euid = geteuid();
+	stats_init(&s->stats);
+	limits.max_per_client = cfg->max_regions_per_client;
+	limits.bytes_per_client = cfg->region_bytes_per_client;
+	limits.bytes_total = cfg->region_bytes_total;
+	region_pool_init(&s->regions, &limits, &s->stats);
+	session_pool_init(&s->sessions, &s->stats);
+	ret = reqarena_init(&s->arena, ARENA_BLOCK, ARENA_LIMIT);
+	if (ret != 0)
+		goto fail;
+	s->in_buf = malloc(CEP_MAX_PACKET + 1);
+	s->out_buf = malloc(CEP_MAX_PACKET);
+	if (s->in_buf == NULL || s->out_buf == NULL) {
+		ret = CEP_ENOMEM;
+		goto fail;
+	}
+	*out = s;
+	return 0;
+fail:
+	server_free(s);
+	return ret;
+}
+
+void server_free(struct server *s)
+{
+	if (s == NULL)
+		return;
+	while (s->conns != NULL)
+		conn_free(s->conns);
+	if (s->listen_fd >= 0)
+		close(s->listen_fd);
+	reqarena_close(&s->arena);
+	free(s->in_buf);
+	free(s->out_buf);
+	free(s);
+}
+
+bool server_peer_admin(const struct server *s, uid_t uid, gid_t gid,
+		       const gid_t *groups, size_t n)
+{
+	size_t i;
+
+	if (uid == 0 || uid == s->euid)
+		return true;
+	if (s->cfg.admin_gid < 0)
+		return false;
+	if ((int64_t)gid == s->cfg.admin_gid)
+		return true;
+	for (i = 0; i < n; i++)
+		if ((int64_t)groups[i] == s->cfg.admin_gid)
+			return true;
+	return false;
+}
+
+/* ------------------------------------------------------------ connections */
+
+void server__conn_link(struct server *s, struct conn *c)
+{
+	/* Appended, so that admin listings run oldest first. */
+	c->next = NULL;
+	c->prev = s->conns_tail;
+	if (s->conns_tail != NULL)
+		s->conns_tail->next = c;
+	else
+		s->conns = c;
+	s->conns_tail = c;
+	s->n_conns++;
+	if (c->fd >= 0)
+		s->n_sock_conns++;
+	stats_count(&s->stats, STATS_COUNTER_CONNECTIONS_ACCEPTED, 1);
+	stats_gauge_add(&s->stats, STATS_GAUGE_CONNECTIONS, 1);
+}
+
+static void server_stop_timer_close(struct server *s);
+
+void server__conn_unlink(struct server *s, struct conn *c)
+{
+	if (c->prev != NULL)
+		c->prev->next = c->next;
+	else
+		s->conns = c->next;
+	if (c->next != NULL)
+		c->next->prev = c->prev;
+	else
+		s->conns_tail = c->prev;
+	c->prev = NULL;
+	c->next = NULL;
+	s->n_conns--;
+	if (c->fd >= 0)
+		s->n_sock_conns--;
+	stats_count(&s->stats, STATS_COUNTER_CONNECTIONS_CLOSED, 1);
+	stats_gauge_add(&s->stats, STATS_GAUGE_CONNECTIONS, -1);
+	if (s->stopping && s->n_sock_conns == 0)
+		server_stop_timer_close(s);
+}
+
+/* Whether a peer with only its primary gid known is in admin_group by one
+ * of its supplementary groups (SO_PEERGROUPS, Linux 4.13+). */
+static bool peer_groups_admin(const struct server *s, int fd, uid_t uid,
+			      gid_t gid)
+{
+	gid_t small[64], *groups = small;
+	socklen_t len = sizeof(small);
+	bool admin = false;
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len) != 0) {
+		if (errno != ERANGE)
+			return false;
+		groups = malloc(len);
+		if (groups == NULL)
+			goto out;
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len))
+			goto out;
+	}
+	admin = server_peer_admin(s, uid, gid, groups, len / sizeof(gid_t));
+out:
+	if (groups != small)
+		free(groups);
+	return admin;
+}
+
+/* Answers a connection over max_connections with one error and closes
+ * it. */
+static void server_refuse(struct server *s, int fd, const struct ucred *cr)
+{
+	char msg[160];
+	size_t len;
+
+	stats_count(&s->stats, STATS_COUNTER_CONNECTIONS_REFUSED, 1);
+	log_notice("refused a connection from pid %d uid %u: %u connections "
+		   "is the limit", (int)cr->pid, (unsigned)cr->uid,
+		   s->cfg.max_connections);
+	snprintf(msg, sizeof(msg), "too many connections: cudaepd's limit "
+		 "(max_connections = %u) is reached; try again later",
+		 s->cfg.max_connections);
+	dispatch_encode_error(0, CEP_ELIMIT, msg, s->out_buf, &len);
+	/* Best effort: a fresh socket has room for one small packet. */
+	if (send(fd, s->out_buf, len, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
+		log_debug("refused connection: send: %s", strerror(errno));
+	close(fd);
+}
+
+static void server_accept_one(struct server *s, int fd)
+{
+	struct ucred cr;
+	socklen_t len = sizeof(cr);
+	struct conn *c;
+	bool admin;
+	int ret;
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) != 0) {
+		log_warning("SO_PEERCRED: %s; dropping the connection",
+			    strerror(errno));
+		close(fd);
+		return;
+	}
+	if (s->n_conns >= s->cfg.max_connections) {
+		server_refuse(s, fd, &cr);
+		return;
+	}
+	admin = server_peer_admin(s, cr.uid, cr.gid, NULL, 0);
+	if (!admin && s->cfg.admin_gid >= 0)
+		admin = peer_groups_admin(s, fd, cr.uid, cr.gid);
+	ret = conn_new(s, fd, cr.pid, cr.uid, cr.gid, admin, &c);
+	if (ret != 0) {
+		log_err("cannot serve a connection from pid %d: %s",
+			(int)cr.pid, cep_strerror(ret));
+		return;
+	}
+	log_debug("client %llu: connection from pid %d uid %u gid %u%s",
+		  (unsigned long long)c->id, (int)cr.pid, (unsigned)cr.uid,
+		  (unsigned)cr.gid, admin ? " (admin)" : "");
+}
+
+static void server_on_accept_timer(uv_timer_t *t);
+
+static void server_on_accept(uv_poll_t *h, int status, int events)
+{
+	struct server *s = container_of(h, struct server, listen_poll);
+	int i, fd;
+
+	if (status < 0) {
+		log_err("listening socket: %s", uv_strerror(status));
+		return;
+	}
+	for (i = 0; i < ACCEPT_BURST && !s->stopping; i++) {
+		fd = accept4(s->listen_fd, NULL, NULL,
+			     SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd >= 0) {
+			server_accept_one(s, fd);
+			continue;
+		}
+		if (errno == EINTR || errno == ECONNABORTED)
+			continue;
+		if (errno == EAGAIN || errno == EWOULDBLOCK)
+			return;
+		if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+		    errno == ENOMEM) {
+			/* The connection stays in the backlog and the socket
+			 * stays readable: wait instead of spinning. */
+			log_warning("cannot accept: %s; pausing for %d ms",
+				    strerror(errno), ACCEPT_PAUSE_MS);
+			uv_poll_stop(&s->listen_poll);
+			uv_timer_start(&s->accept_timer, server_on_accept_timer,
+				       ACCEPT_PAUSE_MS, 0);
+			return;
+		}
+		log_err("accept: %s", strerror(errno));
+		return;
+	}
+}
+
+static void server_on_accept_timer(uv_timer_t *t)
+{
+	struct server *s = container_of(t, struct server, accept_timer);
+
+	if (!s->stopping)
+		uv_poll_start(&s->listen_poll, UV_READABLE, server_on_accept);
+}
+
+/* ----------------------------------------------------------------- socket */
+
+static int socket_addr(struct sockaddr_un *addr, const char *path)
+{
+	memset(addr, 0, sizeof(*addr));
+	addr->sun_family = AF_UNIX;
+	if (strlen(path) >= sizeof(addr->sun_path)) {
+		log_err("socket path %s is too long", path);
+		return CEP_ENAMETOOLONG;
+	}
+	strcpy(addr->sun_path, path);
+	return 0;
+}
+
+/* Creates the socket's directory when it is missing (one level: its parent
+ * is expected to exist, as /run and $XDG_RUNTIME_DIR do). */
+static int socket_dir_make(const char *path, mode_t mode)
+{
+	char dir[CONFIG_PATH_MAX];
+	char *slash;
+
+	snprintf(dir, sizeof(dir), "%s", path);
+	slash = strrchr(dir, '/');
+	if (slash == NULL || slash == dir)
+		return 0;
+	*slash = '\0';
+	if (mkdir(dir, mode) == 0) {
+		log_info("created %s", dir);
+		return 0;
+	}
+	if (errno == EEXIST)
+		return 0;
+	log_err("cannot create the socket directory %s: %s", dir,
+		strerror(errno));
+	return cep__from_errno(errno);
+}
+
+/*
+ * Makes path free for bind(): nothing there is fine; a socket nobody
+ * answers on is a dead daemon's and is removed; a socket that answers
+ * belongs to a live daemon and anything else is not ours to replace.
+ */
+static int socket_path_claim(const char *path)
+{
+	struct sockaddr_un addr;
+	struct stat sb;
+	int fd, ret, err;
+
+	if (lstat(path, &sb) != 0) {
+		if (errno == ENOENT)
+			return 0;
+		log_err("cannot inspect %s: %s", path, strerror(errno));
+		return cep__from_errno(errno);
+	}
+	if (!S_ISSOCK(sb.st_mode)) {
+		log_err("%s exists and is not a socket; refusing to replace "
+			"it", path);
+		return CEP_EEXIST;
+	}
+	ret = socket_addr(&addr, path);
+	if (ret != 0)
+		return ret;
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		log_err("socket: %s", strerror(errno));
+		return cep__from_errno(errno);
+	}
+	ret = connect(fd, (struct sockaddr *)&addr, sizeof(addr));
+	err = errno;
+	close(fd);
+	if (ret == 0 || err == EAGAIN || err == EINPROGRESS) {
+		/* EAGAIN: a full backlog, which only a live daemon has. */
+		log_err("another cudaepd is already serving %s", path);
+		return CEP_EBUSY;
+	}
+	if (err != ECONNREFUSED) {
+		log_err("%s is in use (%s); refusing to replace it", path,
+			strerror(err));
+		return cep__from_errno(err);
+	}
+	if (unlink(path) != 0 && errno != ENOENT) {
+		log_err("cannot remove the stale socket %s: %s", path,
+			strerror(errno));
+		return cep__from_errno(errno);
+	}
+	log_notice("removed the stale socket %s of a daemon that is gone",
+		   path);
+	return 0;
+}
+
+static int socket_bind(struct server *s, bool system_wide)
+{
+	const char *path = s->socket_path;
+	struct sockaddr_un addr;
+	int fd = -1, ret;
+
+	ret = socket_addr(&addr, path);
+	if (ret != 0)
+		return ret;
+	ret = socket_dir_make(path, system_wide ? 0755 : 0700);
+	if (ret != 0)
+		return ret;
+	ret = socket_path_claim(path);
+	if (ret != 0)
+		return ret;
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		ret = cep__from_errno(errno);
+		log_err("socket: %s", strerror(errno));
+		return ret;
+	}
+	if (bind(fd, (struct sockaddr *)&addr, sizeof(addr)) != 0) {
+		ret = cep__from_errno(errno);
+		log_err("cannot bind %s: %s", path, strerror(errno));
+		close(fd);
+		return ret;
+	}
+	s->unlink_socket = true;
+	s->listen_fd = fd;
+	/* Permissions are set before listen(): until then nobody can
+	 * connect, so there is no moment with the wrong ones. */
+	if (chmod(path, s->cfg.socket_mode) != 0) {
+		ret = cep__from_errno(errno);
+		log_err("cannot chmod %s to %04o: %s", path,
+			s->cfg.socket_mode, strerror(errno));
+		return ret;
+	}
+	if (s->cfg.socket_gid >= 0 &&
+	    chown(path, (uid_t)-1, (gid_t)s->cfg.socket_gid) != 0) {
+		ret = cep__from_errno(errno);
+		log_err("cannot give %s to group %s: %s", path,
+			s->cfg.socket_group, strerror(errno));
+		return ret;
+	}
+	if (listen(fd, SOMAXCONN) != 0) {
+		ret = cep__from_errno(errno);
+		log_err("cannot listen on %s: %s", path, strerror(errno));
+		return ret;
+	}
+	return 0;
+}
+
+/* Takes the socket systemd passed: 1 when there is one, 0 when not
+ * activated, or an error. */
+static int socket_activated(struct server *s)
+{
+	struct sockaddr_un addr;
+	socklen_t len = sizeof(addr);
+	int n, fd = SD_LISTEN_FDS_START, fl;
+
+	n = sd_listen_fds(1);
+	if (n < 0) {
+		log_err("LISTEN_FDS: %s", strerror(-n));
+		return n;
+	}
+	if (n == 0)
+		return 0;
+	if (n > 1) {
+		log_err("systemd passed %d sockets; cudaepd takes one", n);
+		return CEP_EINVAL;
+	}
+	if (sd_is_socket_unix(fd, SOCK_SEQPACKET, 1, NULL, 0) <= 0) {
+		log_err("the socket systemd passed is not a listening "
+			"SOCK_SEQPACKET Unix socket (check "
+			"ListenSequentialPacket= in cudaepd.socket)");
+		return CEP_EINVAL;
+	}
+	fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) != 0 ||
+	    fcntl(fd, F_SETFD, FD_CLOEXEC) != 0) {
+		log_err("cannot set up the socket systemd passed: %s",
+			strerror(errno));
+		return cep__from_errno(errno);
+	}
+	s->listen_fd = fd;
+	s->activated = true;
+	if (getsockname(fd, (struct sockaddr *)&addr, &len) == 0 &&
+	    len > offsetof(struct sockaddr_un, sun_path) &&
+	    addr.sun_path[0] != '\0')
+		snprintf(s->socket_path, sizeof(s->socket_path), "%.*s",
+			 (int)sizeof(addr.sun_path), addr.sun_path);
+	else
+		snprintf(s->socket_path, sizeof(s->socket_path),
+			 "(socket from systemd)");
+	return 1;
+}
+
+/* ---------------------------------------------------------------- handles */
+
+static void server_on_listen_close(uv_handle_t *h)
+{
+	struct server *s = container_of(h, struct server, listen_poll);
+
+	close(s->listen_fd);
+	s->listen_fd = -1;
+}
+
+static void server_on_handle_close(uv_handle_t *h)
+{
+}
+
+static void server_handle_close(struct server *s, unsigned bit,
+				uv_handle_t *h, uv_close_cb cb)
+{
+	if (!(s->handles & bit))
+		return;
+	s->handles &= ~bit;
+	uv_close(h, cb);
+}
+
+static void server_stop_timer_close(struct server *s)
+{
+	server_handle_close(s, SERVER_H_STOP_TIMER,
+			    (uv_handle_t *)&s->stop_timer,
+			    server_on_handle_close);
+}
+
+/* Stops accepting: closes the listener and removes the socket file we
+ * created, so a new daemon may start at once. */
+static void server_listener_close(struct server *s)
+{
+	if (s->unlink_socket) {
+		if (unlink(s->socket_path) != 0 && errno != ENOENT)
+			log_warning("cannot remove %s: %s", s->socket_path,
+				    strerror(errno));
+		s->unlink_socket = false;
+	}
+	if (s->handles & SERVER_H_LISTEN)
+		server_handle_close(s, SERVER_H_LISTEN,
+				    (uv_handle_t *)&s->listen_poll,
+				    server_on_listen_close);
+	else if (s->listen_fd >= 0) {
+		close(s->listen_fd);
+		s->listen_fd = -1;
+	}
+	server_handle_close(s, SERVER_H_ACCEPT_TIMER,
+			    (uv_handle_t *)&s->accept_timer,
+			    server_on_handle_close);
+}
+
+static void server_on_signal(uv_signal_t *h, int signum)
+{
+	struct server *s = h->data;
+
+	log_notice("%s received", signum == SIGTERM ? "SIGTERM" : "SIGINT");
+	server_stop(s);
+}
+
+static void server_on_stop_timer(uv_timer_t *t)
+{
+	struct server *s = container_of(t, struct server, stop_timer);
+	struct conn *c, *next;
+
+	log_warning("%u connections did not drain in %d ms; dropping them",
+		    s->n_sock_conns, STOP_GRACE_MS);
+	for (c = s->conns; c != NULL; c = next) {
+		next = c->next;
+		if (c->fd >= 0)
+			conn_free(c);
+	}
+	server_stop_timer_close(s);
+}
+
+static int server_handles_start(struct server *s)
+{
+	int ret;
+
+	ret = uv_poll_init(s->loop, &s->listen_poll, s->listen_fd);
+	if (ret != 0)
+		return ret;
+	s->handles |= SERVER_H_LISTEN;
+	ret = uv_poll_start(&s->listen_poll, UV_READABLE, server_on_accept);
+	if (ret != 0)
+		return ret;
+	uv_timer_init(s->loop, &s->accept_timer);
+	s->handles |= SERVER_H_ACCEPT_TIMER;
+	uv_timer_init(s->loop, &s->stop_timer);
+	s->handles |= SERVER_H_STOP_TIMER;
+	ret = uv_signal_init(s->loop, &s->sigterm);
+	if (ret != 0)
+		return ret;
+	s->handles |= SERVER_H_SIGTERM;
+	s->sigterm.data = s;
+	ret = uv_signal_start(&s->sigterm, server_on_signal, SIGTERM);
+	if (ret != 0)
+		return ret;
+	ret = uv_signal_init(s->loop, &s->sigint);
+	if (ret != 0)
+		return ret;
+	s->handles |= SERVER_H_SIGINT;
+	s->sigint.data = s;
+	return uv_signal_start(&s->sigint, server_on_signal, SIGINT);
+}
+
+static void server_handles_close(struct server *s)
+{
+	server_listener_close(s);
+	server_stop_timer_close(s);
+	server_handle_close(s, SERVER_H_SIGTERM, (uv_handle_t *)&s->sigterm,
+			    server_on_handle_close);
+	server_handle_close(s, SERVER_H_SIGINT, (uv_handle_t *)&s->sigint,
+			    server_on_handle_close);
+}
+
+int server_listen(struct server *s, uv_loop_t *loop)
+{
+	bool system_wide;
+	int ret;
+
+	s->loop = loop;
+	/* systemd and root put the socket in /run/cudaep; LISTEN_FDS must be
+	 * looked at before sd_listen_fds() unsets it. */
+	system_wide = geteuid() == 0 || getenv("INVOCATION_ID") != NULL ||
+		      getenv("LISTEN_FDS") != NULL;
+	ret = socket_activated(s);
+	if (ret < 0)
+		goto fail;
+	if (ret == 0) {
+		if (s->cfg.socket[0] != '\0') {
+			snprintf(s->socket_path, sizeof(s->socket_path), "%s",
+				 s->cfg.socket);
+		} else {
+			ret = cep__daemon_socket_path(s->socket_path,
+						      sizeof(s->socket_path),
+						      system_wide);
+			if (ret != 0) {
+				log_err("the default socket path is too long");
+				goto fail;
+			}
+		}
+		ret = socket_bind(s, system_wide);
+		if (ret != 0)
+			goto fail;
+	}
+	ret = server_handles_start(s);
+	if (ret != 0) {
+		log_err("cannot start the event loop's handles: %s",
+			uv_strerror(ret));
+		goto fail;
+	}
+	log_notice("cudaepd %s serving on %s%s (backend host, no GPU support "
+		   "yet)", CEP_VERSION, s->socket_path,
+		   s->activated ? " (socket activation)" : "");
+	return 0;
+fail:
+	server_handles_close(s);
+	return ret;
+}
+
+void server_stop(struct server *s)
+{
+	struct conn *c, *next;
+
+	if (s->stopping)
+		return;
+	s->stopping = true;
+	sd_notify(0, "STOPPING=1");
+	log_notice("stopping: closing %u connections", s->n_sock_conns);
+	server_listener_close(s);
+	server_handle_close(s, SERVER_H_SIGTERM, (uv_handle_t *)&s->sigterm,
+			    server_on_handle_close);
+	server_handle_close(s, SERVER_H_SIGINT, (uv_handle_t *)&s->sigint,
+			    server_on_handle_close);
+	for (c = s->conns; c != NULL; c = next) {
+		next = c->next;
+		if (c->fd >= 0)
+			conn_shutdown(c);
+	}
+	if (s->n_sock_conns == 0)
+		server_stop_timer_close(s);
+	else if (s->handles & SERVER_H_STOP_TIMER)
+		uv_timer_start(&s->stop_timer, server_on_stop_timer,
+			       STOP_GRACE_MS, 0);
+}

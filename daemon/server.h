@@ -1,0 +1,110 @@
+/*
+ * server.h — the state of one cudaepd: its configuration, counters, region
+ * and session pools, request arena and connections, and, once listening,
+ * its socket and libuv handles. Everything is passed explicitly; there is
+ * no global server, so tests and the fuzzer build one with server_new()
+ * and drive detached connections (conn.h) without any socket or loop.
+ *
+ * Lifecycle: server_new() -> server_listen(loop) -> uv_run() ... a signal
+ * or server_stop() closes the listener and every connection and handle, so
+ * uv_run() returns -> server_free() -> uv_loop_close().
+ */
+#ifndef CEPD_SERVER_H
+#define CEPD_SERVER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <uv.h>
+
+#include "config.h"
+#include "reqarena.h"
+#include "region.h"
+#include "session.h"
+#include "stats.h"
+
+/* The struct holding member, given a pointer to member (libuv handles are
+ * embedded in their owners). */
+#define container_of(ptr, type, member)                                        \
+	((type *)(void *)((char *)(ptr) - offsetof(type, member)))
+
+struct conn;
+
+struct server {
+	struct config cfg;              /* a copy, fixed for life */
+	uv_loop_t *loop;                /* NULL until server_listen() */
+	struct stats stats;
+	struct region_pool regions;     /* limits and totals of all regions */
+	struct session_pool sessions;   /* ids and count of all sessions */
+	struct reqarena arena;          /* the request being served */
+	uint8_t *in_buf;                /* CEP_MAX_PACKET + 1 bytes */
+	uint8_t *out_buf;               /* CEP_MAX_PACKET: its response */
+	struct conn *conns;             /* every connection, oldest first */
+	struct conn *conns_tail;        /* the newest */
+	uint32_t n_conns;               /* in conns, detached ones included */
+	uint32_t n_sock_conns;          /* of those, the ones with a socket */
+	uint64_t next_client_id;        /* the id the next connection gets */
+	uint64_t start_ns;              /* uv_hrtime() at server_new() */
+	uid_t euid;                     /* the daemon's; its peers are admins */
+	char socket_path[CONFIG_PATH_MAX]; /* where we listen; "" before */
+	int listen_fd;                  /* -1 when not listening */
+	bool unlink_socket;             /* we bound the path: unlink at stop */
+	bool activated;                 /* the listener came from systemd */
+	bool stopping;                  /* server_stop() was called */
+	unsigned handles;               /* SERVER_H_* bits of live handles */
+	uv_poll_t listen_poll;          /* readable: connections to accept */
+	uv_timer_t accept_timer;        /* resumes accepting after EMFILE */
+	uv_timer_t stop_timer;          /* ends a shutdown that hangs */
+	uv_signal_t sigterm;
+	uv_signal_t sigint;
+};
+
+/*
+ * Creates a server from cfg (copied) without touching any socket or loop:
+ * pools, counters, buffers and the request arena. Returns 0 with *out owned
+ * by the caller (server_free()), or CEP_ENOMEM.
+ */
+int server_new(const struct config *cfg, struct server **out);
+
+/*
+ * Frees s and every detached connection still open. Connections with a
+ * socket and the libuv handles must be closed already (server_stop(), then
+ * uv_run() until it returns). Accepts NULL.
+ */
+void server_free(struct server *s);
+
+/*
+ * Starts serving on loop: takes the socket systemd passed (LISTEN_FDS) or
+ * binds the configured or default path (creating its directory, replacing
+ * a stale socket, refusing when another daemon answers there), and starts
+ * the SIGTERM/SIGINT handlers. Returns 0, or a CEP_E* code after logging
+ * why; on failure every handle it started is closing, so the caller runs
+ * the loop once more before server_free().
+ */
+int server_listen(struct server *s, uv_loop_t *loop);
+
+/*
+ * Begins an orderly shutdown: tells systemd STOPPING=1, stops accepting,
+ * removes the socket file it created, lets each connection send the
+ * replies it has queued and then releases everything it owned, and closes
+ * every handle, so that uv_run() returns. Connections that do not drain
+ * within a few seconds are dropped. Safe to call more than once.
+ */
+void server_stop(struct server *s);
+
+/*
+ * Whether a peer with these credentials is an admin (sees every client in
+ * the admin replies): uid 0, the daemon's effective uid, or a member of
+ * admin_group by its primary gid or one of its n supplementary groups.
+ */
+bool server_peer_admin(const struct server *s, uid_t uid, gid_t gid,
+		       const gid_t *groups, size_t n);
+
+/* Adds c to s's connections and gauges / takes it out again; used by
+ * conn.c only. */
+void server__conn_link(struct server *s, struct conn *c);
+void server__conn_unlink(struct server *s, struct conn *c);
+
+#endif

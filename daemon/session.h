@@ -1,0 +1,74 @@
+/*
+ * session.h — the sessions of a connection: a loaded model a client runs.
+ * This issue has no engine, so nothing creates sessions over the wire yet;
+ * the table is real so that lookups, listing, Unload and the release of
+ * everything a dead client held already work, and the engine plugs its
+ * state into struct session later.
+ *
+ * A session_table holds one connection's sessions; a session_pool, shared
+ * by every table of a server, holds the id counter and the count. Both are
+ * single-threaded (the event loop's).
+ */
+#ifndef CEPD_SESSION_H
+#define CEPD_SESSION_H
+
+#include <stdint.h>
+
+#include "cep_limits.h"
+#include "stats.h"
+
+struct session {
+	uint64_t id;                 /* global, never reused */
+	uint64_t client_id;          /* the owning connection's id */
+	char name[CEP_MAX_OBJ_NAME]; /* shown by cudaepctl, may be "" */
+	uint64_t runs;               /* Run requests completed */
+	uint64_t loaded_ns;          /* uv_hrtime() when loaded */
+};
+
+struct session_pool {
+	struct stats *stats;         /* sessions gauge and counters */
+	uint64_t next_id;            /* the id the next session gets */
+	uint32_t count;              /* sessions held by all tables */
+};
+
+struct session_table {
+	struct session_pool *pool;
+	uint64_t client_id;          /* stamped on each session */
+	struct session **items;      /* sorted by id (ids only grow) */
+	uint32_t count;              /* sessions in items */
+	uint32_t cap;                /* slots in items */
+};
+
+/* Initializes pool (caller memory); stats must outlive it. Ids start at 1.
+ * Nothing to close. */
+void session_pool_init(struct session_pool *pool, struct stats *stats);
+
+/* Initializes an empty table of pool for connection client_id. Release
+ * with session_table_close(). */
+void session_table_init(struct session_table *t, struct session_pool *pool,
+			uint64_t client_id);
+
+/* Unloads every session of t and frees t's array. Accepts NULL. */
+void session_table_close(struct session_table *t);
+
+/*
+ * Creates a session named name (NULL: "", cut to CEP_MAX_OBJ_NAME - 1
+ * bytes) with a new id. On success *out is owned by t. Fails with
+ * CEP_ENOMEM.
+ */
+int session_table_add(struct session_table *t, const char *name,
+		      uint64_t now_ns, struct session **out);
+
+/* Session id of t, or NULL. Never sets an error. */
+struct session *session_table_find(const struct session_table *t,
+				   uint64_t id);
+
+/* As session_table_find(), failing with CEP_ENOENT and the message
+ * "no session ID on this connection". */
+int session_table_get(const struct session_table *t, uint64_t id,
+		      struct session **out);
+
+/* Unloads session id of t. Returns 0 or CEP_ENOENT (with its message). */
+int session_table_remove(struct session_table *t, uint64_t id);
+
+#endif

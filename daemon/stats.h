@@ -1,0 +1,105 @@
+/*
+ * stats.h — cudaepd's counters and gauges, defined once here as X-macro
+ * lists and read everywhere else through the generated enums: the Stats
+ * reply, cudaepctl's sections and its Prometheus text all walk the same
+ * tables. A counter only grows; a gauge has a current value, the highest
+ * value it ever had, and the total of everything ever added to it (so
+ * "regions" gauge total = regions ever registered).
+ *
+ * One struct stats lives in each struct server; nothing here is global.
+ * Bump STATS_VERSION whenever an entry is renamed, removed or changes
+ * meaning (appending one does not need it: readers look names up).
+ */
+#ifndef CEPD_STATS_H
+#define CEPD_STATS_H
+
+#include <stdint.h>
+
+#define STATS_VERSION 1
+
+/* X(ENUM_SUFFIX, "name", "what it counts") */
+#define STATS_COUNTERS(X)                                                      \
+	X(CONNECTIONS_ACCEPTED, "connections_accepted",                        \
+	  "connections accepted, refused ones included")                       \
+	X(CONNECTIONS_CLOSED, "connections_closed",                            \
+	  "connections torn down, by either side")                             \
+	X(CONNECTIONS_REFUSED, "connections_refused",                          \
+	  "connections turned away at max_connections")                        \
+	X(REQUESTS, "requests", "packets received from clients")               \
+	X(REQUEST_ERRORS, "request_errors",                                    \
+	  "responses whose status was an error")                               \
+	X(BAD_PACKETS, "bad_packets",                                          \
+	  "packets that did not decode as a Request or carried no body")       \
+	X(OVERSIZED_PACKETS, "oversized_packets",                              \
+	  "packets larger than the protocol's packet limit")                   \
+	X(FDS_RECEIVED, "fds_received", "file descriptors received")           \
+	X(FDS_CLOSED, "fds_closed", "received file descriptors closed again")  \
+	X(REGIONS_REGISTERED, "regions_registered",                            \
+	  "shared-memory regions registered")                                  \
+	X(REGIONS_RELEASED, "regions_released",                                \
+	  "regions released, by request or with their connection")             \
+	X(REGION_LIMIT_HITS, "region_limit_hits",                              \
+	  "registrations refused by a region limit")                           \
+	X(HELLO_REFUSED, "hello_refused",                                      \
+	  "Hello requests refused for their protocol version")                 \
+	X(SESSIONS_LOADED, "sessions_loaded", "sessions created")              \
+	X(SESSIONS_UNLOADED, "sessions_unloaded",                              \
+	  "sessions unloaded, by request or with their connection")            \
+	X(RESPONSES_QUEUED, "responses_queued",                                \
+	  "responses that waited for the socket to drain")                     \
+	X(BYTES_RECEIVED, "bytes_received", "request bytes received")          \
+	X(BYTES_SENT, "bytes_sent", "response bytes sent")
+
+#define STATS_GAUGES(X)                                                        \
+	X(CONNECTIONS, "connections", "open connections")                      \
+	X(REGIONS, "regions", "registered regions")                            \
+	X(REGION_BYTES, "region_bytes", "bytes of registered regions")         \
+	X(SESSIONS, "sessions", "loaded sessions")                             \
+	X(SEND_QUEUE, "send_queue", "responses waiting to be sent")
+
+enum stats_counter {
+#define STATS__ENUM(id, name, help) STATS_COUNTER_##id,
+	STATS_COUNTERS(STATS__ENUM)
+#undef STATS__ENUM
+	STATS_COUNTER_COUNT
+};
+
+enum stats_gauge {
+#define STATS__ENUM(id, name, help) STATS_GAUGE_##id,
+	STATS_GAUGES(STATS__ENUM)
+#undef STATS__ENUM
+	STATS_GAUGE_COUNT
+};
+
+struct stats_gauge_value {
+	int64_t current; /* value now */
+	int64_t peak;    /* highest current ever */
+	uint64_t total;  /* sum of every increase */
+};
+
+struct stats {
+	uint64_t counters[STATS_COUNTER_COUNT];
+	struct stats_gauge_value gauges[STATS_GAUGE_COUNT];
+};
+
+/* Zeroes every counter and gauge. */
+void stats_init(struct stats *st);
+
+/* Adds n to counter c. */
+static inline void stats_count(struct stats *st, enum stats_counter c,
+			       uint64_t n)
+{
+	st->counters[c] += n;
+}
+
+/* Moves gauge g by delta (negative to decrease), keeping peak and total. */
+void stats_gauge_add(struct stats *st, enum stats_gauge g, int64_t delta);
+
+/* The name ("requests") and the one-line description of a counter or a
+ * gauge; static strings, NULL for an out-of-range index. */
+const char *stats_counter_name(enum stats_counter c);
+const char *stats_counter_help(enum stats_counter c);
+const char *stats_gauge_name(enum stats_gauge g);
+const char *stats_gauge_help(enum stats_gauge g);
+
+#endif

@@ -1,0 +1,47 @@
+"""Fixtures for the Python client's tests: a real cudaepd on a temporary
+socket, started from the build tree."""
+import os
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, ".."))
+BUILD = os.environ.get("CUDAEP_BUILD_DIR") or os.path.join(HERE, "..", "..", "build")
+
+
+def _wait_ready(path, proc, timeout=10.0):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if proc.poll() is not None:
+            raise RuntimeError("cudaepd exited with %d" % proc.returncode)
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            s.connect(path)
+            return
+        except OSError:
+            time.sleep(0.01)
+        finally:
+            s.close()
+    raise RuntimeError("cudaepd did not start in %gs" % timeout)
+
+
+@pytest.fixture
+def daemon(tmp_path):
+    """Yields the socket path of a fresh cudaepd; stops it afterwards and
+    checks that it exited cleanly."""
+    sock = str(tmp_path / "cudaep.sock")
+    log = open(tmp_path / "daemon.log", "wb")
+    proc = subprocess.Popen([os.path.join(BUILD, "bin", "cudaepd"), "--socket", sock],
+                            stdout=log, stderr=log)
+    try:
+        _wait_ready(sock, proc)
+        yield sock
+    finally:
+        proc.terminate()
+        rc = proc.wait(timeout=10)
+        log.close()
+        assert rc == 0, (tmp_path / "daemon.log").read_text()
