@@ -240,8 +240,10 @@ endif
 CRITERION_FLAGS ?= --jobs 2
 export CUDAEP_BUILD_DIR := $(abspath $(BUILD))
 
+# The suites run one after the other (Criterion parallelizes inside each),
+# so their logs do not interleave.
 test: deps $(TEST_PREREQ)
-	$(Q)$(MAKE) --no-print-directory test-unit test-integration test-python NOBUILD=1
+	$(Q)$(MAKE) --no-print-directory -j1 test-unit test-integration test-python NOBUILD=1
 
 test-unit: $(if $(filter 1,$(NOBUILD)),,$(UNIT_BIN))
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t $(CRITERION_FLAGS); done
@@ -249,13 +251,19 @@ test-unit: $(if $(filter 1,$(NOBUILD)),,$(UNIT_BIN))
 test-integration: $(if $(filter 1,$(NOBUILD)),,$(ALL) $(INTEG_BIN))
 	@set -e; for t in $(INTEG_BIN); do echo "== $$t"; $$t $(CRITERION_FLAGS); done
 
+# An ASan-built libcudaep-client cannot be loaded into a plain Python, so
+# the Python suite runs only in the plain build.
 test-python:
-	@if [ -d python/tests ]; then $(VENV)/bin/python -m pytest -q python/tests; fi
+ifneq ($(SANITIZE),)
+	@echo "test-python: SKIP under SANITIZE=$(SANITIZE) (an ASan library cannot load into a plain python)"
+else
+	@$(VENV)/bin/python -m pytest -q python/tests
+endif
 
 # The same binaries with the GPU tests switched on; run on the GPU machine
 # with NOBUILD=1 (it has no libuv or protobuf-c headers to build with).
 test-gpu: $(TEST_PREREQ)
-	$(Q)CUDAEP_TEST_GPU=1 $(MAKE) --no-print-directory test-unit test-integration NOBUILD=1
+	$(Q)CUDAEP_TEST_GPU=1 $(MAKE) --no-print-directory -j1 test-unit test-integration NOBUILD=1
 
 # ---------------------------------------------------------------- fuzzing
 

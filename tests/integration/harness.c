@@ -330,6 +330,40 @@ int64_t h_wait_gauge(cep_client *c, const char *name, int64_t want)
 	return v;
 }
 
+int h_settled_fds(const struct hdaemon *d, cep_client *c, int64_t conns)
+{
+	cr_assert_eq(h_wait_gauge(c, "connections", conns), conns);
+	(void)h_gauge(c, "connections");
+	return h_daemon_fd_count(d);
+}
+
+static int64_t raw_gauge(int fd, const char *name)
+{
+	static _Thread_local cudaep_v1_Response resp;
+	cudaep_v1_Request req = cudaep_v1_Request_init_zero;
+
+	req.id = 0x5157;
+	req.which_body = cudaep_v1_Request_stats_tag;
+	cr_assert_eq(h_raw_send_req(fd, &req, NULL, 0), 0);
+	cr_assert_eq(h_raw_recv(fd, &resp), 0);
+	cr_assert_eq(resp.which_body, cudaep_v1_Response_stats_tag);
+	for (pb_size_t i = 0; i < resp.body.stats.gauges_count; i++)
+		if (strcmp(resp.body.stats.gauges[i].name, name) == 0)
+			return resp.body.stats.gauges[i].current;
+	cr_assert_fail("the daemon reports no gauge '%s'", name);
+	return 0;
+}
+
+int h_settled_fds_raw(const struct hdaemon *d, int fd, int64_t conns)
+{
+	int64_t deadline = h_now_ms() + H_TIMEOUT_MS;
+
+	while (raw_gauge(fd, "connections") != conns && h_now_ms() < deadline)
+		sleep_ms(10);
+	(void)raw_gauge(fd, "connections");
+	return h_daemon_fd_count(d);
+}
+
 /* ------------------------------------------------------------ raw peers */
 
 int h_raw_connect(const struct hdaemon *d)

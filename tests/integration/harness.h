@@ -69,6 +69,15 @@ uint64_t h_counter(cep_client *c, const char *name);
 /* Polls until gauge name equals want (10 s at most); returns its last value. */
 int64_t h_wait_gauge(cep_client *c, const char *name, int64_t want);
 
+/* The daemon's fd count once its "connections" gauge, read through c, is
+ * conns and one more request has been answered: a connection closed just
+ * before (say the start-up probe) has then released its fd too. Use it for
+ * baselines. */
+int h_settled_fds(const struct hdaemon *d, cep_client *c, int64_t conns);
+
+/* The same through a raw connection that has said Hello. */
+int h_settled_fds_raw(const struct hdaemon *d, int fd, int64_t conns);
+
 /* Polls until the daemon's fd count equals want (10 s at most); returns the
  * last count. */
 int h_wait_fd_count(const struct hdaemon *d, int want);

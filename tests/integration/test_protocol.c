@@ -174,7 +174,7 @@ Test(protocol, fd_where_none_belongs_is_closed)
 {
 	cudaep_v1_Request req = cudaep_v1_Request_init_zero;
 	int fd = hello_fd();
-	int before = h_daemon_fd_count(&d);
+	int before = h_settled_fds_raw(&d, fd, 1);
 	int mfd = h_memfd(4096, true);
 
 	req.id = 11;
@@ -241,7 +241,7 @@ Test(protocol, model_loading_not_yet_supported)
 	cep_session *s = NULL;
 	char path[128];
 	FILE *f;
-	int before = h_daemon_fd_count(&d);
+	int before = h_settled_fds(&d, c, 1);
 	int rc;
 
 	snprintf(path, sizeof(path), "%s/model.onnx", d.dir);

@@ -44,7 +44,7 @@ Test(regions, create_write_release)
 	cep_region *r = NULL;
 	int64_t base_regions = h_gauge(c, "regions");
 	int64_t base_bytes = h_gauge(c, "region_bytes");
-	int base_fds = h_daemon_fd_count(&d);
+	int base_fds = h_settled_fds(&d, c, 1);
 	uint8_t *p;
 
 	cr_assert_eq(cep_region_new(c, 8192, &r), 0, "%s", cep_last_error());
@@ -89,7 +89,7 @@ static int raw_register(int fd, uint64_t size, int mfd)
 Test(regions, unsealed_memfd_is_refused)
 {
 	int fd = hello_fd();
-	int base_fds = h_daemon_fd_count(&d);
+	int base_fds = h_settled_fds_raw(&d, fd, 1);
 	int mfd = h_memfd(4096, false);
 
 	cr_expect_eq(raw_register(fd, 4096, mfd), CEP_EUNSEALED, "%s",
