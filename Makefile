@@ -225,6 +225,14 @@ $(BUILD)/tests/integration/%: $(call obj,tests/integration/%.c) $(call obj,$(INT
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(LDFLAGS) -o $@ $< $(call obj,$(INTEG_HELPERS)) $(CLIENT_A) -lcriterion $(CLIENT_LIBS) -lm
 
+# The engine-level conformance runner (a developer tool; CI's runner goes
+# through the daemon).
+ENGINE_CONF := $(BUILD)/tests/conformance/engine_conf
+$(ENGINE_CONF): $(call obj,tests/conformance/engine_conf.c) $(CORE_A) $(CLIENT_A)
+	$(call say,LD,$@)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $< $(CORE_A) $(CLIENT_A) $(DAEMON_LIBS) $(CLIENT_LIBS)
+
 $(BUILD)/bench/%: $(call obj,bench/%.c) $(CLIENT_A)
 	$(call say,LD,$@)
 	@mkdir -p $(@D)

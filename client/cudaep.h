@@ -267,7 +267,9 @@ typedef struct cep_tensor {
  * written in place; on success each outputs[i] gets its actual dtype, rank
  * and shape, and its bytes are those written. Fails with CEP_ESHAPE /
  * CEP_EDTYPE / CEP_EBOUNDS naming the tensor at fault, or with the error of
- * the run. Does not allocate.
+ * the run. When an output's slice is too small the run fails, before
+ * computing anything, with CEP_ENOSPC, and every outputs[i] gets the dtype,
+ * shape and bytes it needs: make room and run again. Does not allocate.
  */
 int cep_run(cep_session *s, const cep_tensor *inputs, size_t n_inputs,
             cep_tensor *outputs, size_t n_outputs);

@@ -137,8 +137,11 @@ static int reply_find(const cudaep_v1_RunReply *rr, const char *name,
 
 /* Checks the whole reply before writing any output, so a bad reply leaves
  * the caller's tensors as they were. */
+/* Fills outputs from the reply. need: the run failed with CEP_ENOSPC and
+ * the reply gives the room each output needs, which exceeds what is
+ * there by definition. */
 static int outputs_fill(cep_tensor *outputs, size_t n,
-			const cudaep_v1_RunReply *rr)
+			const cudaep_v1_RunReply *rr, bool need)
 {
 	int match[CEP_MAX_IO];
 
@@ -152,7 +155,7 @@ static int outputs_fill(cep_tensor *outputs, size_t n,
 					      "'%s'",
 					      outputs[i].name);
 		ref = &rr->outputs[match[i]];
-		if (ref->bytes > (uint64_t)outputs[i].bytes)
+		if (!need && ref->bytes > (uint64_t)outputs[i].bytes)
 			return cep__set_error(CEP_EPROTO,
 					      "cudaepd reports %" PRIu64
 					      " bytes written to output '%s', "
@@ -218,7 +221,11 @@ int cep_run(cep_session *s, const cep_tensor *inputs, size_t n_inputs,
 	ret = cep__call_locked(c, req, NULL, 0, c->resp,
 			       cudaep_v1_Response_run_tag);
 	if (ret == 0)
-		ret = outputs_fill(outputs, n_outputs, &c->resp->body.run);
+		ret = outputs_fill(outputs, n_outputs, &c->resp->body.run, false);
+	else if (ret == CEP_ENOSPC &&
+		 c->resp->which_body == cudaep_v1_Response_run_tag &&
+		 outputs_fill(outputs, n_outputs, &c->resp->body.run, true) != 0)
+		ret = CEP_EPROTO;
 	pthread_mutex_unlock(&c->lock);
 	return ret;
 }

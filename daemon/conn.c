@@ -123,6 +123,16 @@ void conn_free(struct conn *c)
 {
 	if (c == NULL || c->closing)
 		return;
+	if (c->busy) {
+		/* Its job may be reading its regions or running one of its
+		 * sessions right now: wait for it (conn_job_done()). */
+		c->free_deferred = true;
+		if (c->poll_events != 0) {
+			uv_poll_stop(&c->poll);
+			c->poll_events = 0;
+		}
+		return;
+	}
 	c->closing = true;
 	log_printf(c->hello_done ? LOG_INFO : LOG_DEBUG,
 		   "client %llu disconnected after %llu requests: released "
@@ -132,6 +142,8 @@ void conn_free(struct conn *c)
 		   c->sessions.count);
 	session_table_close(&c->sessions);
 	region_table_close(&c->regions);
+	dispatch_job_free(c->job);
+	c->job = NULL;
 	conn_queue_drop(c);
 	server__conn_unlink(c->server, c);
 	if (c->fd < 0) {
@@ -147,9 +159,9 @@ static void conn_poll_update(struct conn *c)
 {
 	int events = 0;
 
-	if (c->closing)
+	if (c->closing || c->free_deferred)
 		return;
-	if (!c->read_paused && !c->close_after_flush)
+	if (!c->read_paused && !c->close_after_flush && !c->busy)
 		events |= UV_READABLE | UV_DISCONNECT;
 	if (c->out_head != NULL)
 		events |= UV_WRITABLE;
@@ -204,6 +216,19 @@ static void conn_close_orderly(struct conn *c)
 			    (uint64_t)nfds);
 	}
 	conn_free(c);
+}
+
+void conn_job_done(struct conn *c)
+{
+	c->busy = false;
+	if (c->free_deferred) {
+		c->free_deferred = false;
+		conn_free(c);
+		return;
+	}
+	conn_poll_update(c);
+	/* Packets may have arrived meanwhile; level-triggered polling reports
+	 * them on the next iteration. */
 }
 
 void conn_shutdown(struct conn *c)
@@ -360,7 +385,8 @@ static void conn_read(struct conn *c)
 	ssize_t n;
 
 	for (i = 0; i < CONN_READ_BURST; i++) {
-		if (c->closing || c->close_after_flush || c->read_paused)
+		if (c->closing || c->close_after_flush || c->read_paused ||
+		    c->busy || c->free_deferred)
 			return;
 		iov.iov_base = s->in_buf;
 		iov.iov_len = CEP_MAX_PACKET + 1;
@@ -396,6 +422,11 @@ static void conn_read(struct conn *c)
 			    (uint64_t)n);
 		ret = dispatch_packet(s, c, s->in_buf, (size_t)n, fds, nfds,
 				      flags, s->out_buf, &out_len);
+		if (ret == DISPATCH_DEFERRED) {
+			/* Nothing more is read until the job is done. */
+			conn_poll_update(c);
+			return;
+		}
 		if (conn_send(c, s->out_buf, out_len) != 0)
 			return;
 		if (ret == DISPATCH_CLOSE) {

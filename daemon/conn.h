@@ -48,6 +48,8 @@ struct conn {
 	bool close_after_flush;         /* close once the queue is sent */
 	bool read_paused;               /* the queue is too long to read more */
 	bool closing;                   /* torn down, waiting for its handle */
+	bool busy;                      /* a job of its request is running */
+	bool free_deferred;             /* gone; free it when the job ends */
 	int poll_events;                /* UV_* events polled now */
 	char name[CEP_MAX_CLIENT_NAME]; /* from Hello, printable */
 	uint64_t requests;              /* packets received */
@@ -57,6 +59,8 @@ struct conn {
 	struct conn_out *out_head;      /* responses waiting for the socket */
 	struct conn_out *out_tail;
 	uint32_t out_count;             /* entries in that queue */
+	struct job *job;                /* its job slot (dispatch_session.c),
+	                                 * allocated on first use, owned */
 };
 
 /*
@@ -81,9 +85,16 @@ int conn_new_detached(struct server *s, uid_t uid, gid_t gid, pid_t pid,
  * Tears c down now: releases its sessions and regions (closing their fds),
  * drops unsent responses and takes it out of the server. A detached
  * connection is freed at once; a socket's memory and fd go in its
- * handle's close callback. Accepts NULL and a connection already closing.
+ * handle's close callback. While a job of c is running (c->busy), which
+ * may still use its sessions and regions, c only stops being read, and
+ * the teardown happens when the job ends. Accepts NULL and a connection
+ * already closing.
  */
 void conn_free(struct conn *c);
+
+/* Marks the end of c's job (c->busy): c reads again, or, when it went
+ * away while the job ran, is freed now. */
+void conn_job_done(struct conn *c);
 
 /* Stops reading c and frees it once its queued responses are sent (or at
  * once when none are). For server_stop(). */

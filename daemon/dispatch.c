@@ -22,39 +22,10 @@
 #include "error.h"
 #include "log.h"
 #include "server.h"
-
-#define BACKEND_NAME "host"
-#define DEVICE_NAME  "cpu"
+#include "dispatch_priv.h"
 
 /* MemoryEntry.owner's size in proto/cudaep.options, NUL included. */
 #define MEMORY_OWNER_MAX 32
-
-/* The reply bodies; one lives on dispatch_packet()'s stack. */
-union reply_body {
-	Cudaep__V1__HelloReply hello;
-	Cudaep__V1__PingReply ping;
-	Cudaep__V1__RegisterRegionReply register_region;
-	Cudaep__V1__ReleaseRegionReply release_region;
-	Cudaep__V1__SessionInfoReply session_info;
-	Cudaep__V1__UnloadReply unload;
-	Cudaep__V1__StatusReply status;
-	Cudaep__V1__ClientsReply clients;
-	Cudaep__V1__SessionsReply sessions;
-	Cudaep__V1__MemoryReply memory;
-	Cudaep__V1__StatsReply stats;
-};
-
-/* One request being served. */
-struct req {
-	struct server *s;
-	struct conn *c;
-	struct reqarena *arena;
-	Cudaep__V1__Response *resp;
-	union reply_body *body;
-	int *fds;                 /* nfds slots; -1 once taken or closed */
-	int nfds;
-	bool close;               /* close the connection after the reply */
-};
 
 static const char *body_name(Cudaep__V1__Request__BodyCase b)
 {
@@ -93,8 +64,7 @@ static void fds_close(struct server *s, int *fds, int nfds)
 	}
 }
 
-/* Hands fd i of the request to a handler, which owns it from then on. */
-static int req_take_fd(struct req *r, int i)
+int dispatch__take_fd(struct req *r, int i)
 {
 	int fd = r->fds[i];
 
@@ -132,9 +102,7 @@ static int fds_expected(const Cudaep__V1__Request *q)
 	}
 }
 
-/* A client-chosen name made safe for logs and fixed-size fields: control
- * characters become '?', and it is cut on a character boundary. */
-static void name_copy(char *dst, size_t size, const char *src)
+void dispatch__name_copy(char *dst, size_t size, const char *src)
 {
 	size_t n = reqarena_utf8_cut(src, size - 1), i;
 
@@ -164,8 +132,8 @@ static uint64_t since_us(uint64_t then_ns)
  * cep__set_error() text (or the code's sentence), cut to what the client
  * can decode. A response too large for a packet becomes an error itself.
  */
-static void response_encode(Cudaep__V1__Response *resp, int code,
-			    uint8_t *out, size_t *out_len)
+void dispatch__response_encode(Cudaep__V1__Response *resp, int code,
+			       uint8_t *out, size_t *out_len)
 {
 	Cudaep__V1__Status status = CUDAEP__V1__STATUS__INIT;
 	char msg[CEP_MAX_STATUS_MSG];
@@ -177,11 +145,14 @@ static void response_encode(Cudaep__V1__Response *resp, int code,
 		status.code = code;
 		status.message = (char *)"";
 		if (code != 0) {
-			resp->body_case = CUDAEP__V1__RESPONSE__BODY__NOT_SET;
+			if (!(code == CEP_ENOSPC && resp->body_case ==
+			      CUDAEP__V1__RESPONSE__BODY_RUN))
+				resp->body_case =
+					CUDAEP__V1__RESPONSE__BODY__NOT_SET;
 			text = cep_last_error();
 			if (text[0] == '\0')
 				text = cep_strerror(code);
-			name_copy(msg, sizeof(msg), text);
+			dispatch__name_copy(msg, sizeof(msg), text);
 			status.message = msg;
 		}
 		size = cudaep__v1__response__get_packed_size(resp);
@@ -201,7 +172,7 @@ void dispatch_encode_error(uint64_t id, int code, const char *message,
 
 	resp.id = id;
 	cep__set_error(code, "%s", message);
-	response_encode(&resp, code, out, out_len);
+	dispatch__response_encode(&resp, code, out, out_len);
 }
 
 /* ------------------------------------------------------------ session-less */
@@ -227,7 +198,7 @@ static int handle_hello(struct req *r, const Cudaep__V1__Hello *m)
 				      m->protocol_version,
 				      CEP_PROTOCOL_VERSION);
 	}
-	name_copy(c->name, sizeof(c->name), m->client_name);
+	dispatch__name_copy(c->name, sizeof(c->name), m->client_name);
 	c->hello_done = true;
 	log_info("client %llu connected: pid %d uid %u name '%s'",
 		 (unsigned long long)c->id, (int)c->pid, (unsigned)c->uid,
@@ -236,8 +207,8 @@ static int handle_hello(struct req *r, const Cudaep__V1__Hello *m)
 	rep->protocol_version = CEP_PROTOCOL_VERSION;
 	rep->daemon_version = (char *)CEP_VERSION;
 	rep->client_id = c->id;
-	rep->backend = (char *)BACKEND_NAME;
-	rep->device_name = (char *)DEVICE_NAME;
+	rep->backend = (char *)r->s->backend->iface.name;
+	rep->device_name = (char *)r->s->backend->iface.device;
 	rep->device_memory = 0;
 	rep->max_packet = CEP_MAX_PACKET;
 	r->resp->body_case = CUDAEP__V1__RESPONSE__BODY_HELLO;
@@ -263,7 +234,7 @@ static int handle_register_region(struct req *r,
 	struct region *reg;
 	int ret;
 
-	ret = region_table_register(&r->c->regions, req_take_fd(r, 0),
+	ret = region_table_register(&r->c->regions, dispatch__take_fd(r, 0),
 				    m->size, m->name, &reg);
 	if (ret != 0)
 		return ret;
@@ -292,84 +263,6 @@ static int handle_release_region(struct req *r,
 	return 0;
 }
 
-/* ---------------------------------------------------------------- sessions */
-
-static int handle_load_model(struct req *r, const Cudaep__V1__LoadModel *m)
-{
-	const Cudaep__V1__RegionSlice *sl = m->region;
-	struct region *reg;
-	int ret;
-
-	switch (m->source) {
-	case CUDAEP__V1__MODEL_SOURCE__MODEL_SOURCE_FD:
-		break;
-	case CUDAEP__V1__MODEL_SOURCE__MODEL_SOURCE_REGION:
-		if (sl == NULL || sl->bytes == 0)
-			return cep__set_error(CEP_EINVAL, "LoadModel from a "
-					      "region needs a non-empty region "
-					      "slice");
-		ret = region_table_get(&r->c->regions, sl->region_id, &reg);
-		if (ret != 0)
-			return ret;
-		ret = region_slice_check(reg, sl->offset, sl->bytes, NULL);
-		if (ret != 0)
-			return ret;
-		break;
-	default:
-		return cep__set_error(CEP_EINVAL, "LoadModel source %d is "
-				      "neither MODEL_SOURCE_FD (0) nor "
-				      "MODEL_SOURCE_REGION (1)",
-				      (int)m->source);
-	}
-	return cep__set_error(CEP_ENOTSUP, "model loading is not supported "
-			      "yet: the ONNX engine is not built");
-}
-
-static int handle_session_info(struct req *r,
-			       const Cudaep__V1__SessionInfo *m)
-{
-	Cudaep__V1__SessionInfoReply *rep = &r->body->session_info;
-	struct session *sess;
-	int ret;
-
-	ret = session_table_get(&r->c->sessions, m->session_id, &sess);
-	if (ret != 0)
-		return ret;
-	cudaep__v1__session_info_reply__init(rep);
-	rep->session_id = sess->id;
-	rep->name = sess->name;
-	r->resp->body_case = CUDAEP__V1__RESPONSE__BODY_SESSION_INFO;
-	r->resp->session_info = rep;
-	return 0;
-}
-
-static int handle_run(struct req *r, const Cudaep__V1__Run *m)
-{
-	struct session *sess;
-	int ret;
-
-	ret = session_table_get(&r->c->sessions, m->session_id, &sess);
-	if (ret != 0)
-		return ret;
-	return cep__set_error(CEP_ENOTSUP, "running session %llu is not "
-			      "supported yet: the ONNX engine is not built",
-			      (unsigned long long)sess->id);
-}
-
-static int handle_unload(struct req *r, const Cudaep__V1__Unload *m)
-{
-	Cudaep__V1__UnloadReply *rep = &r->body->unload;
-	int ret;
-
-	ret = session_table_remove(&r->c->sessions, m->session_id);
-	if (ret != 0)
-		return ret;
-	cudaep__v1__unload_reply__init(rep);
-	r->resp->body_case = CUDAEP__V1__RESPONSE__BODY_UNLOAD;
-	r->resp->unload = rep;
-	return 0;
-}
-
 /* ------------------------------------------------------------------ admin */
 
 static int handle_status(struct req *r)
@@ -382,8 +275,8 @@ static int handle_status(struct req *r)
 	rep->protocol_version = CEP_PROTOCOL_VERSION;
 	rep->pid = getpid();
 	rep->uptime_us = since_us(s->start_ns);
-	rep->backend = (char *)BACKEND_NAME;
-	rep->device_name = (char *)DEVICE_NAME;
+	rep->backend = (char *)r->s->backend->iface.name;
+	rep->device_name = (char *)r->s->backend->iface.device;
 	rep->socket_path = reqarena_strcut(r->arena, s->socket_path,
 					   CONFIG_PATH_MAX);
 	if (rep->socket_path == NULL)
@@ -594,13 +487,13 @@ static int req_handle(struct req *r, const Cudaep__V1__Request *q)
 	case CUDAEP__V1__REQUEST__BODY_RELEASE_REGION:
 		return handle_release_region(r, q->release_region);
 	case CUDAEP__V1__REQUEST__BODY_LOAD_MODEL:
-		return handle_load_model(r, q->load_model);
+		return dispatch__load_model(r, q->load_model);
 	case CUDAEP__V1__REQUEST__BODY_SESSION_INFO:
-		return handle_session_info(r, q->session_info);
+		return dispatch__session_info(r, q->session_info);
 	case CUDAEP__V1__REQUEST__BODY_RUN:
-		return handle_run(r, q->run);
+		return dispatch__run(r, q->run);
 	case CUDAEP__V1__REQUEST__BODY_UNLOAD:
-		return handle_unload(r, q->unload);
+		return dispatch__unload(r, q->unload);
 	case CUDAEP__V1__REQUEST__BODY_STATUS:
 		return handle_status(r);
 	case CUDAEP__V1__REQUEST__BODY_CLIENTS:
@@ -714,14 +607,19 @@ int dispatch_packet(struct server *s, struct conn *c, const uint8_t *buf,
 		ret = req_handle(&r, q);
 out:
 	fds_close(s, fds, nfds);
-	if (ret != 0) {
+	if (ret < 0) {
 		stats_count(&s->stats, STATS_COUNTER_REQUEST_ERRORS, 1);
 		log_debug("client %llu: request %llu: %s: %s",
 			  (unsigned long long)c->id,
 			  (unsigned long long)resp.id, cep_err_name(ret),
 			  cep_last_error());
 	}
-	response_encode(&resp, ret, out, out_len);
+	if (ret == DISPATCH__DEFERRED) {
+		*out_len = 0;
+		reqarena_reset(&s->arena);
+		return DISPATCH_DEFERRED;
+	}
+	dispatch__response_encode(&resp, ret, out, out_len);
 	reqarena_reset(&s->arena);
 	return r.close ? DISPATCH_CLOSE : 0;
 }

@@ -27,18 +27,30 @@ struct conn;
  * response has been sent (a Hello of another protocol version). */
 #define DISPATCH_CLOSE 1
 
+/* dispatch_packet()'s answer when no response was encoded now: the request
+ * went off the loop (a model load, a run) and its response will be sent to
+ * c when that work completes; c reads nothing more until then. Only
+ * connections with a socket defer; detached ones run such work inline. */
+#define DISPATCH_DEFERRED 2
+
 /*
  * Serves one packet of len bytes from connection c of s. fds are the nfds
  * file descriptors (at most CEP_MAX_FDS) that came with it; dispatch takes
  * all of them: each is kept by what the request created (a region) or
  * closed before returning. The Response is encoded into out, which must
  * hold CEP_MAX_PACKET bytes, and its length stored in *out_len; there is
- * always one. Returns 0, or DISPATCH_CLOSE when c must be closed after
- * that response is sent. Uses and resets s->arena.
+ * one, unless DISPATCH_DEFERRED is returned (then *out_len is 0). Returns
+ * 0, DISPATCH_CLOSE when c must be closed after that response is sent, or
+ * DISPATCH_DEFERRED. Uses and resets s->arena.
  */
 int dispatch_packet(struct server *s, struct conn *c, const uint8_t *buf,
 		    size_t len, int *fds, int nfds, unsigned flags,
 		    uint8_t *out, size_t *out_len);
+
+/* Frees a connection's job slot (struct conn's job), which must not be
+ * running. Accepts NULL. */
+struct job;
+void dispatch_job_free(struct job *j);
 
 /*
  * Encodes a Response with request id id and status code (negative) with

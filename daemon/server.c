@@ -68,6 +68,9 @@ int server_new(const struct config *cfg, struct server **out)
 	ret = reqarena_init(&s->arena, ARENA_BLOCK, ARENA_LIMIT);
 	if (ret != 0)
 		goto fail;
+	ret = backend_host_new(0, &s->backend);
+	if (ret != 0)
+		goto fail;
 	s->in_buf = malloc(CEP_MAX_PACKET + 1);
 	s->out_buf = malloc(CEP_MAX_PACKET);
 	if (s->in_buf == NULL || s->out_buf == NULL) {
@@ -89,6 +92,7 @@ void server_free(struct server *s)
 		conn_free(s->conns);
 	if (s->listen_fd >= 0)
 		close(s->listen_fd);
+	backend_free(s->backend);
 	reqarena_close(&s->arena);
 	free(s->in_buf);
 	free(s->out_buf);

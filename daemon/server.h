@@ -19,6 +19,7 @@
 
 #include <uv.h>
 
+#include "backend.h"
 #include "config.h"
 #include "reqarena.h"
 #include "region.h"
@@ -34,6 +35,7 @@ struct conn;
 
 struct server {
 	struct config cfg;              /* a copy, fixed for life */
+	struct backend *backend;        /* where sessions run; owned */
 	uv_loop_t *loop;                /* NULL until server_listen() */
 	struct stats stats;
 	struct region_pool regions;     /* limits and totals of all regions */

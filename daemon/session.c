@@ -31,6 +31,7 @@ static void session_destroy(struct session_table *t, struct session *s)
 	t->pool->count--;
 	stats_gauge_add(t->pool->stats, STATS_GAUGE_SESSIONS, -1);
 	stats_count(t->pool->stats, STATS_COUNTER_SESSIONS_UNLOADED, 1);
+	engine_session_free(s->engine);
 	free(s);
 }
 

@@ -1,9 +1,8 @@
 /*
  * session.h — the sessions of a connection: a loaded model a client runs.
- * This issue has no engine, so nothing creates sessions over the wire yet;
- * the table is real so that lookups, listing, Unload and the release of
- * everything a dead client held already work, and the engine plugs its
- * state into struct session later.
+ * A session holds the engine's session (daemon/engine.h) of the model the
+ * client loaded; unloading it, by request or with its connection, frees
+ * that and the model's memory with it.
  *
  * A session_table holds one connection's sessions; a session_pool, shared
  * by every table of a server, holds the id counter and the count. Both are
@@ -15,6 +14,7 @@
 #include <stdint.h>
 
 #include "cep_limits.h"
+#include "engine.h"
 #include "stats.h"
 
 struct session {
@@ -23,6 +23,7 @@ struct session {
 	char name[CEP_MAX_OBJ_NAME]; /* shown by cudaepctl, may be "" */
 	uint64_t runs;               /* Run requests completed */
 	uint64_t loaded_ns;          /* uv_hrtime() when loaded */
+	engine_session *engine;      /* owned; NULL only in unit tests */
 };
 
 struct session_pool {
@@ -68,7 +69,8 @@ struct session *session_table_find(const struct session_table *t,
 int session_table_get(const struct session_table *t, uint64_t id,
 		      struct session **out);
 
-/* Unloads session id of t. Returns 0 or CEP_ENOENT (with its message). */
+/* Unloads session id of t, freeing its engine session. Returns 0 or
+ * CEP_ENOENT (with its message). */
 int session_table_remove(struct session_table *t, uint64_t id);
 
 #endif

@@ -48,14 +48,20 @@
 	X(RESPONSES_QUEUED, "responses_queued",                                \
 	  "responses that waited for the socket to drain")                     \
 	X(BYTES_RECEIVED, "bytes_received", "request bytes received")          \
-	X(BYTES_SENT, "bytes_sent", "response bytes sent")
+	X(BYTES_SENT, "bytes_sent", "response bytes sent")                     \
+	X(MODEL_LOAD_ERRORS, "model_load_errors",                              \
+	  "LoadModel requests that failed")                                    \
+	X(RUNS, "runs", "Run requests completed")                              \
+	X(RUN_ERRORS, "run_errors", "Run requests that failed")                \
+	X(RUN_NS, "run_ns", "nanoseconds from a Run's arrival to its reply")
 
 #define STATS_GAUGES(X)                                                        \
 	X(CONNECTIONS, "connections", "open connections")                      \
 	X(REGIONS, "regions", "registered regions")                            \
 	X(REGION_BYTES, "region_bytes", "bytes of registered regions")         \
 	X(SESSIONS, "sessions", "loaded sessions")                             \
-	X(SEND_QUEUE, "send_queue", "responses waiting to be sent")
+	X(SEND_QUEUE, "send_queue", "responses waiting to be sent")            \
+	X(JOBS, "jobs", "loads and runs being worked on off the event loop")
 
 enum stats_counter {
 #define STATS__ENUM(id, name, help) STATS_COUNTER_##id,

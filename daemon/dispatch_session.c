@@ -1,0 +1,645 @@
+/*
+ * dispatch_session.c — the session requests: LoadModel, SessionInfo, Run
+ * and Unload (dispatch_priv.h).
+ *
+ * Loading a model (reading, parsing, checking, folding, placing weights)
+ * and running one take long enough to leave the event loop. The handler
+ * checks the request on the loop and packs it into the connection's job;
+ * the libuv thread pool does the engine work; the completion, back on the
+ * loop, builds and sends the reply. Meanwhile the connection reads nothing
+ * more, so its requests stay in order and its sessions and regions are
+ * used by one thread at a time; a connection that goes away meanwhile is
+ * torn down when the job ends (conn_free(), conn_job_done()). Detached
+ * connections (tests, the fuzzer) run the same work inline.
+ *
+ * A job is allocated once per connection, on its first load or run, and
+ * reused: a warm Run allocates nothing here.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "conn.h"
+#include "cudaep.h"
+#include "dispatch.h"
+#include "dispatch_priv.h"
+#include "engine.h"
+#include "error.h"
+#include "log.h"
+#include "server.h"
+
+/* Protobuf messages cannot exceed 2 GiB; larger models keep their weights
+ * as external data. */
+#define MODEL_MAX_BYTES ((uint64_t)INT32_MAX)
+
+enum job_kind {
+	JOB_LOAD = 1,
+	JOB_RUN,
+};
+
+/* A Run tensor as the job keeps it: the request arena is gone by the time
+ * the job runs. */
+struct job_tensor {
+	char name[CEP_MAX_TENSOR_NAME];
+	uint64_t region_id;
+	uint64_t offset;              /* bytes into the region */
+	int64_t dims[CEP_MAX_RANK];   /* inputs: the shape given */
+};
+
+struct job {
+	uv_work_t work;               /* the thread pool's; container_of */
+	struct server *s;
+	struct conn *c;               /* the owner, busy while the job runs */
+	uint64_t req_id;
+	enum job_kind kind;
+	int ret;                      /* the result: 0 or a CEP_E* code */
+	char msg[CEP_MAX_STATUS_MSG]; /* the worker thread's error message */
+	uint64_t start_ns;            /* uv_hrtime() at arrival */
+	struct {
+		int model_fd;         /* owned while the job lasts; -1: none */
+		int dir_fd;           /* owned likewise; -1: none */
+		const void *bytes;    /* a region slice instead of model_fd */
+		size_t len;
+		char name[CEP_MAX_OBJ_NAME];
+		struct engine_session_options opts;
+		engine_session *es;   /* the result, until a session owns it */
+	} load;
+	struct {
+		struct session *sess;
+		size_t n_in, n_out;
+		struct engine_input in[CEP_MAX_IO];
+		struct engine_output out[CEP_MAX_IO];
+		struct job_tensor tin[CEP_MAX_IO];
+		struct job_tensor tout[CEP_MAX_IO];
+	} run;
+};
+
+void dispatch_job_free(struct job *j)
+{
+	free(j);
+}
+
+static int job_get(struct req *r, enum job_kind kind, struct job **out)
+{
+	struct conn *c = r->c;
+
+	if (c->job == NULL) {
+		c->job = calloc(1, sizeof(*c->job));
+		if (c->job == NULL)
+			return cep__set_error(CEP_ENOMEM, "no memory for the "
+					      "request's work");
+	}
+	*out = c->job;
+	(*out)->s = r->s;
+	(*out)->c = c;
+	(*out)->req_id = r->resp->id;
+	(*out)->kind = kind;
+	(*out)->ret = 0;
+	(*out)->msg[0] = '\0';
+	(*out)->start_ns = uv_hrtime();
+	return 0;
+}
+
+/* ------------------------------------------------------ off the event loop */
+
+/* Reads the client's model file whole. pread rather than mmap: the client
+ * could truncate a mapped file under us, and a SIGBUS would take the
+ * daemon down. */
+static int model_read(int fd, void **out, size_t *len)
+{
+	struct stat st;
+	size_t size, got = 0;
+	uint8_t *buf;
+	ssize_t n;
+
+	if (fstat(fd, &st) < 0)
+		return cep__set_error(cep__from_errno(errno), "model fd: %s",
+				      strerror(errno));
+	if (!S_ISREG(st.st_mode))
+		return cep__set_error(CEP_EINVAL, "the model fd is not a "
+				      "regular file");
+	if (st.st_size <= 0)
+		return cep__set_error(CEP_EMODEL, "the model file is empty");
+	if ((uint64_t)st.st_size > MODEL_MAX_BYTES)
+		return cep__set_error(CEP_ELIMIT, "the model file has %lld "
+				      "bytes; an ONNX file holds at most 2 "
+				      "GiB, larger models keep their weights "
+				      "as external data",
+				      (long long)st.st_size);
+	size = (size_t)st.st_size;
+	buf = malloc(size);
+	if (buf == NULL)
+		return cep__set_error(CEP_ENOMEM, "no memory to read a model "
+				      "of %zu bytes", size);
+	while (got < size) {
+		n = pread(fd, buf + got, size - got, (off_t)got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			free(buf);
+			return cep__set_error(n < 0 ? cep__from_errno(errno)
+						    : CEP_EMODEL,
+					      "reading the model file: %s",
+					      n < 0 ? strerror(errno)
+						    : "it shrank while read");
+		}
+		got += (size_t)n;
+	}
+	*out = buf;
+	*len = size;
+	return 0;
+}
+
+static int job_load(struct job *j)
+{
+	engine_model *m = NULL;
+	void *owned = NULL;
+	const void *bytes = j->load.bytes;
+	size_t len = j->load.len;
+	int ret;
+
+	if (j->load.model_fd >= 0) {
+		ret = model_read(j->load.model_fd, &owned, &len);
+		if (ret != 0)
+			return ret;
+		bytes = owned;
+	}
+	ret = engine_model_load(bytes, len, j->load.dir_fd, &m);
+	free(owned);
+	if (ret != 0)
+		return ret;
+	ret = engine_session_new(m, j->s->backend, &j->load.opts, &j->load.es);
+	engine_model_unref(m);
+	return ret;
+}
+
+static void job_work(uv_work_t *w)
+{
+	struct job *j = container_of(w, struct job, work);
+
+	cep__clear_error();
+	if (j->kind == JOB_LOAD)
+		j->ret = job_load(j);
+	else
+		j->ret = engine_run(j->run.sess->engine, j->run.in,
+				    j->run.n_in, j->run.out, j->run.n_out);
+	/* The message lives in this worker thread's storage. */
+	if (j->ret != 0)
+		snprintf(j->msg, sizeof(j->msg), "%s", cep_last_error());
+}
+
+/* ------------------------------------------------------------ completion */
+
+static void fd_close(struct server *s, int *fd)
+{
+	if (*fd < 0)
+		return;
+	close(*fd);
+	*fd = -1;
+	stats_count(&s->stats, STATS_COUNTER_FDS_CLOSED, 1);
+}
+
+static Cudaep__V1__TensorInfo *tensor_info(struct req *r,
+					   const struct engine_tensor_info *t)
+{
+	Cudaep__V1__TensorInfo *ti = reqarena_alloc(r->arena, sizeof(*ti));
+	Cudaep__V1__Dim **dims;
+	int k, rank = t->rank > 0 ? t->rank : 0;
+
+	if (ti == NULL)
+		return NULL;
+	cudaep__v1__tensor_info__init(ti);
+	ti->name = (char *)t->name;
+	ti->dtype = (Cudaep__V1__DataType)t->dtype;
+	dims = reqarena_alloc(r->arena, sizeof(*dims) * (size_t)(rank + 1));
+	if (dims == NULL)
+		return NULL;
+	for (k = 0; k < rank; k++) {
+		Cudaep__V1__Dim *d = reqarena_alloc(r->arena, sizeof(*d));
+
+		if (d == NULL)
+			return NULL;
+		cudaep__v1__dim__init(d);
+		if (t->dims[k] >= 0) {
+			d->kind_case = CUDAEP__V1__DIM__KIND_VALUE;
+			d->value = t->dims[k];
+		} else {
+			d->kind_case = CUDAEP__V1__DIM__KIND_PARAM;
+			d->param = (char *)(t->dim_params[k] ? t->dim_params[k] : "");
+		}
+		dims[k] = d;
+	}
+	ti->n_shape = (size_t)rank;
+	ti->shape = dims;
+	return ti;
+}
+
+/* Fills rep with the session's inputs and outputs. */
+static int info_fill(struct req *r, const struct session *sess,
+		     Cudaep__V1__SessionInfoReply *rep)
+{
+	const engine_model *m = engine_session_model(sess->engine);
+	int n_in = engine_model_input_count(m);
+	int n_out = engine_model_output_count(m);
+	int i;
+
+	cudaep__v1__session_info_reply__init(rep);
+	rep->session_id = sess->id;
+	rep->name = (char *)sess->name;
+	rep->inputs = reqarena_alloc(r->arena, sizeof(void *) * (size_t)(n_in + 1));
+	rep->outputs = reqarena_alloc(r->arena, sizeof(void *) * (size_t)(n_out + 1));
+	if (rep->inputs == NULL || rep->outputs == NULL)
+		goto oom;
+	for (i = 0; i < n_in; i++)
+		if ((rep->inputs[i] = tensor_info(r, engine_model_input(m, i))) == NULL)
+			goto oom;
+	for (i = 0; i < n_out; i++)
+		if ((rep->outputs[i] = tensor_info(r, engine_model_output(m, i))) == NULL)
+			goto oom;
+	rep->n_inputs = (size_t)n_in;
+	rep->n_outputs = (size_t)n_out;
+	return 0;
+oom:
+	return cep__set_error(CEP_ENOMEM, "out of request memory describing "
+			      "session %llu", (unsigned long long)sess->id);
+}
+
+static int load_finish(struct job *j, struct req *r)
+{
+	Cudaep__V1__LoadModelReply *rep = &r->body->load_model;
+	Cudaep__V1__SessionInfoReply *info;
+	struct session *sess;
+	int ret = j->ret;
+
+	fd_close(j->s, &j->load.model_fd);
+	fd_close(j->s, &j->load.dir_fd);
+	if (ret != 0) {
+		stats_count(&j->s->stats, STATS_COUNTER_MODEL_LOAD_ERRORS, 1);
+		log_info("client %llu: model load failed: %s: %s",
+			 (unsigned long long)j->c->id, cep_err_name(ret), j->msg);
+		return cep__set_error(ret, "%s", j->msg);
+	}
+	ret = session_table_add(&j->c->sessions, j->load.name, uv_hrtime(),
+				&sess);
+	if (ret != 0) {
+		engine_session_free(j->load.es);
+		j->load.es = NULL;
+		return ret;
+	}
+	sess->engine = j->load.es;
+	j->load.es = NULL;
+	log_info("client %llu loaded session %llu '%s': %d nodes, %.1f ms",
+		 (unsigned long long)j->c->id, (unsigned long long)sess->id,
+		 sess->name, engine_model_node_count(engine_session_model(sess->engine)),
+		 (double)(uv_hrtime() - j->start_ns) / 1e6);
+	info = reqarena_alloc(r->arena, sizeof(*info));
+	if (info == NULL)
+		return cep__set_error(CEP_ENOMEM, "out of request memory");
+	ret = info_fill(r, sess, info);
+	if (ret != 0)
+		return ret;
+	cudaep__v1__load_model_reply__init(rep);
+	rep->info = info;
+	r->resp->body_case = CUDAEP__V1__RESPONSE__BODY_LOAD_MODEL;
+	r->resp->load_model = rep;
+	return 0;
+}
+
+/* The RunReply: every output as written, or, for CEP_ENOSPC, with the
+ * room each one needs. */
+static int run_finish(struct job *j, struct req *r)
+{
+	Cudaep__V1__RunReply *rep = &r->body->run;
+	Cudaep__V1__TensorRef **refs;
+	int ret = j->ret;
+	size_t i;
+
+	stats_count(&j->s->stats, ret == 0 ? STATS_COUNTER_RUNS
+					   : STATS_COUNTER_RUN_ERRORS, 1);
+	stats_count(&j->s->stats, STATS_COUNTER_RUN_NS,
+		    uv_hrtime() - j->start_ns);
+	if (ret != 0 && ret != CEP_ENOSPC)
+		return cep__set_error(ret, "%s", j->msg);
+	if (ret == 0)
+		j->run.sess->runs++;
+	refs = reqarena_alloc(r->arena, sizeof(*refs) * (j->run.n_out + 1));
+	if (refs == NULL)
+		return cep__set_error(CEP_ENOMEM, "out of request memory");
+	for (i = 0; i < j->run.n_out; i++) {
+		const struct engine_output *o = &j->run.out[i];
+		Cudaep__V1__TensorRef *t = reqarena_alloc(r->arena, sizeof(*t));
+
+		if (t == NULL)
+			return cep__set_error(CEP_ENOMEM, "out of request memory");
+		cudaep__v1__tensor_ref__init(t);
+		t->name = j->run.tout[i].name;
+		t->region_id = j->run.tout[i].region_id;
+		t->offset = j->run.tout[i].offset;
+		t->bytes = o->bytes;
+		t->dtype = (Cudaep__V1__DataType)o->dtype;
+		t->n_shape = o->rank > 0 ? (size_t)o->rank : 0;
+		t->shape = (int64_t *)o->dims;
+		refs[i] = t;
+	}
+	cudaep__v1__run_reply__init(rep);
+	rep->n_outputs = j->run.n_out;
+	rep->outputs = refs;
+	r->resp->body_case = CUDAEP__V1__RESPONSE__BODY_RUN;
+	r->resp->run = rep;
+	return ret == 0 ? 0 : cep__set_error(ret, "%s", j->msg);
+}
+
+static int job_finish(struct job *j, struct req *r)
+{
+	return j->kind == JOB_LOAD ? load_finish(j, r) : run_finish(j, r);
+}
+
+/* The thread pool's completion, on the loop: reply, then let the
+ * connection go on (or go). */
+static void job_after(uv_work_t *w, int status)
+{
+	struct job *j = container_of(w, struct job, work);
+	struct server *s = j->s;
+	struct conn *c = j->c;
+	Cudaep__V1__Response resp = CUDAEP__V1__RESPONSE__INIT;
+	union reply_body body;
+	struct req r = {
+		.s = s, .c = c, .arena = &s->arena, .resp = &resp,
+		.body = &body, .fds = NULL, .nfds = 0,
+	};
+	size_t len;
+	int ret;
+
+	stats_gauge_add(&s->stats, STATS_GAUGE_JOBS, -1);
+	if (status != 0 && j->ret == 0) {
+		j->ret = CEP_ECANCELED;
+		snprintf(j->msg, sizeof(j->msg), "the request was canceled");
+	}
+	if (c->free_deferred) {
+		/* The client is gone: drop what the job made, reply to no one. */
+		fd_close(s, &j->load.model_fd);
+		fd_close(s, &j->load.dir_fd);
+		engine_session_free(j->load.es);
+		j->load.es = NULL;
+		conn_job_done(c);
+		return;
+	}
+	cep__clear_error();
+	reqarena_reset(&s->arena);
+	resp.id = j->req_id;
+	ret = job_finish(j, &r);
+	if (ret < 0)
+		stats_count(&s->stats, STATS_COUNTER_REQUEST_ERRORS, 1);
+	dispatch__response_encode(&resp, ret, s->out_buf, &len);
+	reqarena_reset(&s->arena);
+	conn_job_done(c);
+	conn_send(c, s->out_buf, len);
+}
+
+/* Runs j: on the thread pool for a connection with a socket (the reply
+ * follows from job_after()), inline for a detached one. */
+static int job_start(struct job *j, struct req *r)
+{
+	int ret;
+
+	if (r->c->fd >= 0) {
+		ret = uv_queue_work(r->s->loop, &j->work, job_work, job_after);
+		if (ret == 0) {
+			r->c->busy = true;
+			stats_gauge_add(&r->s->stats, STATS_GAUGE_JOBS, 1);
+			return DISPATCH__DEFERRED;
+		}
+		log_warning("uv_queue_work: %s; working on the loop",
+			    uv_strerror(ret));
+	}
+	job_work(&j->work);
+	return job_finish(j, r);
+}
+
+/* ---------------------------------------------------------------- handlers */
+
+static void options_copy(struct engine_session_options *o,
+			 const Cudaep__V1__SessionOptions *m)
+{
+	memset(o, 0, sizeof(*o));
+	if (m == NULL)
+		return;
+	o->precision = (cep_precision)m->precision;
+	o->priority = (cep_priority)m->priority;
+	o->memory_limit = m->memory_limit;
+}
+
+int dispatch__load_model(struct req *r, const Cudaep__V1__LoadModel *m)
+{
+	const Cudaep__V1__RegionSlice *sl = m->region;
+	struct region *reg = NULL;
+	struct job *j;
+	int next_fd = 0, ret;
+
+	switch (m->source) {
+	case CUDAEP__V1__MODEL_SOURCE__MODEL_SOURCE_FD:
+		break;
+	case CUDAEP__V1__MODEL_SOURCE__MODEL_SOURCE_REGION:
+		if (sl == NULL || sl->bytes == 0)
+			return cep__set_error(CEP_EINVAL, "LoadModel from a "
+					      "region needs a non-empty region "
+					      "slice");
+		ret = region_table_get(&r->c->regions, sl->region_id, &reg);
+		if (ret != 0)
+			return ret;
+		ret = region_slice_check(reg, sl->offset, sl->bytes, NULL);
+		if (ret != 0)
+			return ret;
+		break;
+	default:
+		return cep__set_error(CEP_EINVAL, "LoadModel source %d is "
+				      "neither MODEL_SOURCE_FD (0) nor "
+				      "MODEL_SOURCE_REGION (1)",
+				      (int)m->source);
+	}
+	if (m->options && m->options->precision !=
+	    CUDAEP__V1__PRECISION__PRECISION_FP32 &&
+	    m->options->precision != CUDAEP__V1__PRECISION__PRECISION_TF32 &&
+	    m->options->precision != CUDAEP__V1__PRECISION__PRECISION_FP16 &&
+	    m->options->precision != CUDAEP__V1__PRECISION__PRECISION_BF16)
+		return cep__set_error(CEP_EINVAL, "unknown precision %d",
+				      (int)m->options->precision);
+	ret = job_get(r, JOB_LOAD, &j);
+	if (ret != 0)
+		return ret;
+	j->load.model_fd = -1;
+	j->load.dir_fd = -1;
+	j->load.es = NULL;
+	j->load.bytes = NULL;
+	j->load.len = 0;
+	if (reg != NULL) {
+		j->load.bytes = (const uint8_t *)reg->addr + sl->offset;
+		j->load.len = sl->bytes;
+	} else {
+		j->load.model_fd = dispatch__take_fd(r, next_fd++);
+	}
+	if (m->has_dir_fd)
+		j->load.dir_fd = dispatch__take_fd(r, next_fd);
+	dispatch__name_copy(j->load.name, sizeof(j->load.name),
+			    m->options && m->options->name ? m->options->name : "");
+	options_copy(&j->load.opts, m->options);
+	return job_start(j, r);
+}
+
+int dispatch__session_info(struct req *r, const Cudaep__V1__SessionInfo *m)
+{
+	Cudaep__V1__SessionInfoReply *rep = &r->body->session_info;
+	struct session *sess;
+	int ret;
+
+	ret = session_table_get(&r->c->sessions, m->session_id, &sess);
+	if (ret != 0)
+		return ret;
+	if (sess->engine == NULL)
+		return cep__set_error(CEP_EINTERNAL, "session %llu has no "
+				      "model", (unsigned long long)sess->id);
+	ret = info_fill(r, sess, rep);
+	if (ret != 0)
+		return ret;
+	r->resp->body_case = CUDAEP__V1__RESPONSE__BODY_SESSION_INFO;
+	r->resp->session_info = rep;
+	return 0;
+}
+
+/*
+ * Checks one tensor of a Run against its region and copies it into the
+ * job: the region is this connection's, the slice lies in it, and for an
+ * input the bytes are exactly what dtype and shape need.
+ */
+static int tensor_take(struct req *r, const Cudaep__V1__TensorRef *t,
+		       bool input, struct job_tensor *jt, struct region **reg)
+{
+	const char *what = input ? "input" : "output";
+	const char *name = t->name ? t->name : "";
+	size_t esz = cep_dtype_size((cep_dtype)t->dtype);
+	uint64_t numel = 1;
+	size_t k;
+	int ret;
+
+	if (name[0] == '\0')
+		return cep__set_error(CEP_EINVAL, "an %s has no name", what);
+	if (strlen(name) >= sizeof(jt->name))
+		return cep__set_error(CEP_EINVAL, "%s name '%.40s...' is longer "
+				      "than %zu bytes", what, name,
+				      sizeof(jt->name) - 1);
+	ret = region_table_get(&r->c->regions, t->region_id, reg);
+	if (ret != 0)
+		return cep__set_error(ret, "%s '%s': no region %llu on this "
+				      "connection", what, name,
+				      (unsigned long long)t->region_id);
+	ret = region_slice_check(*reg, t->offset, t->bytes, NULL);
+	if (ret != 0)
+		return cep__set_error(ret, "%s '%s': %s", what, name,
+				      cep_last_error());
+	snprintf(jt->name, sizeof(jt->name), "%s", name);
+	jt->region_id = t->region_id;
+	jt->offset = t->offset;
+	if (!input)
+		return 0;
+	if (esz == 0)
+		return cep__set_error(CEP_EDTYPE, "input '%s': element type %d "
+				      "is not one cudaep stores", name,
+				      (int)t->dtype);
+	if (t->n_shape > CEP_MAX_RANK)
+		return cep__set_error(CEP_ESHAPE, "input '%s' has rank %zu, at "
+				      "most %d is supported", name, t->n_shape,
+				      CEP_MAX_RANK);
+	for (k = 0; k < t->n_shape; k++) {
+		if (t->shape[k] < 0)
+			return cep__set_error(CEP_ESHAPE, "input '%s': dimension "
+					      "%zu is %lld", name, k,
+					      (long long)t->shape[k]);
+		if (t->shape[k] != 0 &&
+		    numel > UINT64_MAX / esz / (uint64_t)t->shape[k])
+			return cep__set_error(CEP_ESHAPE, "input '%s': its shape "
+					      "overflows", name);
+		numel *= (uint64_t)t->shape[k];
+		jt->dims[k] = t->shape[k];
+	}
+	if (numel * esz != t->bytes)
+		return cep__set_error(CEP_ESHAPE, "input '%s' has %llu bytes, "
+				      "its %s shape needs %llu", name,
+				      (unsigned long long)t->bytes,
+				      cep_dtype_name((cep_dtype)t->dtype),
+				      (unsigned long long)(numel * esz));
+	return 0;
+}
+
+int dispatch__run(struct req *r, const Cudaep__V1__Run *m)
+{
+	struct session *sess;
+	struct region *reg;
+	struct job *j;
+	size_t i;
+	int ret;
+
+	ret = session_table_get(&r->c->sessions, m->session_id, &sess);
+	if (ret != 0)
+		return ret;
+	if (sess->engine == NULL)
+		return cep__set_error(CEP_EINTERNAL, "session %llu has no "
+				      "model", (unsigned long long)sess->id);
+	if (m->n_inputs > CEP_MAX_IO || m->n_outputs > CEP_MAX_IO)
+		return cep__set_error(CEP_EINVAL, "a run names at most %d "
+				      "inputs and %d outputs", CEP_MAX_IO,
+				      CEP_MAX_IO);
+	ret = job_get(r, JOB_RUN, &j);
+	if (ret != 0)
+		return ret;
+	j->load.model_fd = -1;
+	j->load.dir_fd = -1;
+	j->load.es = NULL;
+	j->run.sess = sess;
+	j->run.n_in = m->n_inputs;
+	j->run.n_out = m->n_outputs;
+	for (i = 0; i < m->n_inputs; i++) {
+		const Cudaep__V1__TensorRef *t = m->inputs[i];
+		struct job_tensor *jt = &j->run.tin[i];
+
+		ret = tensor_take(r, t, true, jt, &reg);
+		if (ret != 0)
+			return ret;
+		j->run.in[i] = (struct engine_input){
+			.name = jt->name,
+			.dtype = (cep_dtype)t->dtype,
+			.rank = (int)t->n_shape,
+			.dims = jt->dims,
+			.data = (const uint8_t *)reg->addr + t->offset,
+			.bytes = t->bytes,
+		};
+	}
+	for (i = 0; i < m->n_outputs; i++) {
+		const Cudaep__V1__TensorRef *t = m->outputs[i];
+		struct job_tensor *jt = &j->run.tout[i];
+
+		ret = tensor_take(r, t, false, jt, &reg);
+		if (ret != 0)
+			return ret;
+		memset(&j->run.out[i], 0, sizeof(j->run.out[i]));
+		j->run.out[i].name = jt->name;
+		j->run.out[i].data = (uint8_t *)reg->addr + t->offset;
+		j->run.out[i].capacity = t->bytes;
+	}
+	return job_start(j, r);
+}
+
+int dispatch__unload(struct req *r, const Cudaep__V1__Unload *m)
+{
+	Cudaep__V1__UnloadReply *rep = &r->body->unload;
+	int ret;
+
+	ret = session_table_remove(&r->c->sessions, m->session_id);
+	if (ret != 0)
+		return ret;
+	cudaep__v1__unload_reply__init(rep);
+	r->resp->body_case = CUDAEP__V1__RESPONSE__BODY_UNLOAD;
+	r->resp->unload = rep;
+	return 0;
+}

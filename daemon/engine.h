@@ -1,0 +1,163 @@
+/*
+ * engine.h — the inference engine as the daemon sees it: load a model from
+ * bytes, open sessions of it on a backend, run them.
+ *
+ * The daemon's LoadModel handler reads the client's model fd into memory
+ * and calls engine_model_load() (on the thread pool: parsing, checking and
+ * folding take time), then engine_session_new() with the backend it owns;
+ * SessionInfo is answered from engine_model_input()/output(); Run maps the
+ * client's region slices and calls engine_run(). Everything below (model
+ * loading, graph IR, shapes, plans, executor) is reached through here.
+ *
+ * Errors: 0 or a negative CEP_E* code; the detailed message ("node 3 'mm'
+ * (op MatMul, domain ai.onnx, opset 13): ...", "input 'x': dimension 1 is
+ * 3, the model wants 4") is in cep_last_error() of the calling thread, so a
+ * caller on a worker thread must copy it there.
+ *
+ * Threads: a model is immutable once loaded and may be shared by sessions
+ * on any threads (its reference count is atomic). A session is used by one
+ * thread at a time.
+ */
+#ifndef CEP_DAEMON_ENGINE_H
+#define CEP_DAEMON_ENGINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backend.h"
+#include "cudaep.h"
+
+typedef struct engine_model engine_model;
+typedef struct engine_session engine_session;
+
+#define ENGINE_DEFAULT_PLANS 16 /* plans a session keeps by default */
+
+/* ------------------------------------------------------------------ models */
+
+/*
+ * Loads, validates and optimizes the ONNX model in bytes (len of them,
+ * still the caller's afterwards). External data is read below dir_fd (-1:
+ * none allowed). On success *out holds one reference, owned by the caller
+ * and dropped with engine_model_unref(). Fails with CEP_EMODEL,
+ * CEP_EUNSUPPORTED, CEP_EDTYPE, CEP_ESHAPE, CEP_EACCES, CEP_ELIMIT or
+ * CEP_ENOMEM (see daemon/model.h).
+ */
+int engine_model_load(const void *bytes, size_t len, int dir_fd,
+		      engine_model **out);
+
+/* Takes another reference to m (a session takes one). */
+void engine_model_ref(engine_model *m);
+
+/* Drops a reference; the last one frees the model. Accepts NULL. */
+void engine_model_unref(engine_model *m);
+
+/* A model input or output. dims[i] >= 0 is fixed; -1 is symbolic when
+ * dim_params[i] names it, unknown when that is NULL. The strings live as
+ * long as the model. */
+struct engine_tensor_info {
+	const char *name;
+	cep_dtype dtype;
+	int rank;                             /* -1: unknown */
+	int64_t dims[CEP_MAX_RANK];           /* (rank) */
+	const char *dim_params[CEP_MAX_RANK]; /* (rank) */
+};
+
+/* The model's inputs and outputs, in the model's order; the _input and
+ * _output getters return NULL when i is out of range. */
+int engine_model_input_count(const engine_model *m);
+int engine_model_output_count(const engine_model *m);
+const struct engine_tensor_info *engine_model_input(const engine_model *m, int i);
+const struct engine_tensor_info *engine_model_output(const engine_model *m, int i);
+
+/* Live nodes after optimization (for logs and tests). */
+int engine_model_node_count(const engine_model *m);
+
+/* ---------------------------------------------------------------- sessions */
+
+struct engine_session_options {
+	int max_plans;          /* plans cached; 0: ENGINE_DEFAULT_PLANS */
+	cep_precision precision; /* CEP_PRECISION_FP32 (TF32 is the same on the
+	                          * host); FP16/BF16 are not implemented yet */
+	cep_priority priority;  /* of the session's stream */
+	uint64_t memory_limit;  /* bytes of backend memory for the session's
+	                         * weights and plans; 0: no limit */
+};
+
+/*
+ * Opens a session of m on backend be (which must outlive it): takes a
+ * reference to m, creates a stream, and gives the model's constants a home
+ * on the backend (uploaded once; on a backend of host memory they are used
+ * in place). opts may be NULL (defaults). On success *out is the caller's,
+ * released with engine_session_free(). Fails with CEP_EUNSUPPORTED for a
+ * precision not implemented, CEP_ELIMIT when the weights alone exceed
+ * opts->memory_limit, CEP_EDEVMEM / CEP_ENOMEM.
+ */
+int engine_session_new(engine_model *m, struct backend *be,
+		       const struct engine_session_options *opts,
+		       engine_session **out);
+
+/* Frees the session, its plans and its device memory, and drops its
+ * reference to the model. Accepts NULL. */
+void engine_session_free(engine_session *s);
+
+/* The session's model (no new reference). */
+engine_model *engine_session_model(const engine_session *s);
+
+/* --------------------------------------------------------------------- run */
+
+/* A run input: a host buffer with its type and shape. */
+struct engine_input {
+	const char *name;     /* a model input */
+	cep_dtype dtype;
+	int rank;
+	const int64_t *dims;  /* (rank) */
+	const void *data;     /* bytes long, valid during engine_run() */
+	size_t bytes;         /* must be the shape's element count times the size */
+};
+
+/* A run output: where to write it, and what was written. */
+struct engine_output {
+	const char *name;     /* a model output */
+	void *data;           /* capacity bytes of host memory */
+	size_t capacity;
+	cep_dtype dtype;              /* set by engine_run() */
+	int rank;                     /* set */
+	int64_t dims[CEP_MAX_RANK];   /* set, (rank) */
+	size_t bytes;                 /* set: bytes written */
+};
+
+/*
+ * Runs the session: every model input must be given once in inputs (any
+ * order); outputs names any subset of the model's outputs. Looks up or
+ * builds the plan for the inputs' shapes, runs it, writes the outputs and
+ * fills in their dtype, shape and bytes. Fails, before computing anything,
+ * with CEP_EINVAL (a missing, unknown or repeated name), CEP_EDTYPE ("input
+ * 'x' is int64, the model wants float32"), CEP_ESHAPE ("input 'x':
+ * dimension 1 is 3, the model wants 4", or bytes that do not match the
+ * shape), CEP_ENOSPC (an output's capacity is too small: every output asked
+ * for then has its dtype, shape and needed bytes filled in); and with the
+ * errors of planning (see plan_build(); CEP_ELIMIT when a new plan would
+ * take the session past its memory limit, after evicting older plans) or of
+ * a kernel. A run whose plan is cached allocates nothing.
+ */
+int engine_run(engine_session *s, const struct engine_input *inputs, size_t n_inputs,
+	       struct engine_output *outputs, size_t n_outputs);
+
+/* ------------------------------------------------------------------- stats */
+
+struct engine_stats {
+	uint64_t runs;          /* successful engine_run() calls */
+	uint64_t plans_built;   /* the only host allocations of a run happen here */
+	uint64_t plan_hits;     /* runs that found their plan cached */
+	uint64_t plan_evictions;
+	int plans_cached;
+	size_t plan_bytes;      /* backend memory of the cached plans' blocks */
+	size_t weight_bytes;    /* backend memory of the session's constants */
+	int last_steps;         /* kernel launches of the last run's plan */
+	int last_folded;        /* nodes that plan evaluated while planning */
+};
+
+/* Copies the session's counters into *out. */
+void engine_session_stats(const engine_session *s, struct engine_stats *out);
+
+#endif

@@ -1,0 +1,144 @@
+/*
+ * exec.c — the executor (daemon/exec.h). A run is: copy the inputs into
+ * the plan's block, launch the steps in order (or replay them once
+ * captured), copy the wanted outputs out, wait. Everything it touches was
+ * placed by the planner, so nothing here allocates after the first run.
+ */
+#include "exec.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int exec_host_eval(const struct op_node *node, const struct op_kernel *k,
+		   const struct op_tensor *in, int n_in, struct op_tensor *out,
+		   int n_out)
+{
+	struct op_call *call = NULL;
+	size_t ws = 0;
+	int i, ret = 0;
+
+	for (i = 0; i < n_out; i++)
+		out[i].data = NULL;
+	/* The call is large (its params block): keep it off small stacks. */
+	call = calloc(1, sizeof(*call));
+	if (!call)
+		return cep__set_error(CEP_ENOMEM, NULL);
+	for (i = 0; i < n_out; i++) {
+		size_t bytes = op_tensor_bytes(&out[i]);
+
+		out[i].data = malloc(bytes ? bytes : 1);
+		if (!out[i].data) {
+			ret = cep__set_error(CEP_ENOMEM, "%s: out of memory for %zu bytes",
+					     node->op_type, bytes);
+			goto out;
+		}
+	}
+	call->node = node;
+	call->n_in = n_in;
+	call->n_out = n_out;
+	call->in = in;
+	call->out = out;
+	if (k->prepare) {
+		ret = k->prepare(call, &ws);
+		if (ret < 0)
+			goto out;
+	}
+	if (ws) {
+		call->workspace = malloc(ws);
+		if (!call->workspace) {
+			ret = cep__set_error(CEP_ENOMEM, "%s: out of memory for a workspace of %zu bytes",
+					     node->op_type, ws);
+			goto out;
+		}
+		call->workspace_bytes = ws;
+	}
+	ret = k->run(call);
+out:
+	if (ret < 0) {
+		for (i = 0; i < n_out; i++) {
+			free(out[i].data);
+			out[i].data = NULL;
+		}
+	}
+	free(call->workspace);
+	free(call);
+	return ret;
+}
+
+/* Launches every step of p on s, naming the node of a failing one. */
+static int launch_steps(const struct graph *g, struct plan *p, struct backend *be,
+			struct backend_stream *s)
+{
+	int i, ret;
+
+	for (i = 0; i < p->n_steps; i++) {
+		struct plan_step *st = &p->steps[i];
+
+		cep__clear_error();
+		ret = backend_launch(be, s, st->kernel->run, &st->call);
+		if (ret < 0)
+			return graph_node_wrap(g, st->node, ret);
+	}
+	return 0;
+}
+
+/* Records p's steps into a graph of the backend, kept in p->graph. */
+static int capture_steps(const struct graph *g, struct plan *p, struct backend *be,
+			 struct backend_stream *s)
+{
+	struct backend_graph *graph = NULL;
+	int ret, end;
+
+	ret = backend_graph_begin(be, s);
+	if (ret < 0)
+		return ret;
+	ret = launch_steps(g, p, be, s);
+	/* Capture must end even after a failure, or the stream stays in it. */
+	end = backend_graph_end(be, s, &graph);
+	if (ret == 0)
+		ret = end;
+	if (ret < 0) {
+		backend_graph_free(be, graph);
+		return ret;
+	}
+	p->graph = graph;
+	return 0;
+}
+
+int exec_run(const struct graph *g, struct plan *p, struct backend *be,
+	     struct backend_stream *s, const void *const *inputs,
+	     void *const *outputs)
+{
+	int i, ret;
+
+	for (i = 0; i < p->n_inputs; i++) {
+		ret = backend_copy_h2d(be, s, p->inputs[i].dev, inputs[i], p->inputs[i].bytes);
+		if (ret < 0)
+			return ret;
+	}
+	/* The first run goes eagerly (lazy set-up inside kernels must not be
+	 * captured); the second is captured; later ones replay. */
+	if (!p->graph && (be->caps & BACKEND_CAP_GRAPHS) && p->runs >= 1 && p->n_steps > 0) {
+		ret = capture_steps(g, p, be, s);
+		if (ret < 0)
+			return ret;
+	}
+	if (p->graph)
+		ret = backend_graph_replay(be, p->graph, s);
+	else
+		ret = launch_steps(g, p, be, s);
+	if (ret < 0)
+		return ret;
+	for (i = 0; i < p->n_outputs; i++) {
+		if (!outputs[i])
+			continue;
+		ret = backend_copy_d2h(be, s, outputs[i], p->outputs[i].dev, p->outputs[i].bytes);
+		if (ret < 0)
+			return ret;
+	}
+	ret = backend_stream_sync(be, s);
+	if (ret < 0)
+		return ret;
+	p->runs++;
+	return 0;
+}

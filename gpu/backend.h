@@ -1,0 +1,234 @@
+/*
+ * backend.h — the backend seam: the one interface through which the engine
+ * (daemon/plan.c, daemon/exec.c, daemon/engine.c) reaches a device.
+ *
+ * A backend is a table of function pointers plus a context pointer, in the
+ * manner of ggml's backend interface: device memory, streams, events, async
+ * copies, graph capture and replay, and kernel launches. Two implement it:
+ * the host backend (gpu/backend_host.c, the CPU, always there, the oracle
+ * GPU kernels are checked against) and the CUDA backend (gpu/backend_cuda.c,
+ * later). Callers use the backend_* wrappers below, never iface directly:
+ * the wrappers keep the counters ("the warm path allocates nothing" is
+ * checked against them) and check arguments once for every backend.
+ *
+ * Kernels come from the operator registry (kernels/registry.h); the backend
+ * only launches them on a stream. Nothing here knows about graphs, plans or
+ * sockets.
+ *
+ * Threads: a backend may be used from several threads at once, each with
+ * its own streams; a stream, an event or a graph is used by one thread at a
+ * time.
+ */
+#ifndef CEP_GPU_BACKEND_H
+#define CEP_GPU_BACKEND_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct op_call;
+typedef int (*backend_kernel_fn)(struct op_call *call);
+
+/* The kernel sets of the registry; every backend runs the kernels of one. */
+enum backend_kind {
+	BACKEND_HOST = 0,
+	BACKEND_CUDA = 1,
+	BACKEND_KIND_COUNT
+};
+
+/* "host" or "cuda". */
+const char *backend_kind_name(enum backend_kind kind);
+
+/* What a backend can do; see struct backend. */
+enum backend_caps {
+	/* Device memory is ordinary host memory: the engine may point kernels
+	 * at host data (weights) instead of uploading a copy. */
+	BACKEND_CAP_HOST_MEMORY = 1u << 0,
+	/* graph_begin/end/replay record launches for replay; the executor
+	 * captures a plan on its second run and replays it afterwards. */
+	BACKEND_CAP_GRAPHS = 1u << 1,
+};
+
+/* The alignment of every device allocation, in bytes. */
+#define BACKEND_ALIGN 256
+
+struct backend;
+struct backend_stream;  /* an ordered queue of copies and launches */
+struct backend_event;   /* a point in a stream that others can wait for */
+struct backend_graph;   /* a recorded sequence of launches, replayable */
+
+/*
+ * The operations a backend implements. Every function returns 0 or a
+ * negative CEP_E* code with a message (cep__set_error); the _free functions
+ * cannot fail. Copies and launches are asynchronous with respect to the
+ * calling thread on a device backend and complete in stream order; on the
+ * host backend they complete before returning, unless captured.
+ */
+struct backend_iface {
+	const char *name;     /* "host", "cuda" */
+	const char *device;   /* a human-readable device name */
+
+	/* Releases the backend's context (streams, graphs and memory must have
+	 * been freed). */
+	void (*free)(struct backend *b);
+
+	/* Device memory: BACKEND_ALIGN-aligned, at least one byte. The VMM
+	 * arena of alloc/ plugs in here. CEP_EDEVMEM when there is none left. */
+	int (*mem_alloc)(struct backend *b, size_t bytes, void **out);
+	void (*mem_free)(struct backend *b, void *ptr);
+
+	/* Streams; priority is a cep_priority. */
+	int (*stream_new)(struct backend *b, int priority,
+			  struct backend_stream **out);
+	void (*stream_free)(struct backend *b, struct backend_stream *s);
+	/* Waits until everything queued on s has completed. */
+	int (*stream_sync)(struct backend *b, struct backend_stream *s);
+	/* Makes later work on s wait for e. */
+	int (*stream_wait)(struct backend *b, struct backend_stream *s,
+			   struct backend_event *e);
+
+	/* Events. query returns 0 when complete, CEP_EAGAIN while pending. */
+	int (*event_new)(struct backend *b, struct backend_event **out);
+	void (*event_free)(struct backend *b, struct backend_event *e);
+	int (*event_record)(struct backend *b, struct backend_event *e,
+			    struct backend_stream *s);
+	int (*event_query)(struct backend *b, struct backend_event *e);
+	int (*event_sync)(struct backend *b, struct backend_event *e);
+
+	/* Copies of bytes bytes between host memory and device memory or
+	 * within device memory, queued on s. Host memory must stay valid and
+	 * unchanged until the copy completes. */
+	int (*copy_h2d)(struct backend *b, struct backend_stream *s, void *dst,
+			const void *src, size_t bytes);
+	int (*copy_d2h)(struct backend *b, struct backend_stream *s, void *dst,
+			const void *src, size_t bytes);
+	int (*copy_d2d)(struct backend *b, struct backend_stream *s, void *dst,
+			const void *src, size_t bytes);
+
+	/* Graph capture: between begin and end, launches and copies on s are
+	 * recorded instead of run; end hands back the graph; replay queues all
+	 * of it on a stream. NULL when the backend has no graphs. */
+	int (*graph_begin)(struct backend *b, struct backend_stream *s);
+	int (*graph_end)(struct backend *b, struct backend_stream *s,
+			 struct backend_graph **out);
+	int (*graph_replay)(struct backend *b, struct backend_graph *g,
+			    struct backend_stream *s);
+	void (*graph_free)(struct backend *b, struct backend_graph *g);
+
+	/* Queues kernel fn on s with call (call->stream is set to the
+	 * backend's handle of s first). call must stay valid and unchanged
+	 * until the launch completes, and for as long as a graph that
+	 * recorded it lives. */
+	int (*launch)(struct backend *b, struct backend_stream *s,
+		      backend_kernel_fn fn, struct op_call *call);
+};
+
+/* What the wrappers count; read with backend_counters_get(). */
+struct backend_counters {
+	uint64_t allocs;        /* successful mem_alloc calls */
+	uint64_t frees;         /* mem_free calls */
+	uint64_t bytes_live;    /* bytes allocated and not freed */
+	uint64_t bytes_peak;    /* the most bytes_live has been */
+	uint64_t copies_h2d;    /* calls */
+	uint64_t copies_d2h;
+	uint64_t copies_d2d;
+	uint64_t bytes_h2d;     /* bytes */
+	uint64_t bytes_d2h;
+	uint64_t bytes_d2d;
+	uint64_t launches;      /* kernel launches queued (recorded ones too) */
+	uint64_t captures;      /* graphs recorded */
+	uint64_t replays;       /* graph replays */
+	uint64_t syncs;         /* stream and event syncs */
+};
+
+/* A backend: its operations, its context, its counters. Created by a
+ * backend's constructor (backend_host_new(), ...) and released with
+ * backend_free(). */
+struct backend {
+	struct backend_iface iface;
+	void *ctx;               /* the implementation's state */
+	enum backend_kind kind;  /* which kernels of the registry it runs */
+	unsigned caps;           /* enum backend_caps */
+	struct {
+		_Atomic uint64_t allocs, frees, bytes_live, bytes_peak;
+		_Atomic uint64_t copies_h2d, copies_d2h, copies_d2d;
+		_Atomic uint64_t bytes_h2d, bytes_d2h, bytes_d2d;
+		_Atomic uint64_t launches, captures, replays, syncs;
+	} count;
+};
+
+/* ------------------------------------------------------------ host backend */
+
+enum backend_host_flags {
+	/* Advertise BACKEND_CAP_GRAPHS: record launches between graph_begin
+	 * and graph_end and run them on replay, as a device backend would. By
+	 * default the host backend has no graphs and runs everything eagerly,
+	 * which is as fast on a CPU. */
+	BACKEND_HOST_GRAPHS = 1u << 0,
+};
+
+/*
+ * Creates the host backend: device memory is aligned host memory, streams
+ * run their work synchronously in the caller's thread, events complete
+ * when recorded, kernels are the reference kernels of kernels/cpu. flags
+ * are enum backend_host_flags. On success *out is the caller's, released
+ * with backend_free(). Fails with CEP_ENOMEM.
+ */
+int backend_host_new(unsigned flags, struct backend **out);
+
+/* ---------------------------------------------------------------- wrappers */
+
+/* Frees the backend (see iface.free). Accepts NULL. */
+void backend_free(struct backend *b);
+
+/* Copies the counters into *out (each read atomically; the set is not a
+ * snapshot when other threads use the backend meanwhile). */
+void backend_counters_get(const struct backend *b, struct backend_counters *out);
+
+/* Allocates bytes of device memory (at least one byte, BACKEND_ALIGN
+ * aligned) into *out, owned by the caller and released with
+ * backend_mem_free(). Fails with CEP_EDEVMEM or CEP_ENOMEM. */
+int backend_mem_alloc(struct backend *b, size_t bytes, void **out);
+
+/* Releases memory from backend_mem_alloc() of bytes bytes (the size given
+ * when allocating, for the counters). Accepts NULL. */
+void backend_mem_free(struct backend *b, void *ptr, size_t bytes);
+
+/* Streams and events: see struct backend_iface. The _free functions accept
+ * NULL. */
+int backend_stream_new(struct backend *b, int priority,
+		       struct backend_stream **out);
+void backend_stream_free(struct backend *b, struct backend_stream *s);
+int backend_stream_sync(struct backend *b, struct backend_stream *s);
+int backend_stream_wait(struct backend *b, struct backend_stream *s,
+			struct backend_event *e);
+int backend_event_new(struct backend *b, struct backend_event **out);
+void backend_event_free(struct backend *b, struct backend_event *e);
+int backend_event_record(struct backend *b, struct backend_event *e,
+			 struct backend_stream *s);
+int backend_event_query(struct backend *b, struct backend_event *e);
+int backend_event_sync(struct backend *b, struct backend_event *e);
+
+/* Copies; 0 bytes is a no-op that succeeds. */
+int backend_copy_h2d(struct backend *b, struct backend_stream *s, void *dst,
+		     const void *src, size_t bytes);
+int backend_copy_d2h(struct backend *b, struct backend_stream *s, void *dst,
+		     const void *src, size_t bytes);
+int backend_copy_d2d(struct backend *b, struct backend_stream *s, void *dst,
+		     const void *src, size_t bytes);
+
+/* Graphs; CEP_ENOTSUP when the backend has none (no BACKEND_CAP_GRAPHS).
+ * backend_graph_free() accepts NULL. */
+int backend_graph_begin(struct backend *b, struct backend_stream *s);
+int backend_graph_end(struct backend *b, struct backend_stream *s,
+		      struct backend_graph **out);
+int backend_graph_replay(struct backend *b, struct backend_graph *g,
+			 struct backend_stream *s);
+void backend_graph_free(struct backend *b, struct backend_graph *g);
+
+/* Queues fn(call) on s; see iface.launch. */
+int backend_launch(struct backend *b, struct backend_stream *s,
+		   backend_kernel_fn fn, struct op_call *call);
+
+#endif

@@ -1,0 +1,61 @@
+/*
+ * cast.c — Cast: every stored type to every other. Between float types
+ * through float32 (rounding to nearest even on narrowing); between integer
+ * and bool types through int64 with wrapping; float to integer truncates
+ * toward zero, NaN giving 0 and out-of-range values saturating to int64
+ * before wrapping (ONNX leaves those undefined); anything to bool is
+ * "not zero".
+ */
+#include "cpu.h"
+
+static int cast_infer(struct op_infer *x)
+{
+	const struct op_attr *a = op_attr_find(x->node, "to");
+	cep_dtype to;
+
+	if (!a || a->type != OP_ATTR_INT)
+		return cep__set_error(CEP_EMODEL, "Cast: attribute 'to' (an int) is required");
+	to = (cep_dtype)a->i;
+	if (a->i < 0 || a->i > 31 || !op_dtype_in(to, OP_DTS_ALL))
+		return cep__set_error(CEP_EUNSUPPORTED, "Cast: casting to %s (type %lld) is not supported",
+				      cep_dtype_name(to), (long long)a->i);
+	op_infer_like_input(x);
+	x->out[0].dtype = to;
+	return 0;
+}
+
+static int cast_run(struct op_call *c)
+{
+	cep_dtype from = c->in[0].dtype, to = c->out[0].dtype;
+	const void *src = c->in[0].data;
+	void *dst = c->out[0].data;
+	int64_t n = cpu_numel(&c->in[0]);
+	int64_t i;
+
+	if (from == to) {
+		memcpy(dst, src, (size_t)n * cep_dtype_size(from));
+		return 0;
+	}
+	for (i = 0; i < n; i++) {
+		if (cpu_is_float(from))
+			cpu_store_f(dst, to, i, cpu_load_f(src, from, i));
+		else if (cpu_is_float(to))
+			cpu_store_f(dst, to, i, (float)cpu_load_i(src, from, i));
+		else
+			cpu_store_i(dst, to, i, cpu_load_i(src, from, i));
+	}
+	return 0;
+}
+
+static const struct op_schema schemas[] = {
+	{ "", "Cast", 7, OP_OPSET_MAX, 1, 1, 1, 1, 0, 0, cast_infer },
+};
+
+static const struct op_kernel kernels[] = {
+	{ "", "Cast", 7, OP_OPSET_MAX, BACKEND_HOST, OP_DTS_ALL, NULL, cast_run },
+};
+
+const struct op_family op_family_cpu_cast = {
+	"cpu_cast", schemas, sizeof(schemas) / sizeof(schemas[0]),
+	kernels, sizeof(kernels) / sizeof(kernels[0]),
+};

@@ -1,0 +1,120 @@
+/*
+ * softmax.c — Softmax and LogSoftmax, with both axis semantics: before
+ * opset 13 the input is seen as a matrix split at `axis` (default 1) and
+ * each row is normalised; from 13 on only the `axis` dimension (default -1)
+ * is. Both reduce to (outer, n, inner) blocks normalised along n. Computed
+ * in float32 with the maximum subtracted first.
+ */
+#include "cpu.h"
+
+struct softmax_params {
+	int64_t outer, n, inner;
+};
+
+static int softmax_axis(const struct op_node *node, int rank, int *axis)
+{
+	int64_t dflt = node->opset < 13 ? 1 : -1;
+
+	/* A scalar has one element to normalise whatever the axis says. */
+	if (rank == 0) {
+		*axis = 0;
+		return 0;
+	}
+	return op_axis_normalize(node, op_attr_int(node, "axis", dflt), rank, axis);
+}
+
+static int softmax_infer(struct op_infer *x)
+{
+	int axis;
+
+	if (x->in[0].rank >= 0) {
+		int ret = softmax_axis(x->node, x->in[0].rank, &axis);
+
+		if (ret < 0)
+			return ret;
+	}
+	return op_infer_like_input(x);
+}
+
+static int softmax_prepare(struct op_call *c, size_t *workspace)
+{
+	struct softmax_params *p = (struct softmax_params *)c->params;
+	const struct op_tensor *t = &c->in[0];
+	int axis, ret;
+
+	ret = softmax_axis(c->node, t->rank, &axis);
+	if (ret < 0)
+		return ret;
+	p->outer = op_dims_product(t, 0, axis);
+	if (c->node->opset < 13) {
+		p->n = op_dims_product(t, axis, t->rank);
+		p->inner = 1;
+	} else {
+		p->n = t->rank ? t->dims[axis] : 1;
+		p->inner = op_dims_product(t, axis + 1, t->rank);
+	}
+	*workspace = 0;
+	return 0;
+}
+
+static int softmax_run_any(struct op_call *c, bool log)
+{
+	const struct softmax_params *p = (const struct softmax_params *)c->params;
+	cep_dtype t = c->in[0].dtype;
+	const void *in = c->in[0].data;
+	void *out = c->out[0].data;
+	int64_t o, i, k;
+
+	for (o = 0; o < p->outer; o++) {
+		for (i = 0; i < p->inner; i++) {
+			int64_t base = o * p->n * p->inner + i;
+			float mx = -INFINITY;
+			double sum = 0.0;
+			float lse;
+
+			for (k = 0; k < p->n; k++) {
+				float v = cpu_load_f(in, t, base + k * p->inner);
+
+				if (v > mx)
+					mx = v;
+			}
+			for (k = 0; k < p->n; k++)
+				sum += expf(cpu_load_f(in, t, base + k * p->inner) - mx);
+			lse = logf((float)sum);
+			for (k = 0; k < p->n; k++) {
+				float v = cpu_load_f(in, t, base + k * p->inner) - mx;
+
+				cpu_store_f(out, t, base + k * p->inner,
+					    log ? v - lse : expf(v) / (float)sum);
+			}
+		}
+	}
+	return 0;
+}
+
+static int softmax_run(struct op_call *c)
+{
+	return softmax_run_any(c, false);
+}
+
+static int log_softmax_run(struct op_call *c)
+{
+	return softmax_run_any(c, true);
+}
+
+static const struct op_schema schemas[] = {
+	{ "", "Softmax", 7, OP_OPSET_MAX, 1, 1, 1, 1, 0, 0, softmax_infer },
+	{ "", "LogSoftmax", 7, OP_OPSET_MAX, 1, 1, 1, 1, 0, 0, softmax_infer },
+};
+
+static const struct op_kernel kernels[] = {
+	{ "", "Softmax", 7, OP_OPSET_MAX, BACKEND_HOST, OP_DTS_FLOAT, softmax_prepare,
+	  softmax_run },
+	{ "", "LogSoftmax", 7, OP_OPSET_MAX, BACKEND_HOST, OP_DTS_FLOAT, softmax_prepare,
+	  log_softmax_run },
+};
+
+const struct op_family op_family_cpu_softmax = {
+	"cpu_softmax", schemas, sizeof(schemas) / sizeof(schemas[0]),
+	kernels, sizeof(kernels) / sizeof(kernels[0]),
+};

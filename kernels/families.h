@@ -1,0 +1,17 @@
+/*
+ * families.h — every operator family linked into cudaepd, one line each:
+ * OP_FAMILY(name) stands for `const struct op_family op_family_<name>`,
+ * defined in kernels/cpu/<name>.c (reference kernels with the schemas) or
+ * kernels/cuda/<name>.c (device kernels only). kernels/registry.c expands
+ * this list; adding a family is adding its line here.
+ */
+OP_FAMILY(cpu_binary)
+OP_FAMILY(cpu_unary)
+OP_FAMILY(cpu_matmul)
+OP_FAMILY(cpu_softmax)
+OP_FAMILY(cpu_reshape)
+OP_FAMILY(cpu_transpose)
+OP_FAMILY(cpu_constant)
+OP_FAMILY(cpu_gather)
+OP_FAMILY(cpu_concat)
+OP_FAMILY(cpu_cast)

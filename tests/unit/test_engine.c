@@ -1,0 +1,486 @@
+/*
+ * test_engine.c — the engine end to end on the host backend: an MLP with a
+ * symbolic batch dimension (MatMul, Add, Relu, MatMul, Add, Softmax) built
+ * with onnxb, planned for two batch sizes and checked against a naive
+ * reference written here; input and output checking with messages that
+ * name the tensor and dimension; the warm path allocating nothing
+ * (backend and engine counters); the LRU of plans; graph capture and
+ * replay on the host backend.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <criterion/criterion.h>
+
+#include "backend.h"
+#include "cudaep.h"
+#include "engine.h"
+#include "onnxb.h"
+
+#define IN 4
+#define HID 8
+#define OUT 3
+
+static float w1[IN * HID], b1[HID], w2[HID * OUT], b2[OUT];
+
+/* Deterministic pseudo-random floats in [-1, 1). */
+static float frand(unsigned *state)
+{
+	*state = *state * 1103515245u + 12345u;
+	return (float)((*state >> 8) & 0xffff) / 32768.0f - 1.0f;
+}
+
+static engine_model *mlp_load(void)
+{
+	struct onnxb *b = onnxb_new(13);
+	engine_model *m = NULL;
+	unsigned seed = 7;
+	uint8_t *buf;
+	size_t len, i;
+
+	for (i = 0; i < IN * HID; i++)
+		w1[i] = frand(&seed);
+	for (i = 0; i < HID; i++)
+		b1[i] = frand(&seed);
+	for (i = 0; i < HID * OUT; i++)
+		w2[i] = frand(&seed);
+	for (i = 0; i < OUT; i++)
+		b2[i] = frand(&seed);
+	onnxb_input(b, "x", CEP_DTYPE_FLOAT32, "batch,4");
+	onnxb_output(b, "y", CEP_DTYPE_FLOAT32, "batch,3");
+	onnxb_init(b, "w1", CEP_DTYPE_FLOAT32, "4,8", w1);
+	onnxb_init(b, "b1", CEP_DTYPE_FLOAT32, "8", b1);
+	onnxb_init(b, "w2", CEP_DTYPE_FLOAT32, "8,3", w2);
+	onnxb_init(b, "b2", CEP_DTYPE_FLOAT32, "3", b2);
+	onnxb_node(b, "MatMul", "x,w1", "h1");
+	onnxb_node(b, "Add", "h1,b1", "h2");
+	onnxb_node(b, "Relu", "h2", "h3");
+	onnxb_node(b, "MatMul", "h3,w2", "h4");
+	onnxb_node(b, "Add", "h4,b2", "h5");
+	onnxb_node(b, "Softmax", "h5", "y");
+	buf = onnxb_finish(b, &len);
+	cr_assert_eq(engine_model_load(buf, len, -1, &m), 0, "%s", cep_last_error());
+	free(buf);
+	return m;
+}
+
+/* The same MLP, computed the obvious way. */
+static void mlp_reference(const float *x, int batch, float *y)
+{
+	int n, i, j;
+
+	for (n = 0; n < batch; n++) {
+		float h[HID], o[OUT], mx = -INFINITY, sum = 0.0f;
+
+		for (j = 0; j < HID; j++) {
+			float s = b1[j];
+
+			for (i = 0; i < IN; i++)
+				s += x[n * IN + i] * w1[i * HID + j];
+			h[j] = s > 0.0f ? s : 0.0f;
+		}
+		for (j = 0; j < OUT; j++) {
+			float s = b2[j];
+
+			for (i = 0; i < HID; i++)
+				s += h[i] * w2[i * OUT + j];
+			o[j] = s;
+			mx = s > mx ? s : mx;
+		}
+		for (j = 0; j < OUT; j++)
+			sum += expf(o[j] - mx);
+		for (j = 0; j < OUT; j++)
+			y[n * OUT + j] = expf(o[j] - mx) / sum;
+	}
+}
+
+struct fixture {
+	struct backend *be;
+	engine_model *m;
+	engine_session *s;
+};
+
+static void fixture_open(struct fixture *f, unsigned host_flags, int max_plans)
+{
+	struct engine_session_options opts = { .max_plans = max_plans };
+
+	cr_assert_eq(backend_host_new(host_flags, &f->be), 0);
+	f->m = mlp_load();
+	cr_assert_eq(engine_session_new(f->m, f->be, &opts, &f->s), 0, "%s", cep_last_error());
+}
+
+static void fixture_close(struct fixture *f)
+{
+	engine_session_free(f->s);
+	engine_model_unref(f->m);
+	backend_free(f->be);
+}
+
+/* Runs the MLP on batch random rows and compares with the reference;
+ * returns the worst absolute error. */
+static float mlp_check(engine_session *s, int batch, unsigned seed)
+{
+	float *x = calloc((size_t)batch * IN, sizeof(float));
+	float *y = calloc((size_t)batch * OUT, sizeof(float));
+	float *ref = calloc((size_t)batch * OUT, sizeof(float));
+	int64_t dims[2] = { batch, IN };
+	struct engine_input in = { "x", CEP_DTYPE_FLOAT32, 2, dims, x,
+				   sizeof(float) * (size_t)batch * IN };
+	struct engine_output out = { .name = "y", .data = y,
+				     .capacity = sizeof(float) * (size_t)batch * OUT };
+	float worst = 0.0f;
+	int i;
+
+	for (i = 0; i < batch * IN; i++)
+		x[i] = 3.0f * frand(&seed);
+	cr_assert_eq(engine_run(s, &in, 1, &out, 1), 0, "%s", cep_last_error());
+	cr_assert_eq(out.dtype, CEP_DTYPE_FLOAT32);
+	cr_assert_eq(out.rank, 2);
+	cr_assert_eq(out.dims[0], batch);
+	cr_assert_eq(out.dims[1], OUT);
+	cr_assert_eq(out.bytes, sizeof(float) * (size_t)batch * OUT);
+	mlp_reference(x, batch, ref);
+	for (i = 0; i < batch * OUT; i++) {
+		float e = fabsf(y[i] - ref[i]);
+
+		/* NaN compares false with everything: count it as the worst. */
+		worst = e > worst || e != e ? (e != e ? INFINITY : e) : worst;
+	}
+	free(x);
+	free(y);
+	free(ref);
+	return worst;
+}
+
+Test(engine, mlp_two_batch_sizes_match_reference)
+{
+	struct fixture f;
+	struct engine_stats st;
+
+	fixture_open(&f, 0, 0);
+	cr_assert_lt(mlp_check(f.s, 2, 1), 1e-5f);
+	cr_assert_lt(mlp_check(f.s, 5, 2), 1e-5f);
+	cr_assert_lt(mlp_check(f.s, 2, 3), 1e-5f);
+	engine_session_stats(f.s, &st);
+	cr_assert_eq(st.runs, 3);
+	cr_assert_eq(st.plans_built, 2, "one plan per batch size");
+	cr_assert_eq(st.plan_hits, 1);
+	cr_assert_eq(st.plans_cached, 2);
+	cr_assert_eq(st.last_steps, 6);
+	fixture_close(&f);
+}
+
+Test(engine, infos_carry_symbolic_dims)
+{
+	engine_model *m = mlp_load();
+	const struct engine_tensor_info *x, *y;
+
+	cr_assert_eq(engine_model_input_count(m), 1);
+	cr_assert_eq(engine_model_output_count(m), 1);
+	x = engine_model_input(m, 0);
+	y = engine_model_output(m, 0);
+	cr_assert_null(engine_model_input(m, 1));
+	cr_assert_str_eq(x->name, "x");
+	cr_assert_eq(x->dtype, CEP_DTYPE_FLOAT32);
+	cr_assert_eq(x->rank, 2);
+	cr_assert_eq(x->dims[0], -1);
+	cr_assert_str_eq(x->dim_params[0], "batch");
+	cr_assert_eq(x->dims[1], IN);
+	cr_assert_null(x->dim_params[1]);
+	cr_assert_str_eq(y->name, "y");
+	cr_assert_eq(y->rank, 2);
+	cr_assert_str_eq(y->dim_params[0], "batch");
+	cr_assert_eq(y->dims[1], OUT);
+	engine_model_unref(m);
+}
+
+Test(engine, warm_path_allocates_nothing)
+{
+	struct backend_counters before, after;
+	struct engine_stats s0, s1;
+	struct fixture f;
+	float x[3 * IN] = { 0 }, y[3 * OUT];
+	int64_t dims[2] = { 3, IN };
+	struct engine_input in = { "x", CEP_DTYPE_FLOAT32, 2, dims, x, sizeof(x) };
+	struct engine_output out = { .name = "y", .data = y, .capacity = sizeof(y) };
+	int i, failures = 0;
+
+	fixture_open(&f, 0, 0);
+	cr_assert_eq(engine_run(f.s, &in, 1, &out, 1), 0, "%s", cep_last_error());
+	backend_counters_get(f.be, &before);
+	engine_session_stats(f.s, &s0);
+	for (i = 0; i < 50; i++)
+		failures += engine_run(f.s, &in, 1, &out, 1) != 0;
+	backend_counters_get(f.be, &after);
+	engine_session_stats(f.s, &s1);
+	cr_assert_eq(failures, 0);
+	cr_assert_eq(after.allocs, before.allocs, "device allocations on the warm path");
+	cr_assert_eq(after.frees, before.frees);
+	cr_assert_eq(s1.plans_built, s0.plans_built, "host allocations (plan builds) on the warm path");
+	cr_assert_eq(s1.plan_hits, s0.plan_hits + 50);
+	cr_assert_eq(after.launches, before.launches + 50 * 6);
+	cr_assert_eq(after.copies_h2d, before.copies_h2d + 50);
+	cr_assert_eq(after.copies_d2h, before.copies_d2h + 50);
+	fixture_close(&f);
+}
+
+Test(engine, captured_graph_replays_and_stays_warm)
+{
+	struct backend_counters before, after;
+	struct fixture f;
+
+	fixture_open(&f, BACKEND_HOST_GRAPHS, 0);
+	cr_assert_lt(mlp_check(f.s, 4, 11), 1e-5f); /* eager */
+	cr_assert_lt(mlp_check(f.s, 4, 12), 1e-5f); /* captured, replayed */
+	backend_counters_get(f.be, &before);
+	cr_assert_eq(before.captures, 1);
+	cr_assert_eq(before.replays, 1);
+	cr_assert_lt(mlp_check(f.s, 4, 13), 1e-5f); /* replayed */
+	cr_assert_lt(mlp_check(f.s, 4, 14), 1e-5f);
+	backend_counters_get(f.be, &after);
+	cr_assert_eq(after.captures, 1);
+	cr_assert_eq(after.replays, 3);
+	cr_assert_eq(after.allocs, before.allocs);
+	fixture_close(&f);
+}
+
+Test(engine, lru_evicts_least_recently_used_plan)
+{
+	struct engine_stats st;
+	struct backend_counters c;
+	struct fixture f;
+
+	fixture_open(&f, 0, 2);
+	mlp_check(f.s, 1, 1);
+	mlp_check(f.s, 2, 1);
+	mlp_check(f.s, 1, 1); /* batch 1 is now the most recent */
+	mlp_check(f.s, 3, 1); /* evicts batch 2 */
+	engine_session_stats(f.s, &st);
+	cr_assert_eq(st.plans_built, 3);
+	cr_assert_eq(st.plan_evictions, 1);
+	cr_assert_eq(st.plans_cached, 2);
+	mlp_check(f.s, 1, 1); /* still cached */
+	engine_session_stats(f.s, &st);
+	cr_assert_eq(st.plans_built, 3);
+	mlp_check(f.s, 2, 1); /* was evicted: built again, evicting batch 3 */
+	engine_session_stats(f.s, &st);
+	cr_assert_eq(st.plans_built, 4);
+	cr_assert_eq(st.plan_evictions, 2);
+	backend_counters_get(f.be, &c);
+	cr_assert_eq(c.allocs - c.frees, 2, "the two cached plans' blocks are all that is live");
+	fixture_close(&f);
+	cr_assert_eq(c.allocs, 4);
+}
+
+/* Runs with one input x of the given type and shape; returns the error. */
+static int run_x(engine_session *s, cep_dtype dt, int rank, const int64_t *dims,
+		 size_t bytes, size_t out_capacity)
+{
+	static float x[64], y[64];
+	struct engine_input in = { "x", dt, rank, dims, x, bytes };
+	struct engine_output out = { .name = "y", .data = y, .capacity = out_capacity };
+
+	return engine_run(s, &in, 1, &out, 1);
+}
+
+Test(engine, bad_inputs_are_named)
+{
+	struct fixture f;
+	int64_t ok[2] = { 2, IN }, wrong[2] = { 2, 3 };
+	struct engine_input two[2] = {
+		{ "x", CEP_DTYPE_FLOAT32, 2, ok, w1, sizeof(float) * 2 * IN },
+		{ "x", CEP_DTYPE_FLOAT32, 2, ok, w1, sizeof(float) * 2 * IN },
+	};
+	struct engine_input bogus = { "z", CEP_DTYPE_FLOAT32, 2, ok, w1, 8 };
+	float y[16];
+	struct engine_output out = { .name = "y", .data = y, .capacity = sizeof(y) };
+	struct engine_output nope = { .name = "nope", .data = y, .capacity = sizeof(y) };
+
+	fixture_open(&f, 0, 0);
+	cr_assert_eq(run_x(f.s, CEP_DTYPE_INT64, 2, ok, 64, 64), CEP_EDTYPE);
+	cr_assert_str_eq(cep_last_error(), "input 'x' is int64, the model wants float32");
+	cr_assert_eq(run_x(f.s, CEP_DTYPE_FLOAT32, 2, wrong, 24, 64), CEP_ESHAPE);
+	cr_assert_str_eq(cep_last_error(), "input 'x': dimension 1 is 3, the model wants 4");
+	cr_assert_eq(run_x(f.s, CEP_DTYPE_FLOAT32, 1, ok, 8, 64), CEP_ESHAPE);
+	cr_assert_str_eq(cep_last_error(), "input 'x': rank is 1, the model wants 2");
+	cr_assert_eq(run_x(f.s, CEP_DTYPE_FLOAT32, 2, ok, 30, 64), CEP_ESHAPE);
+	cr_assert_str_eq(cep_last_error(), "input 'x' has 30 bytes, its shape needs 32");
+	cr_assert_eq(run_x(f.s, CEP_DTYPE_FLOAT32, 2, ok, 32, 8), CEP_ENOSPC);
+	cr_assert_str_eq(cep_last_error(), "output 'y' needs 24 bytes, 8 are given");
+	cr_assert_eq(engine_run(f.s, NULL, 0, &out, 1), CEP_EINVAL);
+	cr_assert_str_eq(cep_last_error(), "input 'x' is missing");
+	cr_assert_eq(engine_run(f.s, two, 2, &out, 1), CEP_EINVAL);
+	cr_assert_str_eq(cep_last_error(), "input 'x' is given twice");
+	cr_assert_eq(engine_run(f.s, &bogus, 1, &out, 1), CEP_EINVAL);
+	cr_assert_str_eq(cep_last_error(), "'z' is not an input of the model");
+	cr_assert_eq(engine_run(f.s, two, 1, &nope, 1), CEP_EINVAL);
+	cr_assert_str_eq(cep_last_error(), "'nope' is not an output of the model");
+	/* A valid run still works after all of that. */
+	cr_assert_eq(run_x(f.s, CEP_DTYPE_FLOAT32, 2, ok, 32, 64), 0, "%s", cep_last_error());
+	fixture_close(&f);
+}
+
+Test(engine, symbols_must_agree_across_inputs)
+{
+	struct onnxb *b = onnxb_new(13);
+	struct backend *be;
+	engine_model *m;
+	engine_session *s;
+	float a[6] = { 1, 2, 3, 4, 5, 6 }, c[6] = { 0 }, y[6];
+	int64_t da[2] = { 2, 3 }, dc[2] = { 3, 3 };
+	struct engine_input in[2] = {
+		{ "a", CEP_DTYPE_FLOAT32, 2, da, a, sizeof(a) },
+		{ "c", CEP_DTYPE_FLOAT32, 2, dc, c, sizeof(float) * 9 },
+	};
+	struct engine_output out = { .name = "y", .data = y, .capacity = sizeof(y) };
+	float c9[9] = { 0 };
+	uint8_t *buf;
+	size_t len;
+
+	onnxb_input(b, "a", CEP_DTYPE_FLOAT32, "n,3");
+	onnxb_input(b, "c", CEP_DTYPE_FLOAT32, "n,3");
+	onnxb_output(b, "y", CEP_DTYPE_FLOAT32, NULL);
+	onnxb_node(b, "Add", "a,c", "y");
+	buf = onnxb_finish(b, &len);
+	cr_assert_eq(engine_model_load(buf, len, -1, &m), 0, "%s", cep_last_error());
+	free(buf);
+	cr_assert_eq(backend_host_new(0, &be), 0);
+	cr_assert_eq(engine_session_new(m, be, NULL, &s), 0);
+	in[1].data = c9;
+	cr_assert_eq(engine_run(s, in, 2, &out, 1), CEP_ESHAPE);
+	cr_assert_str_eq(cep_last_error(), "input 'c': dimension 0 is 3, but 'n' is 2 from input 'a'");
+	dc[0] = 2;
+	in[1].bytes = sizeof(c);
+	in[1].data = c;
+	cr_assert_eq(engine_run(s, in, 2, &out, 1), 0, "%s", cep_last_error());
+	cr_assert_eq(y[5], 6.0f);
+	engine_session_free(s);
+	engine_model_unref(m);
+	backend_free(be);
+}
+
+Test(engine, model_outlives_unref_while_a_session_holds_it)
+{
+	struct backend *be;
+	engine_model *m = mlp_load();
+	engine_session *s;
+
+	cr_assert_eq(backend_host_new(0, &be), 0);
+	cr_assert_eq(engine_session_new(m, be, NULL, &s), 0);
+	engine_model_unref(m); /* the session's reference keeps it */
+	cr_assert_lt(mlp_check(s, 3, 5), 1e-5f);
+	cr_assert_eq(engine_session_model(s), m);
+	engine_session_free(s);
+	backend_free(be);
+}
+
+Test(engine, fp16_and_bf16_precision_are_refused_for_now)
+{
+	struct engine_session_options o = { .precision = CEP_PRECISION_FP16 };
+	struct backend *be;
+	engine_model *m = mlp_load();
+	engine_session *s;
+
+	cr_assert_eq(backend_host_new(0, &be), 0);
+	cr_assert_eq(engine_session_new(m, be, &o, &s), CEP_EUNSUPPORTED);
+	cr_assert_null(s);
+	engine_model_unref(m);
+	backend_free(be);
+}
+
+Test(engine, memory_limit_evicts_then_refuses)
+{
+	struct engine_session_options o = { 0 };
+	struct engine_stats st;
+	struct backend *be;
+	engine_model *m = mlp_load();
+	engine_session *s;
+	uint64_t one_plan;
+
+	cr_assert_eq(backend_host_new(0, &be), 0);
+	cr_assert_eq(engine_session_new(m, be, NULL, &s), 0);
+	mlp_check(s, 100, 1);
+	engine_session_stats(s, &st);
+	one_plan = st.plan_bytes;
+	cr_assert_gt(one_plan, 0);
+	engine_session_free(s);
+	/* Room for one plan of batch 100, not two. */
+	o.memory_limit = one_plan + one_plan / 2;
+	cr_assert_eq(engine_session_new(m, be, &o, &s), 0);
+	cr_assert_lt(mlp_check(s, 100, 2), 1e-5f);
+	cr_assert_lt(mlp_check(s, 99, 3), 1e-5f);
+	engine_session_stats(s, &st);
+	cr_assert_eq(st.plans_built, 2);
+	cr_assert_eq(st.plans_cached, 1, "the batch-100 plan made room");
+	cr_assert_eq(st.plan_evictions, 1);
+	cr_assert_leq(st.plan_bytes, o.memory_limit);
+	{
+		static float x[1000 * IN], y[1000 * OUT];
+		int64_t dims[2] = { 1000, IN };
+		struct engine_input in = { "x", CEP_DTYPE_FLOAT32, 2, dims, x, sizeof(x) };
+		struct engine_output out = { .name = "y", .data = y, .capacity = sizeof(y) };
+
+		cr_assert_eq(engine_run(s, &in, 1, &out, 1), CEP_ELIMIT);
+		cr_assert(strstr(cep_last_error(), "the plan needs"), "%s", cep_last_error());
+	}
+	engine_session_free(s);
+	engine_model_unref(m);
+	backend_free(be);
+}
+
+Test(engine, empty_batch_runs)
+{
+	struct fixture f;
+
+	fixture_open(&f, 0, 0);
+	cr_assert_eq(mlp_check(f.s, 0, 1), 0.0f);
+	cr_assert_lt(mlp_check(f.s, 1, 1), 1e-5f);
+	fixture_close(&f);
+}
+
+Test(engine, outputs_that_are_inputs_or_constants)
+{
+	struct onnxb *b = onnxb_new(13);
+	float x[2] = { 1, 2 }, w[3] = { 7, 8, 9 }, y[2], c[3], r[2];
+	int64_t dims[1] = { 2 };
+	struct engine_input in = { "x", CEP_DTYPE_FLOAT32, 1, dims, x, sizeof(x) };
+	struct engine_output out[3] = {
+		{ .name = "y", .data = y, .capacity = sizeof(y) },
+		{ .name = "c", .data = c, .capacity = sizeof(c) },
+		{ .name = "r", .data = r, .capacity = sizeof(r) },
+	};
+	struct backend *be;
+	engine_model *m;
+	engine_session *s;
+	uint8_t *buf;
+	size_t len;
+
+	onnxb_input(b, "x", CEP_DTYPE_FLOAT32, "2");
+	onnxb_output(b, "y", CEP_DTYPE_FLOAT32, NULL);
+	onnxb_output(b, "c", CEP_DTYPE_FLOAT32, NULL);
+	onnxb_output(b, "r", CEP_DTYPE_FLOAT32, NULL);
+	onnxb_init(b, "w", CEP_DTYPE_FLOAT32, "3", w);
+	onnxb_node(b, "Identity", "x", "y"); /* an input returned as it is */
+	onnxb_node(b, "Identity", "w", "c"); /* a constant returned */
+	onnxb_node(b, "Relu", "x", "r");
+	buf = onnxb_finish(b, &len);
+	cr_assert_eq(engine_model_load(buf, len, -1, &m), 0, "%s", cep_last_error());
+	free(buf);
+	cr_assert_eq(backend_host_new(BACKEND_HOST_GRAPHS, &be), 0);
+	cr_assert_eq(engine_session_new(m, be, NULL, &s), 0);
+	cr_assert_eq(engine_run(s, &in, 1, out, 3), 0, "%s", cep_last_error());
+	cr_assert_eq(y[1], 2.0f);
+	cr_assert_eq(c[2], 9.0f);
+	cr_assert_eq(out[1].dims[0], 3);
+	cr_assert_eq(r[0], 1.0f);
+	/* Asking for a subset, in another order, is fine. */
+	x[1] = 5;
+	cr_assert_eq(engine_run(s, &in, 1, &out[2], 1), 0, "%s", cep_last_error());
+	cr_assert_eq(r[1], 5.0f);
+	cr_assert_eq(engine_run(s, &in, 1, out, 1), 0, "%s", cep_last_error());
+	cr_assert_eq(y[1], 5.0f);
+	engine_session_free(s);
+	engine_model_unref(m);
+	backend_free(be);
+}

@@ -1,0 +1,162 @@
+/*
+ * test_warm.c — "the warm path allocates nothing", checked against the
+ * C library itself: this test binary interposes malloc and friends with
+ * counting wrappers around glibc's own (__libc_malloc, ...), and a run of
+ * a cached plan must not call any of them on the test's thread, nor
+ * allocate backend memory, nor build a plan. Under AddressSanitizer the
+ * allocator belongs to the sanitizer, so there only the engine's and the
+ * backend's counters are checked (test_engine.c checks those too).
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <criterion/criterion.h>
+
+#include "backend.h"
+#include "cudaep.h"
+#include "engine.h"
+#include "onnxb.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#define COUNT_MALLOC 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define COUNT_MALLOC 0
+#endif
+#endif
+#ifndef COUNT_MALLOC
+#define COUNT_MALLOC 1
+#endif
+
+/* Calls on this thread only: the test runner's own threads may allocate. */
+static _Thread_local long allocs;
+
+#if COUNT_MALLOC
+extern void *__libc_malloc(size_t n);
+extern void *__libc_calloc(size_t n, size_t size);
+extern void *__libc_realloc(void *p, size_t n);
+extern void *__libc_memalign(size_t align, size_t n);
+extern void __libc_free(void *p);
+
+void *malloc(size_t n)
+{
+	allocs++;
+	return __libc_malloc(n);
+}
+
+void *calloc(size_t n, size_t size)
+{
+	allocs++;
+	return __libc_calloc(n, size);
+}
+
+void *realloc(void *p, size_t n)
+{
+	allocs++;
+	return __libc_realloc(p, n);
+}
+
+void *aligned_alloc(size_t align, size_t n)
+{
+	allocs++;
+	return __libc_memalign(align, n);
+}
+
+int posix_memalign(void **out, size_t align, size_t n)
+{
+	allocs++;
+	*out = __libc_memalign(align, n);
+	return *out ? 0 : ENOMEM;
+}
+
+void free(void *p)
+{
+	__libc_free(p);
+}
+#endif
+
+/* x [n, 16] -> MatMul -> Add -> Transpose -> Softmax -> Cast(fp16) -> y,
+ * with a Shape -> Gather chain folded at plan time on the way. */
+static engine_model *model_load(void)
+{
+	struct onnxb *b = onnxb_new(13);
+	int64_t zero = 0;
+	engine_model *m = NULL;
+	Onnx__NodeProto *n;
+	uint8_t *buf;
+	size_t len;
+
+	onnxb_input(b, "x", CEP_DTYPE_FLOAT32, "n,16");
+	onnxb_output(b, "y", CEP_DTYPE_FLOAT16, NULL);
+	onnxb_output(b, "rows", CEP_DTYPE_INT64, NULL);
+	onnxb_init(b, "w", CEP_DTYPE_FLOAT32, "16,8", NULL);
+	onnxb_init(b, "bias", CEP_DTYPE_FLOAT32, "8", NULL);
+	onnxb_init(b, "zero", CEP_DTYPE_INT64, "", &zero);
+	onnxb_node(b, "MatMul", "x,w", "h");
+	onnxb_node(b, "Add", "h,bias", "h2");
+	onnxb_node(b, "Transpose", "h2", "t");
+	onnxb_node(b, "Softmax", "t", "p");
+	n = onnxb_node(b, "Cast", "p", "y");
+	onnxb_attr_int(n, "to", CEP_DTYPE_FLOAT16);
+	onnxb_node(b, "Shape", "x", "s");
+	onnxb_node(b, "Gather", "s,zero", "rows");
+	buf = onnxb_finish(b, &len);
+	cr_assert_eq(engine_model_load(buf, len, -1, &m), 0, "%s", cep_last_error());
+	free(buf);
+	return m;
+}
+
+Test(warm, cached_runs_call_no_allocator)
+{
+	static float x[4 * 16];
+	static uint16_t y[8 * 4];
+	int64_t rows = 0, dims[2] = { 4, 16 };
+	struct engine_input in = { "x", CEP_DTYPE_FLOAT32, 2, dims, x, sizeof(x) };
+	struct engine_output out[2] = {
+		{ .name = "y", .data = y, .capacity = sizeof(y) },
+		{ .name = "rows", .data = &rows, .capacity = sizeof(rows) },
+	};
+	struct backend_counters before, after;
+	struct engine_stats s0, s1;
+	struct backend *be;
+	engine_model *m = model_load();
+	engine_session *s;
+	long counted;
+	int i, failures = 0;
+
+	cr_assert_eq(backend_host_new(0, &be), 0);
+	cr_assert_eq(engine_session_new(m, be, NULL, &s), 0);
+	cr_assert_eq(engine_run(s, &in, 1, out, 2), 0, "%s", cep_last_error());
+	cr_assert_eq(rows, 4);
+	backend_counters_get(be, &before);
+	engine_session_stats(s, &s0);
+	counted = allocs;
+	for (i = 0; i < 100; i++)
+		failures += engine_run(s, &in, 1, out, 2) != 0;
+	counted = allocs - counted;
+	backend_counters_get(be, &after);
+	engine_session_stats(s, &s1);
+	cr_assert_eq(failures, 0);
+	cr_assert_eq(counted, 0, "%ld allocator calls on the warm path", counted);
+	cr_assert_eq(after.allocs, before.allocs);
+	cr_assert_eq(s1.plans_built, s0.plans_built);
+	cr_assert_eq(s1.runs, s0.runs + 100);
+	engine_session_free(s);
+	engine_model_unref(m);
+	backend_free(be);
+}
+
+Test(warm, the_counter_does_count)
+{
+	long before = allocs;
+	/* volatile, so that the compiler keeps a malloc it could see through */
+	char *volatile p = malloc(32);
+
+	cr_assert_not_null(p);
+	p[0] = 1;
+	free(p);
+	/* Without interposition (sanitizer builds) nothing is counted. */
+	cr_assert_eq(allocs - before, COUNT_MALLOC ? 1 : 0);
+}
