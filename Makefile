@@ -288,12 +288,16 @@ $(FUZZ_BUILD)/fuzz_%: $(call obj,tests/fuzz/fuzz_%.c) $(CORE_A) $(COMMON_OBJ)
 	$(call say,LD,$@)
 	$(Q)$(CC) -fsanitize=fuzzer,address,undefined -o $@ $^ $(DAEMON_LIBS)
 
+# Seeds: tests/fuzz/corpus/<target> where committed (small hand-made
+# packets), and models made at fuzz time for fuzz_model.
 fuzz: fuzz-build
+	@$(VENV)/bin/python tests/fuzz/make_model_seeds.py $(FUZZ_BUILD)/seeds/fuzz_model
 	@set -e; for f in $(FUZZ_BIN); do \
 	  n=$$(basename $$f); mkdir -p $(FUZZ_BUILD)/corpus/$$n; \
+	  seeds=$$(for d in tests/fuzz/corpus/$$n $(FUZZ_BUILD)/seeds/$$n; do [ -d $$d ] && echo $$d; done); \
 	  echo "== $$n for $(FUZZ_SECONDS)s"; \
 	  $$f -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -print_final_stats=1 \
-	    $(FUZZ_BUILD)/corpus/$$n tests/fuzz/corpus/$$n 2>$(FUZZ_BUILD)/$$n.log \
+	    $(FUZZ_BUILD)/corpus/$$n $$seeds 2>$(FUZZ_BUILD)/$$n.log \
 	    || { tail -50 $(FUZZ_BUILD)/$$n.log; exit 1; }; \
 	  grep -E 'stat::number_of_executed_units|stat::peak_rss' $(FUZZ_BUILD)/$$n.log; \
 	done

@@ -1,0 +1,114 @@
+/*
+ * cuda_driver.h — the CUDA driver API, loaded at run time.
+ *
+ * cudaepd is one binary for machines with and without a GPU, so it never
+ * links libcuda: cuda_driver_new() dlopens libcuda.so.1 and fills a table
+ * with the entry points the project uses, resolved through the driver's
+ * cuGetProcAddress at the ABI version this file names for each (so a newer
+ * driver cannot hand back a function with a changed signature), or with
+ * dlsym of the versioned symbol (cuMemcpyHtoDAsync_v2, ...) on drivers
+ * before CUDA 11.3. Types and constants come from the toolkit's cuda.h;
+ * nothing else of the toolkit is needed at build time.
+ *
+ * Calls go through the table, wrapped in CEP_CU_CHECK():
+ *
+ *	ret = CEP_CU_CHECK(drv->cuMemCreate(&h, bytes, &prop, 0));
+ *	if (ret)
+ *		goto out;
+ *
+ * Threads: the table is read-only once made; use it from any thread.
+ */
+#ifndef CEP_GPU_CUDA_DRIVER_H
+#define CEP_GPU_CUDA_DRIVER_H
+
+#include <cudaTypedefs.h>
+
+/*
+ * The entry points: X(name, version). version is the CUDA release whose ABI
+ * the table uses (1000 * major + 10 * minor), and selects the PFN_ type of
+ * cudaTypedefs.h. Where cuda.h maps a name to a versioned symbol
+ * (cuDeviceTotalMem -> cuDeviceTotalMem_v2), the version given here is the
+ * one of that symbol, and the table's member carries the mapped name too,
+ * so `drv->cuDeviceTotalMem(...)` reads as a plain driver call.
+ */
+#define CUDA_DRIVER_FUNCS(X)                          \
+	X(cuGetErrorName, 6000)                       \
+	X(cuGetErrorString, 6000)                     \
+	X(cuInit, 2000)                               \
+	X(cuDriverGetVersion, 2020)                   \
+	X(cuDeviceGet, 2000)                          \
+	X(cuDeviceGetCount, 2000)                     \
+	X(cuDeviceGetName, 2000)                      \
+	X(cuDeviceTotalMem, 3020)                     \
+	X(cuDeviceGetAttribute, 2000)                 \
+	X(cuDevicePrimaryCtxRetain, 7000)             \
+	X(cuDevicePrimaryCtxRelease, 11000)           \
+	X(cuCtxSetCurrent, 4000)                      \
+	X(cuMemGetInfo, 3020)                         \
+	X(cuMemGetAllocationGranularity, 10020)       \
+	X(cuMemAddressReserve, 10020)                 \
+	X(cuMemAddressFree, 10020)                    \
+	X(cuMemCreate, 10020)                         \
+	X(cuMemRelease, 10020)                        \
+	X(cuMemMap, 10020)                            \
+	X(cuMemUnmap, 10020)                          \
+	X(cuMemSetAccess, 10020)                      \
+	X(cuStreamCreateWithPriority, 5050)           \
+	X(cuStreamDestroy, 4000)                      \
+	X(cuStreamSynchronize, 2000)                  \
+	X(cuEventCreate, 2000)                        \
+	X(cuEventRecord, 2000)                        \
+	X(cuEventQuery, 2000)                         \
+	X(cuEventSynchronize, 2000)                   \
+	X(cuEventDestroy, 4000)                       \
+	X(cuMemHostRegister, 6050)                    \
+	X(cuMemHostUnregister, 4000)                  \
+	X(cuMemcpyHtoDAsync, 3020)                    \
+	X(cuMemcpyDtoHAsync, 3020)                    \
+	X(cuStreamWriteValue64, 11070)
+
+struct cuda_driver {
+	void *lib;       /* the dlopen handle of libcuda */
+	int version;     /* the driver's CUDA version, e.g. 12040 */
+	int devices;     /* devices the driver sees */
+#define CUDA_DRIVER__MEMBER(name, ver) PFN_##name##_v##ver name;
+	CUDA_DRIVER_FUNCS(CUDA_DRIVER__MEMBER)
+#undef CUDA_DRIVER__MEMBER
+};
+
+/*
+ * Loads the driver from lib (NULL: "libcuda.so.1", found the way the
+ * dynamic linker finds libraries), resolves every entry point and calls
+ * cuInit(0). On success *out is the caller's, freed with
+ * cuda_driver_free(). Never crashes a machine without a GPU: fails with
+ * CEP_ENOTSUP and a message that starts "no CUDA driver" when the library
+ * cannot be loaded or lacks an entry point (a driver too old), and with
+ * CEP_EDEVICE and the driver's error when cuInit fails (no device, a
+ * mismatched kernel module). CEP_ENOMEM otherwise.
+ */
+int cuda_driver_new(const char *lib, struct cuda_driver **out);
+
+/* Frees the table. The library stays loaded for the life of the process:
+ * the driver starts threads and registers exit handlers that must not
+ * outlive their code. Accepts NULL. */
+void cuda_driver_free(struct cuda_driver *drv);
+
+/* The driver's name for a CUresult ("CUDA_ERROR_OUT_OF_MEMORY"), from the
+ * loaded driver when there is one, from a short built-in list otherwise,
+ * else "CUDA_ERROR_<number>" (in a thread-local buffer). Never NULL. */
+const char *cuda_driver_error_name(CUresult r);
+
+/*
+ * Checks the CUresult of expr: returns 0 for CUDA_SUCCESS; otherwise logs
+ * the expression, function, file, line and the driver's error name and
+ * sentence to stderr, records the same for cep_last_error(), and returns
+ * CEP_EDEVMEM for CUDA_ERROR_OUT_OF_MEMORY and CEP_EDEVICE for anything
+ * else. It never exits: the error goes back to the one request.
+ */
+#define CEP_CU_CHECK(expr) \
+	cuda_driver__check((expr), #expr, __func__, __FILE__, __LINE__)
+
+int cuda_driver__check(CUresult r, const char *expr, const char *func,
+		       const char *file, int line);
+
+#endif
