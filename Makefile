@@ -70,11 +70,11 @@ endif
 
 # Shared by the client library and the daemon.
 COMMON_SRC := client/error.c client/dtype.c client/sockpath.c
-CLIENT_SRC := $(COMMON_SRC) $(filter-out client/cudaepctl%.c client/cudaep-run.c,$(wildcard client/*.c)) \
+CLIENT_SRC := $(COMMON_SRC) $(filter-out client/cudaepctl%.c client/cudaep-run%.c,$(wildcard client/*.c)) \
               $(NANOPB_SRC)
 CLIENT_SRC := $(sort $(CLIENT_SRC))
 CTL_SRC    := $(wildcard client/cudaepctl*.c)
-RUNCLI_SRC := $(wildcard client/cudaep-run.c)
+RUNCLI_SRC := $(wildcard client/cudaep-run*.c)
 
 # Everything of the daemon but main(), as one archive the tests link too.
 # CORE_ONLY / CORE_EXCLUDE (make patterns) narrow it while one module is

@@ -224,7 +224,8 @@ class Session:
 
     def run(self, feeds, copy=True):
         names = list(feeds)
-        arrays = [np.ascontiguousarray(feeds[n]) for n in names]
+        # np.require keeps 0-d arrays 0-d (ascontiguousarray would make them 1-d).
+        arrays = [np.require(feeds[n], requirements="C") for n in names]
         for attempt in range(2):
             place, outs, need = self._layout(arrays)
             if self._region is None or self._region.size < need:
