@@ -113,6 +113,7 @@ BENCH_BIN := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 ALL := $(CUDAEPD) $(CUDAEPCTL) $(CUDAEPRUN) $(CLIENT_SO) $(CLIENT_A) $(CLIENT_PC)
 
 .PHONY: all deps run test test-unit test-integration test-python test-gpu \
+        test-conformance conformance-update \
         fuzz fuzz-build bench install clean
 .DEFAULT_GOAL := all
 .SECONDARY:
@@ -241,7 +242,7 @@ $(BUILD)/bench/%: $(call obj,bench/%.c) $(CLIENT_A)
 ifeq ($(NOBUILD),1)
 TEST_PREREQ :=
 else
-TEST_PREREQ = $(ALL) $(UNIT_BIN) $(INTEG_BIN)
+TEST_PREREQ = $(ALL) $(UNIT_BIN) $(INTEG_BIN) $(ENGINE_CONF)
 endif
 
 # Criterion runs each test in its own process; -j2 matches CI's two cores.
@@ -251,7 +252,8 @@ export CUDAEP_BUILD_DIR := $(abspath $(BUILD))
 # The suites run one after the other (Criterion parallelizes inside each),
 # so their logs do not interleave.
 test: deps $(TEST_PREREQ)
-	$(Q)$(MAKE) --no-print-directory -j1 test-unit test-integration test-python NOBUILD=1
+	$(Q)$(MAKE) --no-print-directory -j1 test-unit test-integration test-python \
+	  test-conformance NOBUILD=1
 
 test-unit: $(if $(filter 1,$(NOBUILD)),,$(UNIT_BIN))
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t $(CRITERION_FLAGS); done
@@ -267,6 +269,31 @@ ifneq ($(SANITIZE),)
 else
 	@$(VENV)/bin/python -m pytest -q python/tests
 endif
+
+# ONNX node conformance: the cases are generated from the installed onnx
+# package (nothing generated is committed), then run through the daemon;
+# tests/conformance/expected_pass.txt lists the cases that must pass. Under
+# SANITIZE the engine-level runner goes through the same cases instead (an
+# ASan library cannot load into the plain Python of the daemon runner).
+CONF_CASES := build/conformance/cases
+CONF_EXPECTED := tests/conformance/expected_pass.txt
+
+$(CONF_CASES)/.stamp: tests/conformance/gen_cases.py tests/requirements.txt | $(DEPS_STAMP)
+	@rm -rf $(CONF_CASES)
+	@$(VENV)/bin/python tests/conformance/gen_cases.py $(CONF_CASES)
+	@touch $@
+
+test-conformance: $(CONF_CASES)/.stamp $(if $(filter 1,$(NOBUILD)),,$(ALL) $(ENGINE_CONF))
+ifneq ($(SANITIZE),)
+	@$(ENGINE_CONF) $(CONF_CASES) --expected $(CONF_EXPECTED)
+else
+	@$(VENV)/bin/python tests/conformance/run_conformance.py $(CONF_CASES) --expected $(CONF_EXPECTED)
+endif
+
+# Rewrites the expected-pass list from what passes now (review the diff).
+conformance-update: $(CONF_CASES)/.stamp $(ALL)
+	@$(VENV)/bin/python tests/conformance/run_conformance.py $(CONF_CASES) \
+	  --expected $(CONF_EXPECTED) --update
 
 # The same binaries with the GPU tests switched on; run on the GPU machine
 # with NOBUILD=1 (it has no libuv or protobuf-c headers to build with).

@@ -99,6 +99,11 @@ static int job_get(struct req *r, enum job_kind kind, struct job **out)
 	(*out)->ret = 0;
 	(*out)->msg[0] = '\0';
 	(*out)->start_ns = uv_hrtime();
+	(*out)->load.model_fd = -1;
+	(*out)->load.dir_fd = -1;
+	(*out)->load.es = NULL;
+	(*out)->load.bytes = NULL;
+	(*out)->load.len = 0;
 	return 0;
 }
 
@@ -469,11 +474,6 @@ int dispatch__load_model(struct req *r, const Cudaep__V1__LoadModel *m)
 	ret = job_get(r, JOB_LOAD, &j);
 	if (ret != 0)
 		return ret;
-	j->load.model_fd = -1;
-	j->load.dir_fd = -1;
-	j->load.es = NULL;
-	j->load.bytes = NULL;
-	j->load.len = 0;
 	if (reg != NULL) {
 		j->load.bytes = (const uint8_t *)reg->addr + sl->offset;
 		j->load.len = sl->bytes;
@@ -488,18 +488,26 @@ int dispatch__load_model(struct req *r, const Cudaep__V1__LoadModel *m)
 	return job_start(j, r);
 }
 
+/* Session id of the connection, which has its engine session. */
+static int session_get(struct req *r, uint64_t id, struct session **out)
+{
+	int ret = session_table_get(&r->c->sessions, id, out);
+
+	if (ret == 0 && (*out)->engine == NULL)
+		return cep__set_error(CEP_EINTERNAL, "session %llu has no "
+				      "model", (unsigned long long)id);
+	return ret;
+}
+
 int dispatch__session_info(struct req *r, const Cudaep__V1__SessionInfo *m)
 {
 	Cudaep__V1__SessionInfoReply *rep = &r->body->session_info;
 	struct session *sess;
 	int ret;
 
-	ret = session_table_get(&r->c->sessions, m->session_id, &sess);
+	ret = session_get(r, m->session_id, &sess);
 	if (ret != 0)
 		return ret;
-	if (sess->engine == NULL)
-		return cep__set_error(CEP_EINTERNAL, "session %llu has no "
-				      "model", (unsigned long long)sess->id);
 	ret = info_fill(r, sess, rep);
 	if (ret != 0)
 		return ret;
@@ -580,12 +588,9 @@ int dispatch__run(struct req *r, const Cudaep__V1__Run *m)
 	size_t i;
 	int ret;
 
-	ret = session_table_get(&r->c->sessions, m->session_id, &sess);
+	ret = session_get(r, m->session_id, &sess);
 	if (ret != 0)
 		return ret;
-	if (sess->engine == NULL)
-		return cep__set_error(CEP_EINTERNAL, "session %llu has no "
-				      "model", (unsigned long long)sess->id);
 	if (m->n_inputs > CEP_MAX_IO || m->n_outputs > CEP_MAX_IO)
 		return cep__set_error(CEP_EINVAL, "a run names at most %d "
 				      "inputs and %d outputs", CEP_MAX_IO,
@@ -593,9 +598,6 @@ int dispatch__run(struct req *r, const Cudaep__V1__Run *m)
 	ret = job_get(r, JOB_RUN, &j);
 	if (ret != 0)
 		return ret;
-	j->load.model_fd = -1;
-	j->load.dir_fd = -1;
-	j->load.es = NULL;
 	j->run.sess = sess;
 	j->run.n_in = m->n_inputs;
 	j->run.n_out = m->n_outputs;

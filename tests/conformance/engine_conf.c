@@ -3,13 +3,15 @@
  * engine on the host backend, without the daemon: the developer's quick
  * loop while writing kernels (the CI runner goes through the daemon).
  *
- *   engine_conf CASES_DIR [--filter SUBSTR] [--verbose]
+ *   engine_conf CASES_DIR [--filter SUBSTR] [--verbose] [--expected FILE]
  *
  * CASES_DIR holds the cases written by tests/conformance/gen_cases.py:
  * <case>/model.onnx, <case>/test_data_set_N/{input,output}_K.pb and
  * <case>/tolerance.txt. For each case it prints PASS, FAIL (with the first
  * mismatch or the engine's error) or SKIP (with the reason), then the line
- * `engine_conf: N passed, M failed, K skipped`.
+ * `engine_conf: N passed, M failed, K skipped`. Without --expected any FAIL
+ * makes the exit status 1; with it (a list of case names, as
+ * run_conformance.py keeps), only a listed case that does not pass does.
  */
 #include "engine.h"
 #include "backend.h"
@@ -327,9 +329,42 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* The case names of an expected-pass list, sorted; NULL on error. */
+static char **expected_read(const char *path, size_t *n)
+{
+	char line[512], **names = NULL;
+	size_t cap = 0;
+	FILE *f = fopen(path, "r");
+
+	*n = 0;
+	if (f == NULL)
+		return NULL;
+	while (fgets(line, sizeof(line), f) != NULL) {
+		line[strcspn(line, "\r\n")] = '\0';
+		if (line[0] == '\0' || line[0] == '#')
+			continue;
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 256;
+			names = realloc(names, cap * sizeof(*names));
+		}
+		names[(*n)++] = strdup(line);
+	}
+	fclose(f);
+	qsort(names, *n, sizeof(*names), cmp_str);
+	return names ? names : calloc(1, sizeof(*names));
+}
+
+static bool expected_has(char **names, size_t n, const char *name)
+{
+	return bsearch(&name, names, n, sizeof(*names), cmp_str) != NULL;
+}
+
 int main(int argc, char **argv)
 {
-	const char *root = NULL, *filter = "";
+	const char *root = NULL, *filter = "", *expected = NULL;
+	char **want = NULL;
+	size_t n_want = 0;
+	int regressions = 0;
 	bool verbose = false;
 	struct backend *be = NULL;
 	int counts[3] = {0, 0, 0};
@@ -343,12 +378,19 @@ int main(int argc, char **argv)
 			filter = argv[++i];
 		else if (strcmp(argv[i], "--verbose") == 0)
 			verbose = true;
+		else if (strcmp(argv[i], "--expected") == 0 && i + 1 < argc)
+			expected = argv[++i];
 		else if (root == NULL)
 			root = argv[i];
 		else {
-			fprintf(stderr, "usage: engine_conf CASES_DIR [--filter S] [--verbose]\n");
+			fprintf(stderr, "usage: engine_conf CASES_DIR [--filter S] "
+				"[--verbose] [--expected FILE]\n");
 			return 2;
 		}
+	}
+	if (expected != NULL && (want = expected_read(expected, &n_want)) == NULL) {
+		fprintf(stderr, "engine_conf: cannot read %s\n", expected);
+		return 2;
 	}
 	if (root == NULL || (d = opendir(root)) == NULL) {
 		fprintf(stderr, "engine_conf: cannot open cases directory %s\n",
@@ -380,11 +422,20 @@ int main(int argc, char **argv)
 		if (r != R_SKIP || verbose)
 			printf("%s %s%s%s\n", r == R_PASS ? "PASS" : r == R_FAIL ? "FAIL" : "SKIP",
 			       names[i], why[0] ? ": " : "", why);
+		if (want != NULL && r != R_PASS && expected_has(want, n_want, names[i])) {
+			printf("REGRESSION %s\n", names[i]);
+			regressions++;
+		}
 		free(names[i]);
 	}
 	free(names);
 	backend_free(be);
+	for (size_t i = 0; i < n_want; i++)
+		free(want[i]);
+	free(want);
 	printf("engine_conf: %d passed, %d failed, %d skipped\n", counts[R_PASS],
 	       counts[R_FAIL], counts[R_SKIP]);
+	if (expected != NULL)
+		return regressions ? 1 : 0;
 	return counts[R_FAIL] ? 1 : 0;
 }

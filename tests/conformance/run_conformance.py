@@ -181,7 +181,8 @@ def main():
     try:
         client = cudaep.connect(sock, name="conformance")
         for case in sorted(os.listdir(args.cases)):
-            if args.filter not in case:
+            if args.filter not in case or case.startswith(".") or \
+                    not os.path.isdir(os.path.join(args.cases, case)):
                 continue
             res, why, label = run_case(client, os.path.join(args.cases, case), case)
             results[case] = res
