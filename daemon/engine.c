@@ -2,8 +2,9 @@
  * engine.c — the daemon-facing engine (daemon/engine.h): models with their
  * reference counts and input/output descriptions, sessions with their
  * backend homes for weights and their plan caches, and the run path, which
- * checks what the caller passed, finds or builds the plan, and hands it to
- * the executor.
+ * checks what the caller passed, finds or builds the plan (for the inputs'
+ * shapes, and for the values of the few small inputs that a shape depends
+ * on: daemon/plan.h), and hands it to the executor.
  *
  * Everything a run needs beyond the plan (the signature buffer, the symbol
  * bindings, the pointer arrays) is allocated when the session opens, so a
@@ -269,8 +270,9 @@ engine_model *engine_session_model(const engine_session *s)
 
 /* --------------------------------------------------------------------- run */
 
-/* Checks the run's inputs against the model, fills s->in_t and s->in_ptr
- * in graph order and the plan signature; returns its length in *sig_len. */
+/* Checks the run's inputs against the model, fills s->in_t (shapes and
+ * data) and s->in_ptr in graph order and the plan's shape signature;
+ * returns its length in *sig_len. */
 static int inputs_check(engine_session *s, const struct engine_input *in, size_t n_in,
 			int *sig_len)
 {
@@ -326,6 +328,9 @@ static int inputs_check(engine_session *s, const struct engine_input *in, size_t
 		if (want && !x->data)
 			return cep__set_error(CEP_EINVAL, "input '%s' has no data", val->name);
 		s->in_ptr[i] = x->data;
+		/* The planner reads an input's values only where a shape needs
+		 * them, and never writes them. */
+		t->data = (void *)x->data;
 		s->sig[k++] = x->rank;
 		for (d = 0; d < x->rank; d++)
 			s->sig[k++] = x->dims[d];
@@ -421,7 +426,8 @@ static size_t room_left(const engine_session *s)
 	return used < s->memory_limit ? (size_t)(s->memory_limit - used) : 1;
 }
 
-/* Builds and caches the plan for the signature in s->sig. A full cache
+/* Builds and caches the plan for the signature in s->sig and the inputs
+ * in s->in_t (whose values key it where a shape needs them). A full cache
  * gives up its least recently used plan first; a plan refused for the
  * session's memory limit is built again once older plans have made room,
  * if they can. */
@@ -467,7 +473,8 @@ int engine_run(engine_session *s, const struct engine_input *inputs, size_t n_in
 	if (ret < 0)
 		return ret;
 	hash = plan_sig_hash(s->sig, sig_len);
-	p = plan_cache_find(&s->plans, s->sig, sig_len, hash);
+	p = plan_cache_find(&s->plans, s->sig, sig_len, hash,
+			    (const void *const *)s->in_ptr);
 	if (!p) {
 		ret = plan_make(s, &env, sig_len, &p);
 		if (ret < 0)

@@ -129,16 +129,18 @@ struct engine_output {
 /*
  * Runs the session: every model input must be given once in inputs (any
  * order); outputs names any subset of the model's outputs. Looks up or
- * builds the plan for the inputs' shapes, runs it, writes the outputs and
- * fills in their dtype, shape and bytes. Fails, before computing anything,
- * with CEP_EINVAL (a missing, unknown or repeated name), CEP_EDTYPE ("input
- * 'x' is int64, the model wants float32"), CEP_ESHAPE ("input 'x':
- * dimension 1 is 3, the model wants 4", or bytes that do not match the
- * shape), CEP_ENOSPC (an output's capacity is too small: every output asked
- * for then has its dtype, shape and needed bytes filled in); and with the
- * errors of planning (see plan_build(); CEP_ELIMIT when a new plan would
- * take the session past its memory limit, after evicting older plans) or of
- * a kernel. A run whose plan is cached allocates nothing.
+ * builds the plan for the inputs' shapes (and for the values of the small
+ * inputs that an output shape depends on, such as a Reshape's target given
+ * as an input: other values get another plan), runs it, writes the outputs
+ * and fills in their dtype, shape and bytes. Fails, before computing
+ * anything, with CEP_EINVAL (a missing, unknown or repeated name),
+ * CEP_EDTYPE ("input 'x' is int64, the model wants float32"), CEP_ESHAPE
+ * ("input 'x': dimension 1 is 3, the model wants 4", or bytes that do not
+ * match the shape), CEP_ENOSPC (an output's capacity is too small: every
+ * output asked for then has its dtype, shape and needed bytes filled in);
+ * and with the errors of planning (see plan_build(); CEP_ELIMIT when a new
+ * plan would take the session past its memory limit, after evicting older
+ * plans) or of a kernel. A run whose plan is cached allocates nothing.
  */
 int engine_run(engine_session *s, const struct engine_input *inputs, size_t n_inputs,
 	       struct engine_output *outputs, size_t n_outputs);

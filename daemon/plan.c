@@ -6,156 +6,24 @@
  * either evaluated right here on the host (its inputs are all known: the
  * model's constants, the inputs' shapes for Shape and Size, earlier
  * evaluations; and its result is small) or becomes a step with a kernel of
- * the session's backend. Then every value a step, a copy or the caller
- * touches gets a home: the model's constants already have one (the
- * session uploaded them), everything else is placed in the plan's one
- * block by lifetime.
+ * the session's backend. A node whose output shape still depends on values
+ * nobody knows yet makes the build look back for where they come from: if
+ * that is a chain of small nodes over small graph inputs, those inputs are
+ * read from the run, the chain is evaluated here, and the inputs become
+ * keys of the plan. Then every value a step, a copy or the caller touches
+ * gets a home: the model's constants already have one (the session
+ * uploaded them), everything else is placed in the plan's one block by
+ * lifetime (daemon/plan_mem.c).
  */
 #include "plan.h"
 
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "exec.h"
 #include "shape.h"
-
-/* ------------------------------------------------------------ memory plan */
-
-static size_t round_up(size_t n, size_t align)
-{
-	return (n + align - 1) / align * align;
-}
-
-/* What the items are sorted by: size, largest first, then first use. */
-struct mem_key {
-	size_t bytes;
-	int first;
-	int index;
-};
-
-static int key_cmp(const void *a, const void *b)
-{
-	const struct mem_key *x = a, *y = b;
-
-	if (x->bytes != y->bytes)
-		return x->bytes > y->bytes ? -1 : 1;
-	if (x->first != y->first)
-		return x->first < y->first ? -1 : 1;
-	return x->index - y->index;
-}
-
-/* Placed items are filed by the segments of SEG_STEPS steps their
- * lifetimes touch, so that finding the items alive at the same time as a
- * new one looks at its neighbours in time only, not at every item. */
-#define SEG_STEPS 32
-
-struct seg {
-	int *items;  /* (n) indexes of placed items */
-	int n, cap;
-};
-
-/* A byte range taken by an item alive at the same time. */
-struct span {
-	size_t begin, end;
-};
-
-static int span_cmp(const void *a, const void *b)
-{
-	const struct span *x = a, *y = b;
-
-	return x->begin < y->begin ? -1 : x->begin > y->begin;
-}
-
-static int seg_add(struct seg *sg, int item)
-{
-	if (sg->n == sg->cap) {
-		int cap = sg->cap ? sg->cap * 2 : 8;
-		int *items = realloc(sg->items, (size_t)cap * sizeof(*items));
-
-		if (!items)
-			return CEP_ENOMEM;
-		sg->items = items;
-		sg->cap = cap;
-	}
-	sg->items[sg->n++] = item;
-	return 0;
-}
-
-int plan_mem_assign(struct plan_mem_item *items, int n, size_t align, size_t *total)
-{
-	struct mem_key *order = NULL;
-	struct seg *segs = NULL;
-	struct span *spans = NULL;
-	int *stamp = NULL;
-	int n_segs, tmax = 0, i, k, s, ret;
-	size_t end = 0;
-
-	*total = 0;
-	for (i = 0; i < n; i++)
-		tmax = items[i].last > tmax ? items[i].last : tmax;
-	n_segs = tmax / SEG_STEPS + 1;
-	order = malloc(((size_t)n + 1) * sizeof(*order));
-	spans = malloc(((size_t)n + 1) * sizeof(*spans));
-	stamp = calloc((size_t)n + 1, sizeof(*stamp));
-	segs = calloc((size_t)n_segs, sizeof(*segs));
-	ret = CEP_ENOMEM;
-	if (!order || !spans || !stamp || !segs)
-		goto out;
-	for (i = 0; i < n; i++)
-		order[i] = (struct mem_key){ items[i].bytes, items[i].first, i };
-	qsort(order, (size_t)n, sizeof(*order), key_cmp);
-	for (k = 0; k < n; k++) {
-		struct plan_mem_item *it = &items[order[k].index];
-		size_t size = round_up(it->bytes, align), off = 0;
-		int s0 = it->first / SEG_STEPS, s1 = it->last / SEG_STEPS;
-		int n_spans = 0, j, c;
-
-		it->offset = 0;
-		if (size == 0)
-			continue;
-		for (s = s0; s <= s1; s++) {
-			for (j = 0; j < segs[s].n; j++) {
-				const struct plan_mem_item *p = &items[segs[s].items[j]];
-
-				if (stamp[segs[s].items[j]] == k + 1)
-					continue;
-				stamp[segs[s].items[j]] = k + 1;
-				if (p->last < it->first || p->first > it->last)
-					continue;
-				spans[n_spans].begin = p->offset;
-				spans[n_spans].end = p->offset + round_up(p->bytes, align);
-				n_spans++;
-			}
-		}
-		/* The lowest gap between the busy spans that is big enough. */
-		qsort(spans, (size_t)n_spans, sizeof(*spans), span_cmp);
-		for (c = 0; c < n_spans; c++) {
-			if (spans[c].begin >= off + size)
-				break;
-			if (spans[c].end > off)
-				off = spans[c].end;
-		}
-		it->offset = off;
-		if (off + size > end)
-			end = off + size;
-		for (s = s0; s <= s1; s++) {
-			if (seg_add(&segs[s], order[k].index) < 0)
-				goto out;
-		}
-	}
-	*total = end;
-	ret = 0;
-out:
-	if (segs) {
-		for (s = 0; s < n_segs; s++)
-			free(segs[s].items);
-	}
-	free(segs);
-	free(order);
-	free(spans);
-	free(stamp);
-	return ret < 0 ? cep__set_error(ret, "out of memory planning memory") : 0;
-}
 
 /* ------------------------------------------------------------------ build */
 
@@ -166,18 +34,24 @@ enum home {
 	HOME_BLOCK,  /* an offset in the plan's block */
 };
 
-/* Scratch state of one build, per value of the graph. */
+/* Scratch state of one build, per value of the graph unless said. */
 struct build {
 	const struct plan_env *env;
 	struct plan *p;
 	struct op_tensor *vals;  /* fixed type and shape */
 	void **host;             /* the value on the host when known here */
 	bool *owned;             /* host[v] was computed here (free it) */
+	const void **given;      /* a graph input's data in the run, or NULL */
+	bool *keyed;             /* a graph input whose values were read */
+	int *mark;               /* == stamp: needed by the current search */
+	int *node_mark;          /* (per node) == stamp: to evaluate for it */
+	int stamp;
 	int *made_by;            /* the step producing it, -1 */
 	int *last;               /* the last step reading it, -1 */
 	enum home *home;
 	size_t *offset;          /* in the block, for HOME_BLOCK */
 	struct op_tensor *in, *out; /* per-node scratch */
+	struct op_tensor *ein, *eout; /* scratch of evaluations for a shape */
 };
 
 static void build_close(struct build *b, int n_values)
@@ -193,12 +67,18 @@ static void build_close(struct build *b, int n_values)
 	free(b->vals);
 	free(b->host);
 	free(b->owned);
+	free(b->given);
+	free(b->keyed);
+	free(b->mark);
+	free(b->node_mark);
 	free(b->made_by);
 	free(b->last);
 	free(b->home);
 	free(b->offset);
 	free(b->in);
 	free(b->out);
+	free(b->ein);
+	free(b->eout);
 }
 
 static int build_init(struct build *b, const struct plan_env *env, struct plan *p)
@@ -221,14 +101,21 @@ static int build_init(struct build *b, const struct plan_env *env, struct plan *
 	b->vals = calloc(nv, sizeof(*b->vals));
 	b->host = calloc(nv, sizeof(*b->host));
 	b->owned = calloc(nv, sizeof(*b->owned));
+	b->given = calloc(nv, sizeof(*b->given));
+	b->keyed = calloc(nv, sizeof(*b->keyed));
+	b->mark = calloc(nv, sizeof(*b->mark));
+	b->node_mark = calloc((size_t)g->n_nodes + 1, sizeof(*b->node_mark));
 	b->made_by = malloc(nv * sizeof(*b->made_by));
 	b->last = malloc(nv * sizeof(*b->last));
 	b->home = calloc(nv, sizeof(*b->home));
 	b->offset = calloc(nv, sizeof(*b->offset));
 	b->in = calloc((size_t)max_in, sizeof(*b->in));
 	b->out = calloc((size_t)max_out, sizeof(*b->out));
-	if (!b->vals || !b->host || !b->owned || !b->made_by || !b->last || !b->home ||
-	    !b->offset || !b->in || !b->out)
+	b->ein = calloc((size_t)max_in, sizeof(*b->ein));
+	b->eout = calloc((size_t)max_out, sizeof(*b->eout));
+	if (!b->vals || !b->host || !b->owned || !b->given || !b->keyed || !b->mark ||
+	    !b->node_mark || !b->made_by || !b->last || !b->home || !b->offset || !b->in ||
+	    !b->out || !b->ein || !b->eout)
 		return cep__set_error(CEP_ENOMEM, "out of memory building a plan");
 	for (v = 0; v < g->n_values; v++) {
 		b->made_by[v] = -1;
@@ -285,44 +172,331 @@ static int fold_here(struct build *b, int n)
 	return 1;
 }
 
-/* Infers node n with fixed shapes, then folds it or makes it a step. */
-static int build_node(struct build *b, int n)
+/* ------------------------------------------------- values shapes depend on */
+
+/* Stands in for the elements of an empty input: a NULL data pointer would
+ * read as "value unknown" to inference. */
+static const unsigned char empty_value[1];
+
+/* Why values a shape needs cannot be known while planning. */
+struct unknowable {
+	int input;  /* a graph input that cannot key the plan, or -1 */
+	int node;   /* a node that cannot be evaluated here, or -1 */
+};
+
+/* Fills in with node n's inputs as far as they are known (type and shape,
+ * and the value on the host when there is one). */
+static void inputs_fill(const struct build *b, int n, struct op_tensor *in)
 {
-	const struct graph *g = b->env->g;
-	const struct graph_node *node = &g->nodes[n];
-	struct plan *p = b->p;
-	struct plan_step *st;
-	int i, ret;
+	const struct graph_node *node = &b->env->g->nodes[n];
+	int i;
 
 	for (i = 0; i < node->n_in; i++) {
 		int v = node->in[i];
 
 		if (v < 0) {
-			memset(&b->in[i], 0, sizeof(b->in[i]));
+			memset(&in[i], 0, sizeof(in[i]));
 			continue;
 		}
-		b->in[i] = b->vals[v];
-		b->in[i].data = b->host[v];
+		in[i] = b->vals[v];
+		in[i].data = b->host[v];
 	}
-	ret = shape_infer_node(g, n, b->in, b->out);
-	if (ret < 0)
-		return ret;
-	for (i = 0; i < node->n_out; i++) {
-		int v = node->out[i];
-		int64_t numel;
-		char dims[160];
+}
 
-		if (v < 0)
+/* Fills out with node n's outputs as planned (type and shape, no data). */
+static void outputs_fill(const struct build *b, int n, struct op_tensor *out)
+{
+	const struct graph_node *node = &b->env->g->nodes[n];
+	int i;
+
+	for (i = 0; i < node->n_out; i++) {
+		memset(&out[i], 0, sizeof(out[i]));
+		if (node->out[i] >= 0) {
+			out[i] = b->vals[node->out[i]];
+			out[i].data = NULL;
+		}
+	}
+}
+
+/* Sets *which to the first output of node n whose shape in b->out is not
+ * fixed, -1 when all are; fails only for a tensor beyond OP_MAX_NUMEL. */
+static int outputs_unfixed(const struct build *b, int n, int *which)
+{
+	const struct graph *g = b->env->g;
+	const struct graph_node *node = &g->nodes[n];
+	int64_t numel;
+	int i, ret;
+
+	*which = -1;
+	for (i = 0; i < node->n_out; i++) {
+		if (node->out[i] < 0)
 			continue;
 		ret = op_tensor_numel(&b->out[i], &numel);
 		if (ret == CEP_ESHAPE) {
-			op_dims_format(&b->out[i], g->syms, g->n_syms, dims, sizeof(dims));
-			return graph_node_fail(g, n, CEP_EUNSUPPORTED,
-					       "the shape %s of output '%s' depends on values known only at run time",
-					       dims, g->values[v].name);
+			*which = i;
+			return 0;
 		}
 		if (ret < 0)
 			return graph_node_wrap(g, n, ret);
+	}
+	return 0;
+}
+
+/* Whether node m, whose output shapes are fixed, can be evaluated on the
+ * host while planning once its inputs are known. */
+static bool host_evaluable(struct build *b, int m)
+{
+	const struct graph *g = b->env->g;
+	const struct graph_node *node = &g->nodes[m];
+	const struct op_kernel *k;
+	size_t total = 0;
+	int i;
+
+	if (node->schema->flags & OP_NO_FOLD)
+		return false;
+	outputs_fill(b, m, b->eout);
+	for (i = 0; i < node->n_out; i++)
+		total += op_tensor_bytes(&b->eout[i]);
+	if (total > PLAN_FOLD_MAX_BYTES)
+		return false;
+	inputs_fill(b, m, b->ein);
+	if (op_kernel_find(node->schema, node->op.opset, BACKEND_HOST,
+			   op_kernel_dtype(node->schema, b->ein, node->n_in, b->eout, node->n_out),
+			   &k) < 0) {
+		cep__clear_error();
+		return false;
+	}
+	return true;
+}
+
+/* Whether graph input v may key the plan: the run gave its values, and
+ * they are few and of a type that counts or sizes things. */
+static bool input_keyable(const struct build *b, int v)
+{
+	const struct op_tensor *t = &b->vals[v];
+	int64_t numel;
+
+	if (op_tensor_numel(t, &numel) < 0 || (numel > 0 && !b->given[v]))
+		return false;
+	return op_dtype_in(t->dtype, PLAN_KEY_DTYPES) && numel <= PLAN_KEY_MAX_ELEMS;
+}
+
+/*
+ * Finds what it takes to know value v, an input of the node at position k
+ * of the order, while planning: marks (with a new stamp) the values it is
+ * computed from and the nodes before k to evaluate for it, back to values
+ * already known and to graph inputs. Returns false, with the culprit in
+ * *why, when a node on the way cannot be evaluated here or a graph input
+ * cannot key the plan. The order is topological, so one backward sweep
+ * sees every producer after all of its consumers.
+ */
+static bool value_trace(struct build *b, int k, int v, struct unknowable *why)
+{
+	const struct graph *g = b->env->g;
+	int pos, i;
+
+	why->input = why->node = -1;
+	b->stamp++;
+	b->mark[v] = b->stamp;
+	for (pos = k - 1; pos >= 0; pos--) {
+		int m = g->order[pos];
+		const struct graph_node *node = &g->nodes[m];
+		bool needed = false;
+
+		for (i = 0; i < node->n_out; i++) {
+			int o = node->out[i];
+
+			needed |= o >= 0 && b->mark[o] == b->stamp && !b->host[o];
+		}
+		if (!needed)
+			continue;
+		if (!host_evaluable(b, m)) {
+			why->node = m;
+			return false;
+		}
+		b->node_mark[m] = b->stamp;
+		if (node->schema->flags & OP_SHAPE_ONLY)
+			continue;
+		for (i = 0; i < node->n_in; i++) {
+			int u = node->in[i];
+
+			if (u >= 0 && !b->host[u])
+				b->mark[u] = b->stamp;
+		}
+	}
+	for (i = 0; i < g->n_inputs; i++) {
+		int u = g->inputs[i];
+
+		if (b->mark[u] == b->stamp && !b->host[u] && !input_keyable(b, u)) {
+			why->input = u;
+			return false;
+		}
+	}
+	return true;
+}
+
+/* Makes known what the last successful value_trace() marked: reads the
+ * marked graph inputs from the run (they key the plan from now on) and
+ * evaluates the marked nodes in order. */
+static int value_eval(struct build *b, int k)
+{
+	const struct graph *g = b->env->g;
+	int pos, i, ret;
+
+	for (i = 0; i < g->n_inputs; i++) {
+		int v = g->inputs[i];
+
+		if (b->mark[v] != b->stamp || b->host[v])
+			continue;
+		b->host[v] = b->given[v] ? (void *)b->given[v] : (void *)empty_value;
+		b->keyed[v] = true;
+	}
+	for (pos = 0; pos < k; pos++) {
+		int m = g->order[pos];
+		const struct graph_node *node = &g->nodes[m];
+		const struct op_kernel *kern;
+
+		if (b->node_mark[m] != b->stamp)
+			continue;
+		inputs_fill(b, m, b->ein);
+		outputs_fill(b, m, b->eout);
+		cep__clear_error();
+		ret = op_kernel_find(node->schema, node->op.opset, BACKEND_HOST,
+				     op_kernel_dtype(node->schema, b->ein, node->n_in, b->eout,
+						     node->n_out), &kern);
+		if (ret == 0)
+			ret = exec_host_eval(&node->op, kern, b->ein, node->n_in, b->eout,
+					     node->n_out);
+		if (ret < 0)
+			return graph_node_wrap(g, m, ret);
+		for (i = 0; i < node->n_out; i++) {
+			int v = node->out[i];
+
+			if (v < 0) {
+				free(b->eout[i].data);
+				continue;
+			}
+			b->host[v] = b->eout[i].data;
+			b->owned[v] = true;
+		}
+		b->p->folded++;
+	}
+	return 0;
+}
+
+/*
+ * Node n, at position k of the order, has an output whose shape depends on
+ * values not known yet: learns them from the run where it can, inferring n
+ * again each time, until every output is fixed. Stopping as soon as the
+ * shapes are fixed keeps an input that is only data from keying the plan,
+ * so the inputs likeliest to decide a shape go first: integer ones (a
+ * target shape, axes, pads, bounds) before the others (Pad's fill value,
+ * Resize's region), and within each, last first (Reshape's shape, Slice's
+ * steps and Range's delta come after the data). Leaves in *unfixed the
+ * output still not fixed (-1: none) and in *why the first reason a value
+ * could not be learnt.
+ */
+static int values_resolve(struct build *b, int k, int n, int *unfixed,
+			  struct unknowable *why)
+{
+	const struct graph *g = b->env->g;
+	const struct graph_node *node = &g->nodes[n];
+	const uint32_t integral = OP_DTS_INT | OP_DT(CEP_DTYPE_BOOL);
+	struct unknowable w;
+	int pass, i, ret;
+
+	why->input = why->node = -1;
+	for (pass = 0; pass < 2; pass++) {
+		for (i = node->n_in - 1; i >= 0 && *unfixed >= 0; i--) {
+			int v = node->in[i];
+
+			if (v < 0 || b->host[v] ||
+			    op_dtype_in(b->vals[v].dtype, integral) != (pass == 0))
+				continue;
+			if (!value_trace(b, k, v, &w)) {
+				if (why->input < 0 && why->node < 0)
+					*why = w;
+				continue;
+			}
+			ret = value_eval(b, k);
+			if (ret < 0)
+				return ret;
+			inputs_fill(b, n, b->in);
+			ret = shape_infer_node(g, n, b->in, b->out);
+			if (ret < 0)
+				return ret;
+			ret = outputs_unfixed(b, n, unfixed);
+			if (ret < 0)
+				return ret;
+		}
+	}
+	return 0;
+}
+
+/* The refusal of node n, whose output o has a shape that could not be
+ * settled, saying why when that is known. */
+static int unfixed_refuse(const struct build *b, int n, int o, const struct unknowable *why)
+{
+	const struct graph *g = b->env->g;
+	char dims[160], label[200], because[400] = "";
+
+	op_dims_format(&b->out[o], g->syms, g->n_syms, dims, sizeof(dims));
+	if (why->input >= 0) {
+		const struct graph_value *val = &g->values[why->input];
+		const struct op_tensor *t = &b->vals[why->input];
+		int64_t numel = 0;
+
+		op_tensor_numel(t, &numel);
+		/* Without the run's values (a caller planning from shapes
+		 * alone) there is nothing more to say. */
+		if (!op_dtype_in(t->dtype, PLAN_KEY_DTYPES) && b->given[why->input])
+			snprintf(because, sizeof(because), ": it needs the values of input '%s', "
+				 "whose type %s cannot key a plan", val->name,
+				 cep_dtype_name(t->dtype));
+		else if (numel > PLAN_KEY_MAX_ELEMS && b->given[why->input])
+			snprintf(because, sizeof(because), ": it needs the values of input '%s', "
+				 "whose %" PRId64 " elements are more than the %d a plan can be "
+				 "keyed by", val->name, numel, PLAN_KEY_MAX_ELEMS);
+	} else if (why->node >= 0) {
+		graph_node_label(g, why->node, label, sizeof(label));
+		snprintf(because, sizeof(because), ": it needs values that %s computes at run time",
+			 label);
+	}
+	return graph_node_fail(g, n, CEP_EUNSUPPORTED,
+			       "the shape %s of output '%s' depends on values known only at run time%s",
+			       dims, g->values[g->nodes[n].out[o]].name, because);
+}
+
+/* Infers node n (at position k of the order) with fixed shapes, then folds
+ * it or makes it a step. */
+static int build_node(struct build *b, int k, int n)
+{
+	const struct graph *g = b->env->g;
+	const struct graph_node *node = &g->nodes[n];
+	struct plan *p = b->p;
+	struct plan_step *st;
+	struct unknowable why;
+	int unfixed, i, ret;
+
+	inputs_fill(b, n, b->in);
+	ret = shape_infer_node(g, n, b->in, b->out);
+	if (ret < 0)
+		return ret;
+	ret = outputs_unfixed(b, n, &unfixed);
+	if (ret < 0)
+		return ret;
+	if (unfixed >= 0) {
+		ret = values_resolve(b, k, n, &unfixed, &why);
+		if (ret < 0)
+			return ret;
+		if (unfixed >= 0)
+			return unfixed_refuse(b, n, unfixed, &why);
+	}
+	for (i = 0; i < node->n_out; i++) {
+		int v = node->out[i];
+
+		if (v < 0)
+			continue;
 		b->vals[v] = b->out[i];
 		b->vals[v].data = NULL;
 	}
@@ -337,15 +511,79 @@ static int build_node(struct build *b, int n)
 			     &st->kernel);
 	if (ret < 0)
 		return graph_node_wrap(g, n, ret);
-	for (i = 0; i < node->n_in; i++) {
-		if (node->in[i] >= 0)
-			b->last[node->in[i]] = p->n_steps;
-	}
-	for (i = 0; i < node->n_out; i++) {
-		if (node->out[i] >= 0)
-			b->made_by[node->out[i]] = p->n_steps;
-	}
 	p->n_steps++;
+	return 0;
+}
+
+/* Drops the steps whose results planning has computed after all (for a
+ * shape further on), so that they become plan constants, then records
+ * which step makes and which step last reads each value. */
+static void build_lifetimes(struct build *b)
+{
+	const struct graph *g = b->env->g;
+	struct plan *p = b->p;
+	int s, kept = 0, i;
+
+	for (s = 0; s < p->n_steps; s++) {
+		const struct graph_node *node = &g->nodes[p->steps[s].node];
+		bool known = true;
+
+		for (i = 0; i < node->n_out; i++)
+			known &= node->out[i] < 0 || b->host[node->out[i]] != NULL;
+		if (!known)
+			p->steps[kept++] = p->steps[s];
+	}
+	p->n_steps = kept;
+	for (s = 0; s < p->n_steps; s++) {
+		const struct graph_node *node = &g->nodes[p->steps[s].node];
+
+		for (i = 0; i < node->n_in; i++) {
+			if (node->in[i] >= 0)
+				b->last[node->in[i]] = s;
+		}
+		for (i = 0; i < node->n_out; i++) {
+			if (node->out[i] >= 0)
+				b->made_by[node->out[i]] = s;
+		}
+	}
+}
+
+/* Copies the values of the graph inputs the build read into the plan's
+ * keys. */
+static int build_keys(struct build *b)
+{
+	const struct graph *g = b->env->g;
+	struct plan *p = b->p;
+	size_t total = 0;
+	int i, n = 0;
+
+	for (i = 0; i < g->n_inputs; i++) {
+		if (b->keyed[g->inputs[i]]) {
+			n++;
+			total += op_tensor_bytes(&b->vals[g->inputs[i]]);
+		}
+	}
+	if (n == 0)
+		return 0;
+	p->keys = calloc((size_t)n, sizeof(*p->keys));
+	p->key_data = malloc(total + 1);
+	if (!p->keys || !p->key_data)
+		return cep__set_error(CEP_ENOMEM, "out of memory building a plan");
+	total = 0;
+	for (i = 0; i < g->n_inputs; i++) {
+		int v = g->inputs[i];
+		struct plan_key *key = &p->keys[p->n_keys];
+
+		if (!b->keyed[v])
+			continue;
+		key->input = i;
+		key->offset = total;
+		key->bytes = op_tensor_bytes(&b->vals[v]);
+		if (key->bytes)
+			memcpy(p->key_data + total, b->given[v], key->bytes);
+		total += key->bytes;
+		p->n_keys++;
+	}
 	return 0;
 }
 
@@ -373,6 +611,7 @@ static int build_calls(struct build *b)
 		size_t ws = 0;
 
 		c->node = &node->op;
+		c->be = b->env->be;
 		c->n_in = node->n_in;
 		c->n_out = node->n_out;
 		c->in = &p->tensors[at];
@@ -572,12 +811,17 @@ int plan_build(const struct plan_env *env, const struct op_tensor *inputs,
 	for (i = 0; i < g->n_inputs; i++) {
 		b.vals[g->inputs[i]] = inputs[i];
 		b.vals[g->inputs[i]].data = NULL;
+		b.given[g->inputs[i]] = inputs[i].data;
 	}
 	for (k = 0; k < g->n_order; k++) {
-		ret = build_node(&b, g->order[k]);
+		ret = build_node(&b, k, g->order[k]);
 		if (ret < 0)
 			goto out;
 	}
+	build_lifetimes(&b);
+	ret = build_keys(&b);
+	if (ret < 0)
+		goto out;
 	ret = build_calls(&b);
 	if (ret < 0)
 		goto out;
@@ -607,6 +851,8 @@ void plan_free(struct plan *p, struct backend *be)
 	free(p->inputs);
 	free(p->outputs);
 	free(p->sig);
+	free(p->keys);
+	free(p->key_data);
 	free(p);
 }
 
@@ -649,8 +895,25 @@ uint64_t plan_sig_hash(const int64_t *sig, int len)
 	return h;
 }
 
+/* Whether the run's inputs in in_data hold the values p was built for. */
+static bool keys_match(const struct plan *p, const void *const *in_data)
+{
+	int k;
+
+	for (k = 0; k < p->n_keys; k++) {
+		const struct plan_key *key = &p->keys[k];
+
+		if (key->bytes == 0)
+			continue;
+		if (!in_data || !in_data[key->input] ||
+		    memcmp(p->key_data + key->offset, in_data[key->input], key->bytes) != 0)
+			return false;
+	}
+	return true;
+}
+
 struct plan *plan_cache_find(struct plan_cache *c, const int64_t *sig, int len,
-			     uint64_t hash)
+			     uint64_t hash, const void *const *in_data)
 {
 	int i;
 
@@ -659,7 +922,8 @@ struct plan *plan_cache_find(struct plan_cache *c, const int64_t *sig, int len,
 		struct plan *p = c->plans[i];
 
 		if (p->hash == hash && p->sig_len == len &&
-		    memcmp(p->sig, sig, (size_t)len * sizeof(*sig)) == 0) {
+		    memcmp(p->sig, sig, (size_t)len * sizeof(*sig)) == 0 &&
+		    keys_match(p, in_data)) {
 			p->last_used = c->clock;
 			c->hits++;
 			return p;

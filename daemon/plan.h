@@ -11,8 +11,17 @@
  * after that a run only copies and launches (daemon/exec.c), which is why
  * the warm path allocates nothing.
  *
+ * Some shapes depend on values, not shapes: Reshape's target, Unsqueeze's
+ * axes, Range's bounds. When such a value comes from graph inputs (maybe
+ * through small integer arithmetic: Shape, Gather, Concat, Add), the
+ * planner reads the run's actual inputs, evaluates the chain on the host
+ * and settles the shape; the plan is then valid only for those values, so
+ * it is keyed by them as well (PLAN_KEY_MAX_ELEMS elements at most per
+ * input, of a type in PLAN_KEY_DTYPES), and a run with other values gets
+ * a plan of its own.
+ *
  * Plans are kept per session in a bounded LRU cache keyed by the input
- * shapes.
+ * shapes and those values.
  */
 #ifndef CEP_DAEMON_PLAN_H
 #define CEP_DAEMON_PLAN_H
@@ -26,6 +35,13 @@
 /* Values computed while planning stay on the host up to this size; larger
  * ones become steps of the plan. */
 #define PLAN_FOLD_MAX_BYTES 65536
+
+/* The graph inputs whose values may key a plan: few elements, of a type
+ * that counts or sizes things (floating point joins for Range and
+ * Resize's scales). A larger input, an activation more likely than a
+ * shape, is refused rather than made into a plan per value. */
+#define PLAN_KEY_MAX_ELEMS 64
+#define PLAN_KEY_DTYPES (OP_DTS_INT | OP_DT(CEP_DTYPE_BOOL) | OP_DTS_FLOAT)
 
 /* One kernel launch of a plan. */
 struct plan_step {
@@ -42,10 +58,20 @@ struct plan_io {
 	struct op_tensor t; /* dtype, rank, dims (data: dev) */
 };
 
+/* A graph input whose values the plan was built for. */
+struct plan_key {
+	int input;         /* index among the graph inputs */
+	size_t offset;     /* of its bytes in plan->key_data */
+	size_t bytes;
+};
+
 struct plan {
 	int64_t *sig;                  /* (sig_len) the input shapes it is for */
 	int sig_len;
 	uint64_t hash;                 /* of sig */
+	struct plan_key *keys;         /* (n_keys) inputs whose values it is for */
+	int n_keys;
+	unsigned char *key_data;       /* their values, copied; NULL if none */
 	struct plan_step *steps;       /* (n_steps) in execution order */
 	int n_steps;
 	struct op_tensor *tensors;     /* the steps' input and output arrays */
@@ -76,15 +102,19 @@ struct plan_env {
 };
 
 /*
- * Builds the plan of env->g for the graph inputs' shapes in inputs (one per
- * graph input, in order: dtype, rank and dims; data unused), which the
- * caller has already checked against the model; sig (sig_len entries) is
- * the cache key the plan keeps a copy of. On success *out is the caller's,
- * released with plan_free(). Fails with CEP_EUNSUPPORTED (no kernel, or a
- * shape that depends on data only known at run time), CEP_ESHAPE /
- * CEP_EDTYPE from inference, CEP_ELIMIT for tensors beyond OP_MAX_NUMEL
- * or a block beyond env->max_block_bytes, CEP_EDEVMEM / CEP_ENOMEM;
- * messages name the node.
+ * Builds the plan of env->g for the graph inputs in inputs (one per graph
+ * input, in order: dtype, rank and dims, which the caller has already
+ * checked against the model, and data: the run's values on the host, or
+ * NULL where not given). sig (sig_len entries) is the shape key the plan
+ * keeps a copy of. The data is read only where a shape needs it (see the
+ * top of this file); each input read is copied into the plan's keys. The
+ * caller's data is not kept. On success *out is the caller's, released
+ * with plan_free(). Fails with CEP_EUNSUPPORTED (no kernel; a shape that
+ * depends on values computed only at run time, or on an input not given
+ * or too large or of the wrong type to key a plan: the message names the
+ * node, the output and the input), CEP_ESHAPE / CEP_EDTYPE from inference,
+ * CEP_ELIMIT for tensors beyond OP_MAX_NUMEL or a block beyond
+ * env->max_block_bytes, CEP_EDEVMEM / CEP_ENOMEM; messages name the node.
  */
 int plan_build(const struct plan_env *env, const struct op_tensor *inputs,
 	       const int64_t *sig, int sig_len, struct plan **out);
@@ -92,7 +122,7 @@ int plan_build(const struct plan_env *env, const struct op_tensor *inputs,
 /* Releases the plan, its block and its captured graph. Accepts NULL. */
 void plan_free(struct plan *p, struct backend *be);
 
-/* ------------------------------------------------------------ memory plan */
+/* ------------------------------------------------ memory plan: plan_mem.c */
 
 /* A value to place: size and the steps it is alive for. */
 struct plan_mem_item {
@@ -131,10 +161,13 @@ void plan_cache_close(struct plan_cache *c, struct backend *be);
 /* Hashes a signature for the cache. */
 uint64_t plan_sig_hash(const int64_t *sig, int len);
 
-/* The plan for signature sig (len entries, hash from plan_sig_hash()), or
- * NULL. Counts a hit or a miss and marks the plan used. Never allocates. */
+/* The plan for shape signature sig (len entries, hash from
+ * plan_sig_hash()) whose keyed inputs hold the same bytes in in_data (one
+ * host pointer per graph input, in order; NULL: no plan keyed by values
+ * matches), or NULL. Counts a hit or a miss and marks the plan used.
+ * Never allocates. */
 struct plan *plan_cache_find(struct plan_cache *c, const int64_t *sig, int len,
-			     uint64_t hash);
+			     uint64_t hash, const void *const *in_data);
 
 /* Adds p (which must carry its sig and hash), evicting and freeing the
  * least recently used plan when the cache is full. The cache owns p

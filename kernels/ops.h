@@ -23,6 +23,8 @@
 #include "cudaep.h"
 #include "error.h"
 
+struct backend;
+
 /* ------------------------------------------------------------ dimensions */
 
 /*
@@ -244,7 +246,12 @@ struct op_call {
 	struct op_tensor *out;       /* (n_out) */
 	void *workspace;             /* workspace_bytes of scratch, or NULL */
 	size_t workspace_bytes;
-	void *stream;                /* the backend's stream; NULL on the host */
+	struct backend *be;          /* the backend the plan is for (set before
+	                              * prepare): device kernels get their
+	                              * compiled functions and launch through it;
+	                              * NULL when evaluated on the host alone */
+	void *stream;                /* the backend's stream (a struct
+	                              * backend_stream *); NULL on the host */
 	_Alignas(16) unsigned char params[OP_PARAMS_BYTES]; /* prepare's state */
 };
 

@@ -143,10 +143,11 @@ int op_schema_find(const char *domain, const char *op_type, int opset,
 		   const struct op_schema **out)
 {
 	char ranges[128] = "";
-	int i;
+	int i, since = -1, until = -1;
 
 	*out = NULL;
 	index_ready();
+	/* Schemas are sorted by since; adjacent ranges are shown as one. */
 	for (i = schema_lower(domain, op_type); i < n_schemas; i++) {
 		const struct op_schema *s = schemas[i];
 
@@ -156,8 +157,17 @@ int op_schema_find(const char *domain, const char *op_type, int opset,
 			*out = s;
 			return 0;
 		}
-		range_append(ranges, sizeof(ranges), s->since, s->until);
+		if (since >= 0 && s->since == until + 1) {
+			until = s->until;
+			continue;
+		}
+		if (since >= 0)
+			range_append(ranges, sizeof(ranges), since, until);
+		since = s->since;
+		until = s->until;
 	}
+	if (since >= 0)
+		range_append(ranges, sizeof(ranges), since, until);
 	if (!ranges[0])
 		return cep__set_error(CEP_EUNSUPPORTED, "unknown op %s in domain %s",
 				      op_type, op_domain_name(domain));

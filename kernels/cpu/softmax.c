@@ -1,9 +1,10 @@
 /*
- * softmax.c — Softmax and LogSoftmax, with both axis semantics: before
+ * softmax.c — Softmax, with both axis semantics: before
  * opset 13 the input is seen as a matrix split at `axis` (default 1) and
  * each row is normalised; from 13 on only the `axis` dimension (default -1)
  * is. Both reduce to (outer, n, inner) blocks normalised along n. Computed
- * in float32 with the maximum subtracted first.
+ * in float32 with the maximum subtracted first. LogSoftmax, which follows
+ * the same axis rules, is kernels/cpu/logsoftmax.c.
  */
 #include "cpu.h"
 
@@ -57,7 +58,7 @@ static int softmax_prepare(struct op_call *c, size_t *workspace)
 	return 0;
 }
 
-static int softmax_run_any(struct op_call *c, bool log)
+static int softmax_run(struct op_call *c)
 {
 	const struct softmax_params *p = (const struct softmax_params *)c->params;
 	cep_dtype t = c->in[0].dtype;
@@ -70,7 +71,6 @@ static int softmax_run_any(struct op_call *c, bool log)
 			int64_t base = o * p->n * p->inner + i;
 			float mx = -INFINITY;
 			double sum = 0.0;
-			float lse;
 
 			for (k = 0; k < p->n; k++) {
 				float v = cpu_load_f(in, t, base + k * p->inner);
@@ -80,38 +80,28 @@ static int softmax_run_any(struct op_call *c, bool log)
 			}
 			for (k = 0; k < p->n; k++)
 				sum += expf(cpu_load_f(in, t, base + k * p->inner) - mx);
-			lse = logf((float)sum);
 			for (k = 0; k < p->n; k++) {
 				float v = cpu_load_f(in, t, base + k * p->inner) - mx;
 
 				cpu_store_f(out, t, base + k * p->inner,
-					    log ? v - lse : expf(v) / (float)sum);
+					    expf(v) / (float)sum);
 			}
 		}
 	}
 	return 0;
 }
 
-static int softmax_run(struct op_call *c)
-{
-	return softmax_run_any(c, false);
-}
-
-static int log_softmax_run(struct op_call *c)
-{
-	return softmax_run_any(c, true);
-}
-
 static const struct op_schema schemas[] = {
 	{ "", "Softmax", 7, OP_OPSET_MAX, 1, 1, 1, 1, 0, 0, softmax_infer },
-	{ "", "LogSoftmax", 7, OP_OPSET_MAX, 1, 1, 1, 1, 0, 0, softmax_infer },
 };
 
+/* bfloat16 arrived at opset 13. */
 static const struct op_kernel kernels[] = {
-	{ "", "Softmax", 7, OP_OPSET_MAX, BACKEND_HOST, OP_DTS_FLOAT, softmax_prepare,
+	{ "", "Softmax", 7, 12, BACKEND_HOST,
+	  OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_FLOAT16), softmax_prepare,
 	  softmax_run },
-	{ "", "LogSoftmax", 7, OP_OPSET_MAX, BACKEND_HOST, OP_DTS_FLOAT, softmax_prepare,
-	  log_softmax_run },
+	{ "", "Softmax", 13, OP_OPSET_MAX, BACKEND_HOST, OP_DTS_FLOAT, softmax_prepare,
+	  softmax_run },
 };
 
 const struct op_family op_family_cpu_softmax = {

@@ -100,7 +100,10 @@ static int tensor_load(const char *path, struct tensor *t, char *why, size_t wl)
 				 t->bytes);
 			goto out;
 		}
-		memcpy(t->data, tp->raw_data.data, t->bytes);
+		if (t->bytes)
+			memcpy(t->data, tp->raw_data.data, t->bytes);
+	} else if (n == 0) {
+		/* nothing to copy */
 	} else if (tp->n_float_data == n && t->dtype == CEP_DTYPE_FLOAT32) {
 		memcpy(t->data, tp->float_data, t->bytes);
 	} else if (tp->n_int64_data == n && t->dtype == CEP_DTYPE_INT64) {
@@ -111,7 +114,7 @@ static int tensor_load(const char *path, struct tensor *t, char *why, size_t wl)
 		/* int32, int16, int8, uint8, bool, float16 and bfloat16 bits */
 		for (size_t i = 0; i < n; i++)
 			memcpy((char *)t->data + i * esz, &tp->int32_data[i], esz);
-	} else if (n != 0) {
+	} else {
 		snprintf(why, wl, "no data for %zu elements", n);
 		goto out;
 	}

@@ -19,9 +19,13 @@ import numpy as np
 
 
 def write_tensor(path, value, name):
-    from onnx import numpy_helper
+    from onnx import TensorProto, numpy_helper
 
-    if isinstance(value, np.ndarray) or np.isscalar(value):
+    if isinstance(value, TensorProto):  # cases whose data numpy cannot hold
+        t = TensorProto()
+        t.CopyFrom(value)
+        t.name = name
+    elif isinstance(value, np.ndarray) or np.isscalar(value):
         t = numpy_helper.from_array(np.asarray(value), name)
     else:
         return False  # sequences, optionals, maps: not tensors

@@ -1,0 +1,490 @@
+/*
+ * activation.c — activations with parameters: LeakyRelu, Elu, HardSigmoid,
+ * HardSwish, Softplus, Gelu (attributes), PRelu (a slope tensor broadcast
+ * to the input) and Clip (bounds as attributes before opset 11, optional
+ * scalar inputs from 11 on).
+ *
+ * Float types are computed in float32. PRelu takes int32 and int64 from
+ * opset 9 and Clip every integer type from opset 12; those are computed in
+ * int64. prepare() reads the attributes once per plan into the call's
+ * params, so run() never searches them.
+ */
+#include "elem.h"
+
+#include <float.h>
+#include <inttypes.h>
+
+enum actop {
+	ACT_LEAKY_RELU,
+	ACT_ELU,
+	ACT_HARD_SIGMOID,
+	ACT_HARD_SWISH,
+	ACT_SOFTPLUS,
+	ACT_GELU,
+	ACT_GELU_TANH,
+};
+
+struct act_params {
+	enum actop op;              /* Gelu becomes ACT_GELU_TANH per attribute */
+	float alpha, beta;          /* LeakyRelu, Elu, HardSigmoid; HardSwish's fixed */
+};
+
+/* ---------------------------------------------------------------- inference */
+
+/* Refuses float attributes of another type: a model that says alpha=1 (an
+ * int) would otherwise silently get the default. */
+static int act_check_floats(const struct op_node *n)
+{
+	int ret = op_attr_check(n, "alpha", OP_ATTR_FLOAT);
+
+	return ret < 0 ? ret : op_attr_check(n, "beta", OP_ATTR_FLOAT);
+}
+
+static int act_infer(struct op_infer *x)
+{
+	int ret = act_check_floats(x->node);
+
+	return ret < 0 ? ret : op_infer_like_input(x);
+}
+
+static int gelu_approximate(const struct op_node *n, bool *tanh_form)
+{
+	const char *a;
+	int ret = op_attr_check(n, "approximate", OP_ATTR_STRING);
+
+	if (ret < 0)
+		return ret;
+	a = op_attr_string(n, "approximate", "none");
+	if (strcmp(a, "none") != 0 && strcmp(a, "tanh") != 0)
+		return cep__set_error(CEP_EMODEL,
+				      "Gelu: approximate is '%s', expected 'none' or 'tanh'", a);
+	*tanh_form = strcmp(a, "tanh") == 0;
+	return 0;
+}
+
+static int gelu_infer(struct op_infer *x)
+{
+	bool tanh_form;
+	int ret = gelu_approximate(x->node, &tanh_form);
+
+	return ret < 0 ? ret : op_infer_like_input(x);
+}
+
+/* ------------------------------------------------------------------ kernels */
+
+static float act_f(const struct act_params *p, float v)
+{
+	/* sqrt(2 / pi) and 1 / sqrt(2) */
+	const float k_tanh = 0.7978845608028654f, k_erf = 0.7071067811865476f;
+	float h;
+
+	switch (p->op) {
+	case ACT_LEAKY_RELU:
+		return v < 0.0f ? p->alpha * v : v;
+	case ACT_ELU:
+		return v < 0.0f ? p->alpha * expm1f(v) : v;
+	case ACT_HARD_SIGMOID:
+	case ACT_HARD_SWISH:
+		h = p->alpha * v + p->beta;
+		h = h < 0.0f ? 0.0f : h > 1.0f ? 1.0f : h;
+		return p->op == ACT_HARD_SWISH ? v * h : h;
+	case ACT_SOFTPLUS:
+		/* log(1 + e^v) without overflowing e^v. */
+		return v > 0.0f ? v + log1pf(expf(-v)) : log1pf(expf(v));
+	case ACT_GELU:
+		return 0.5f * v * (1.0f + erff(v * k_erf));
+	case ACT_GELU_TANH:
+		return 0.5f * v * (1.0f + tanhf(k_tanh * (v + 0.044715f * v * v * v)));
+	}
+	return 0.0f;
+}
+
+static int act_prepare(struct op_call *c, size_t *workspace, enum actop op,
+		       float alpha, float beta)
+{
+	struct act_params *p = (struct act_params *)c->params;
+	bool tanh_form = false;
+
+	if (op == ACT_GELU) {
+		int ret = gelu_approximate(c->node, &tanh_form);
+
+		if (ret < 0)
+			return ret;
+	}
+	p->op = tanh_form ? ACT_GELU_TANH : op;
+	p->alpha = op_attr_float(c->node, "alpha", alpha);
+	p->beta = op_attr_float(c->node, "beta", beta);
+	*workspace = 0;
+	return 0;
+}
+
+static int leaky_relu_prepare(struct op_call *c, size_t *ws)
+{
+	return act_prepare(c, ws, ACT_LEAKY_RELU, 0.01f, 0.0f);
+}
+
+static int elu_prepare(struct op_call *c, size_t *ws)
+{
+	return act_prepare(c, ws, ACT_ELU, 1.0f, 0.0f);
+}
+
+static int hard_sigmoid_prepare(struct op_call *c, size_t *ws)
+{
+	return act_prepare(c, ws, ACT_HARD_SIGMOID, 0.2f, 0.5f);
+}
+
+/* HardSwish has no attributes: its alpha and beta are fixed. */
+static int hard_swish_prepare(struct op_call *c, size_t *ws)
+{
+	struct act_params *p = (struct act_params *)c->params;
+
+	p->op = ACT_HARD_SWISH;
+	p->alpha = 1.0f / 6.0f;
+	p->beta = 0.5f;
+	*ws = 0;
+	return 0;
+}
+
+static int softplus_prepare(struct op_call *c, size_t *ws)
+{
+	return act_prepare(c, ws, ACT_SOFTPLUS, 0.0f, 0.0f);
+}
+
+static int gelu_prepare(struct op_call *c, size_t *ws)
+{
+	return act_prepare(c, ws, ACT_GELU, 0.0f, 0.0f);
+}
+
+static int act_run(struct op_call *c)
+{
+	const struct act_params *p = (const struct act_params *)c->params;
+	cep_dtype t = c->in[0].dtype;
+	const void *a = c->in[0].data;
+	void *o = c->out[0].data;
+	int64_t n = cpu_numel(&c->in[0]);
+	int64_t i;
+
+	if (t == CEP_DTYPE_FLOAT32) {
+		const float *af = a;
+		float *of = o;
+
+		if (p->op == ACT_LEAKY_RELU) {
+			for (i = 0; i < n; i++)
+				of[i] = af[i] < 0.0f ? p->alpha * af[i] : af[i];
+			return 0;
+		}
+		for (i = 0; i < n; i++)
+			of[i] = act_f(p, af[i]);
+		return 0;
+	}
+	for (i = 0; i < n; i++)
+		cpu_store_f(o, t, i, act_f(p, cpu_load_f(a, t, i)));
+	return 0;
+}
+
+/* -------------------------------------------------------------------- PRelu */
+
+/* The slope must broadcast to X one way: the output keeps X's shape. */
+static int prelu_infer(struct op_infer *x)
+{
+	const struct op_tensor *in = &x->in[0], *slope = &x->in[1];
+	char sa[160], sb[160];
+	int i, ret;
+
+	ret = op_infer_same_dtype(x, 0, 1);
+	if (ret < 0)
+		return ret;
+	if (in->rank >= 0 && slope->rank >= 0) {
+		bool ok = slope->rank <= in->rank;
+
+		for (i = 0; ok && i < slope->rank; i++) {
+			int64_t ds = slope->dims[i];
+			int64_t dx = in->dims[i + in->rank - slope->rank];
+
+			ok = !op_dim_fixed(ds) || ds == 1 || !op_dim_fixed(dx) || ds == dx;
+		}
+		if (!ok) {
+			op_dims_format(slope, NULL, 0, sa, sizeof(sa));
+			op_dims_format(in, NULL, 0, sb, sizeof(sb));
+			return cep__set_error(CEP_ESHAPE,
+					      "PRelu: slope %s does not broadcast to the input's shape %s",
+					      sa, sb);
+		}
+	}
+	return op_infer_like_input(x);
+}
+
+/* A symbol of the slope may turn out to differ from X's dimension only
+ * once the plan fixes both: checked here, before any run. */
+static int prelu_prepare(struct op_call *c, size_t *workspace)
+{
+	const struct op_tensor *in = &c->in[0], *slope = &c->in[1];
+	int shift = in->rank - slope->rank;
+	bool ok = shift >= 0;
+	char sa[160], sb[160];
+	int i;
+
+	*workspace = 0;
+	for (i = 0; ok && i < slope->rank; i++)
+		ok = slope->dims[i] == 1 || slope->dims[i] == in->dims[i + shift];
+	if (ok)
+		return 0;
+	op_dims_format(slope, NULL, 0, sa, sizeof(sa));
+	op_dims_format(in, NULL, 0, sb, sizeof(sb));
+	return cep__set_error(CEP_ESHAPE, "PRelu: slope %s does not broadcast to the input's shape %s",
+			      sa, sb);
+}
+
+static int prelu_run(struct op_call *c)
+{
+	const struct op_tensor *ins[2] = { &c->in[0], &c->in[1] };
+	const struct op_tensor *out = &c->out[0];
+	const void *a = c->in[0].data, *s = c->in[1].data;
+	cep_dtype t = out->dtype;
+	struct cpu_bcast bc;
+	int64_t r, j;
+
+	cpu_bcast_init(&bc, out, ins, 2);
+	for (r = 0; r < bc.rows; r++) {
+		int64_t base = r * bc.inner;
+
+		if (t == CEP_DTYPE_FLOAT32) {
+			const float *pa = (const float *)a + bc.off[0];
+			const float *ps = (const float *)s + bc.off[1];
+			float *po = (float *)out->data + base;
+
+			for (j = 0; j < bc.inner; j++) {
+				float v = pa[j * bc.step[0]];
+
+				po[j] = v < 0.0f ? v * ps[j * bc.step[1]] : v;
+			}
+		} else if (cpu_is_float(t)) {
+			for (j = 0; j < bc.inner; j++) {
+				float v = cpu_load_f(a, t, bc.off[0] + j * bc.step[0]);
+				float k = cpu_load_f(s, t, bc.off[1] + j * bc.step[1]);
+
+				cpu_store_f(out->data, t, base + j, v < 0.0f ? v * k : v);
+			}
+		} else {
+			for (j = 0; j < bc.inner; j++) {
+				int64_t v = cpu_load_i(a, t, bc.off[0] + j * bc.step[0]);
+				int64_t k = cpu_load_i(s, t, bc.off[1] + j * bc.step[1]);
+
+				cpu_store_i(out->data, t, base + j,
+					    v < 0 ? (int64_t)((uint64_t)v * (uint64_t)k) : v);
+			}
+		}
+		cpu_bcast_next(&bc);
+	}
+	return 0;
+}
+
+/* --------------------------------------------------------------------- Clip */
+
+static int clip6_infer(struct op_infer *x)
+{
+	int ret = op_attr_check(x->node, "min", OP_ATTR_FLOAT);
+
+	if (ret == 0)
+		ret = op_attr_check(x->node, "max", OP_ATTR_FLOAT);
+	return ret < 0 ? ret : op_infer_like_input(x);
+}
+
+/* Clip's inputs from opset 11, for messages. */
+static const char *const clip_inputs[3] = { "input", "min", "max" };
+
+/* From opset 11 the bounds are optional inputs of the input's type, each
+ * a scalar; a one-element tensor of any rank is taken as one too. */
+static int clip11_infer(struct op_infer *x)
+{
+	int i, ret;
+
+	ret = op_infer_same_dtype(x, 0, 2);
+	if (ret < 0)
+		return ret;
+	for (i = 1; i < x->n_in; i++) {
+		const struct op_tensor *b = &x->in[i];
+		int64_t n;
+		char s[160];
+
+		if (!op_tensor_present(b) || b->rank < 0 || op_tensor_numel(b, &n) != 0 ||
+		    n == 1)
+			continue;
+		op_dims_format(b, NULL, 0, s, sizeof(s));
+		return cep__set_error(CEP_ESHAPE, "Clip: %s must be a scalar, it has shape %s",
+				      clip_inputs[i], s);
+	}
+	return op_infer_like_input(x);
+}
+
+static int clip11_prepare(struct op_call *c, size_t *workspace)
+{
+	int i;
+
+	*workspace = 0;
+	for (i = 1; i < c->n_in; i++) {
+		if (op_tensor_present(&c->in[i]) && cpu_numel(&c->in[i]) != 1)
+			return cep__set_error(CEP_ESHAPE, "Clip: %s must be a scalar, it has %" PRId64
+					      " elements", clip_inputs[i], cpu_numel(&c->in[i]));
+	}
+	return 0;
+}
+
+/* The largest finite value of a float type: Clip's default bound. */
+static float float_type_max(cep_dtype t)
+{
+	switch (t) {
+	case CEP_DTYPE_FLOAT16: return 65504.0f;
+	case CEP_DTYPE_BFLOAT16: return 0x1.fep127f;
+	default: return FLT_MAX;
+	}
+}
+
+static int64_t int_type_min(cep_dtype t)
+{
+	switch (t) {
+	case CEP_DTYPE_INT32: return INT32_MIN;
+	case CEP_DTYPE_INT8: return INT8_MIN;
+	case CEP_DTYPE_UINT8: return 0;
+	default: return INT64_MIN;
+	}
+}
+
+static int64_t int_type_max(cep_dtype t)
+{
+	switch (t) {
+	case CEP_DTYPE_INT32: return INT32_MAX;
+	case CEP_DTYPE_INT8: return INT8_MAX;
+	case CEP_DTYPE_UINT8: return UINT8_MAX;
+	default: return INT64_MAX;
+	}
+}
+
+/*
+ * Clamps with the spec's order, min(max(x, lo), hi): when lo > hi every
+ * element becomes hi. A NaN input stays NaN (both comparisons fail).
+ */
+static void clip_float(const struct op_call *c, float lo, float hi)
+{
+	cep_dtype t = c->in[0].dtype;
+	const void *a = c->in[0].data;
+	void *o = c->out[0].data;
+	int64_t n = cpu_numel(&c->in[0]);
+	int64_t i;
+
+	if (t == CEP_DTYPE_FLOAT32) {
+		const float *af = a;
+		float *of = o;
+
+		for (i = 0; i < n; i++) {
+			float v = af[i] < lo ? lo : af[i];
+
+			of[i] = v > hi ? hi : v;
+		}
+		return;
+	}
+	for (i = 0; i < n; i++) {
+		float v = cpu_load_f(a, t, i);
+
+		v = v < lo ? lo : v;
+		cpu_store_f(o, t, i, v > hi ? hi : v);
+	}
+}
+
+struct clip_params {
+	float lo, hi;               /* Clip before opset 11: the attributes */
+};
+
+static int clip6_prepare(struct op_call *c, size_t *workspace)
+{
+	struct clip_params *p = (struct clip_params *)c->params;
+
+	p->lo = op_attr_float(c->node, "min", -FLT_MAX);
+	p->hi = op_attr_float(c->node, "max", FLT_MAX);
+	*workspace = 0;
+	return 0;
+}
+
+static int clip6_run(struct op_call *c)
+{
+	const struct clip_params *p = (const struct clip_params *)c->params;
+
+	clip_float(c, p->lo, p->hi);
+	return 0;
+}
+
+static int clip11_run(struct op_call *c)
+{
+	const struct op_tensor *lo = c->n_in > 1 ? &c->in[1] : NULL;
+	const struct op_tensor *hi = c->n_in > 2 ? &c->in[2] : NULL;
+	cep_dtype t = c->in[0].dtype;
+	int64_t n = cpu_numel(&c->in[0]);
+	int64_t i, ilo, ihi;
+
+	if (lo && !op_tensor_present(lo))
+		lo = NULL;
+	if (hi && !op_tensor_present(hi))
+		hi = NULL;
+	if (cpu_is_float(t)) {
+		float m = float_type_max(t);
+
+		clip_float(c, lo ? cpu_load_f(lo->data, t, 0) : -m,
+			   hi ? cpu_load_f(hi->data, t, 0) : m);
+		return 0;
+	}
+	ilo = lo ? cpu_load_i(lo->data, t, 0) : int_type_min(t);
+	ihi = hi ? cpu_load_i(hi->data, t, 0) : int_type_max(t);
+	for (i = 0; i < n; i++) {
+		int64_t v = cpu_load_i(c->in[0].data, t, i);
+
+		v = v < ilo ? ilo : v;
+		cpu_store_i(c->out[0].data, t, i, v > ihi ? ihi : v);
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------- table */
+
+#define ACT_SCHEMA(op, since, until, min_in, max_in, infer) \
+	{ "", op, since, until, min_in, max_in, 1, 1, 0, 0, infer }
+#define ACT_KERNEL(op, since, until, dts, prepare, run) \
+	{ "", op, since, until, BACKEND_HOST, dts, prepare, run }
+
+static const struct op_schema schemas[] = {
+	ACT_SCHEMA("LeakyRelu", 7, OP_OPSET_MAX, 1, 1, act_infer),
+	ACT_SCHEMA("Elu", 7, OP_OPSET_MAX, 1, 1, act_infer),
+	ACT_SCHEMA("HardSigmoid", 7, OP_OPSET_MAX, 1, 1, act_infer),
+	ACT_SCHEMA("HardSwish", 14, OP_OPSET_MAX, 1, 1, act_infer),
+	ACT_SCHEMA("Softplus", 7, OP_OPSET_MAX, 1, 1, act_infer),
+	ACT_SCHEMA("Gelu", 20, OP_OPSET_MAX, 1, 1, gelu_infer),
+	ACT_SCHEMA("PRelu", 7, OP_OPSET_MAX, 2, 2, prelu_infer),
+	ACT_SCHEMA("Clip", 7, 10, 1, 1, clip6_infer),
+	ACT_SCHEMA("Clip", 11, OP_OPSET_MAX, 1, 3, clip11_infer),
+};
+
+static const struct op_kernel kernels[] = {
+	ACT_KERNEL("LeakyRelu", 7, 15, ELEM_DTS_F32_F16, leaky_relu_prepare, act_run),
+	ACT_KERNEL("LeakyRelu", 16, OP_OPSET_MAX, OP_DTS_FLOAT, leaky_relu_prepare, act_run),
+	ACT_KERNEL("Elu", 7, 21, ELEM_DTS_F32_F16, elu_prepare, act_run),
+	ACT_KERNEL("Elu", 22, OP_OPSET_MAX, OP_DTS_FLOAT, elu_prepare, act_run),
+	ACT_KERNEL("HardSigmoid", 7, 21, ELEM_DTS_F32_F16, hard_sigmoid_prepare, act_run),
+	ACT_KERNEL("HardSigmoid", 22, OP_OPSET_MAX, OP_DTS_FLOAT, hard_sigmoid_prepare, act_run),
+	ACT_KERNEL("HardSwish", 14, 21, ELEM_DTS_F32_F16, hard_swish_prepare, act_run),
+	ACT_KERNEL("HardSwish", 22, OP_OPSET_MAX, OP_DTS_FLOAT, hard_swish_prepare, act_run),
+	ACT_KERNEL("Softplus", 7, 21, ELEM_DTS_F32_F16, softplus_prepare, act_run),
+	ACT_KERNEL("Softplus", 22, OP_OPSET_MAX, OP_DTS_FLOAT, softplus_prepare, act_run),
+	ACT_KERNEL("Gelu", 20, OP_OPSET_MAX, OP_DTS_FLOAT, gelu_prepare, act_run),
+	ACT_KERNEL("PRelu", 7, 8, ELEM_DTS_F32_F16, prelu_prepare, prelu_run),
+	ACT_KERNEL("PRelu", 9, 15, ELEM_DTS_F32_F16 | ELEM_DTS_I32_I64, prelu_prepare, prelu_run),
+	ACT_KERNEL("PRelu", 16, OP_OPSET_MAX, OP_DTS_FLOAT | ELEM_DTS_I32_I64, prelu_prepare,
+		   prelu_run),
+	ACT_KERNEL("Clip", 7, 10, ELEM_DTS_F32_F16, clip6_prepare, clip6_run),
+	ACT_KERNEL("Clip", 11, 11, ELEM_DTS_F32_F16, clip11_prepare, clip11_run),
+	ACT_KERNEL("Clip", 12, 12, ELEM_DTS_F32_F16 | OP_DTS_INT, clip11_prepare, clip11_run),
+	ACT_KERNEL("Clip", 13, OP_OPSET_MAX, OP_DTS_NUMERIC, clip11_prepare, clip11_run),
+};
+
+const struct op_family op_family_cpu_activation = {
+	"cpu_activation", schemas, sizeof(schemas) / sizeof(schemas[0]),
+	kernels, sizeof(kernels) / sizeof(kernels[0]),
+};
