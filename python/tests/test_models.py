@@ -76,3 +76,145 @@ def test_two_clients_share_nothing_but_the_daemon(daemon, tmp_path):
         sa.close()
         assert sb.run({"x": x})["probs"].shape == (4, 10)
         sb.close()
+
+
+def cnn(path, rng):
+    """Conv-BatchNormalization-Relu-MaxPool twice, then Flatten-Gemm, with
+    a symbolic batch."""
+    def conv_bn(name, cin, cout, x):
+        w = (rng.standard_normal((cout, cin, 3, 3)) / np.sqrt(cin * 9)).astype(np.float32)
+        b = rng.standard_normal(cout).astype(np.float32) * 0.1
+        scale = rng.uniform(0.5, 1.5, cout).astype(np.float32)
+        bias = rng.standard_normal(cout).astype(np.float32) * 0.1
+        mean = rng.standard_normal(cout).astype(np.float32) * 0.1
+        var = rng.uniform(0.5, 1.5, cout).astype(np.float32)
+        inits = [numpy_helper.from_array(a, "%s_%s" % (name, k)) for k, a in
+                 (("w", w), ("b", b), ("scale", scale), ("bias", bias), ("mean", mean), ("var", var))]
+        nodes = [
+            helper.make_node("Conv", [x, name + "_w", name + "_b"], [name + "_c"],
+                             kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+            helper.make_node("BatchNormalization", [name + "_c", name + "_scale", name + "_bias",
+                                                    name + "_mean", name + "_var"],
+                             [name + "_n"], epsilon=1e-5),
+            helper.make_node("Relu", [name + "_n"], [name + "_r"]),
+            helper.make_node("MaxPool", [name + "_r"], [name + "_p"], kernel_shape=[2, 2],
+                             strides=[2, 2]),
+        ]
+        return nodes, inits, name + "_p"
+
+    n1, i1, y1 = conv_bn("l1", 3, 8, "x")
+    n2, i2, y2 = conv_bn("l2", 8, 16, y1)
+    fc_w = (rng.standard_normal((16 * 4 * 4, 10)) / 16).astype(np.float32)
+    fc_b = rng.standard_normal(10).astype(np.float32)
+    nodes = n1 + n2 + [
+        helper.make_node("Flatten", [y2], ["flat"], axis=1),
+        helper.make_node("Gemm", ["flat", "fc_w", "fc_b"], ["logits"]),
+    ]
+    g = helper.make_graph(
+        nodes, "cnn", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 3, 16, 16])],
+        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", 10])],
+        i1 + i2 + [numpy_helper.from_array(fc_w, "fc_w"), numpy_helper.from_array(fc_b, "fc_b")])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    onnx.checker.check_model(model)
+    onnx.save(model, path)
+
+
+def encoder_block(path, rng, d=32, heads=4):
+    """A transformer encoder layer as exporters write it: LayerNormalization,
+    Q/K/V MatMuls, Shape->Gather->Concat->Reshape chains to split heads,
+    Transpose, scaled QK^T with a Where-based padding mask, Softmax, the
+    attention output, and an Erf-based GELU feed-forward, with symbolic
+    batch and sequence dims."""
+    dh = d // heads
+    T = TensorProto
+
+    def w(name, *shape):
+        return numpy_helper.from_array((rng.standard_normal(shape) / np.sqrt(shape[0])).astype(np.float32), name)
+
+    def c(name, value, dtype=np.int64):
+        return numpy_helper.from_array(np.array(value, dtype=dtype), name)
+
+    inits = [w("wq", d, d), w("wk", d, d), w("wv", d, d), w("wo", d, d), w("w1", d, 4 * d),
+             w("w2", 4 * d, d), numpy_helper.from_array(np.ones(d, np.float32), "ln_s"),
+             numpy_helper.from_array(np.zeros(d, np.float32), "ln_b"),
+             c("i0", [0]), c("i1", [1]), c("heads_dh", [heads, dh]), c("minus1", [-1]),
+             c("d_", [d]), c("ax1", [1]), c("ax2", [2]),
+             numpy_helper.from_array(np.array(1 / np.sqrt(dh), np.float32), "scale"),
+             numpy_helper.from_array(np.array(-1e9, np.float32), "neg"),
+             numpy_helper.from_array(np.array(np.sqrt(0.5), np.float32), "rsqrt2"),
+             numpy_helper.from_array(np.array(0.5, np.float32), "half"),
+             numpy_helper.from_array(np.array(1.0, np.float32), "one")]
+    N = helper.make_node
+    nodes = [
+        N("LayerNormalization", ["x", "ln_s", "ln_b"], ["ln"], axis=-1, epsilon=1e-5),
+        N("Shape", ["x"], ["shp"]),
+        N("Gather", ["shp", "i0"], ["B"], axis=0),
+        N("Gather", ["shp", "i1"], ["S"], axis=0),
+        N("Concat", ["B", "S", "heads_dh"], ["split_shape"], axis=0),
+        N("Concat", ["B", "S", "d_"], ["merge_shape"], axis=0),
+    ]
+    for p in "qkv":
+        nodes += [N("MatMul", ["ln", "w" + p], [p + "0"]),
+                  N("Reshape", [p + "0", "split_shape"], [p + "1"]),
+                  N("Transpose", [p + "1"], [p + "h"], perm=[0, 2, 1, 3])]
+    nodes += [
+        N("Transpose", ["kh"], ["kt"], perm=[0, 1, 3, 2]),
+        N("MatMul", ["qh", "kt"], ["qk"]),
+        N("Mul", ["qk", "scale"], ["qks"]),
+        # mask: [B, S] of 1 (keep) / 0 (pad) -> [B, 1, 1, S] booleans
+        N("Cast", ["mask"], ["maskb"], to=T.BOOL),
+        N("Unsqueeze", ["maskb", "ax1"], ["m1"]),
+        N("Unsqueeze", ["m1", "ax2"], ["m2"]),
+        N("Where", ["m2", "qks", "neg"], ["masked"]),
+        N("Softmax", ["masked"], ["probs"], axis=-1),
+        N("MatMul", ["probs", "vh"], ["ctx"]),
+        N("Transpose", ["ctx"], ["ctxt"], perm=[0, 2, 1, 3]),
+        N("Reshape", ["ctxt", "merge_shape"], ["ctxm"]),
+        N("MatMul", ["ctxm", "wo"], ["attn"]),
+        N("Add", ["x", "attn"], ["res1"]),
+        N("MatMul", ["res1", "w1"], ["h1"]),
+        N("Mul", ["h1", "rsqrt2"], ["h2"]),
+        N("Erf", ["h2"], ["h3"]),
+        N("Add", ["h3", "one"], ["h4"]),
+        N("Mul", ["h1", "h4"], ["h5"]),
+        N("Mul", ["h5", "half"], ["gelu"]),
+        N("MatMul", ["gelu", "w2"], ["ff"]),
+        N("Add", ["res1", "ff"], ["y"]),
+    ]
+    g = helper.make_graph(
+        nodes, "encoder",
+        [helper.make_tensor_value_info("x", T.FLOAT, ["batch", "seq", d]),
+         helper.make_tensor_value_info("mask", T.INT64, ["batch", "seq"])],
+        [helper.make_tensor_value_info("y", T.FLOAT, ["batch", "seq", d])], inits)
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    onnx.checker.check_model(model)
+    onnx.save(model, path)
+
+
+def test_cnn_matches_onnxruntime(daemon, tmp_path):
+    rng = np.random.default_rng()
+    path = str(tmp_path / "cnn.onnx")
+    cnn(path, rng)
+    ref = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    with cudaep.connect(daemon) as c, c.load(path) as s:
+        for batch in (1, 4):
+            x = rng.standard_normal((batch, 3, 16, 16)).astype(np.float32)
+            got = s.run({"x": x})["logits"]
+            want = ref.run(None, {"x": x})[0]
+            np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_encoder_block_matches_onnxruntime(daemon, tmp_path):
+    rng = np.random.default_rng()
+    path = str(tmp_path / "encoder.onnx")
+    encoder_block(path, rng)
+    ref = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    with cudaep.connect(daemon) as c, c.load(path) as s:
+        assert s.inputs[0].shape == ("batch", "seq", 32)
+        for batch, seq in ((1, 7), (3, 16), (2, 5)):
+            x = rng.standard_normal((batch, seq, 32)).astype(np.float32)
+            mask = (rng.uniform(size=(batch, seq)) > 0.2).astype(np.int64)
+            mask[:, 0] = 1
+            got = s.run({"x": x, "mask": mask})["y"]
+            want = ref.run(None, {"x": x, "mask": mask})[0]
+            np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
