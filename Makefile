@@ -321,7 +321,7 @@ fuzz: fuzz-build
 	@$(VENV)/bin/python tests/fuzz/make_model_seeds.py $(FUZZ_BUILD)/seeds/fuzz_model
 	@set -e; for f in $(FUZZ_BIN); do \
 	  n=$$(basename $$f); mkdir -p $(FUZZ_BUILD)/corpus/$$n; \
-	  seeds=$$(for d in tests/fuzz/corpus/$$n $(FUZZ_BUILD)/seeds/$$n; do [ -d $$d ] && echo $$d; done); \
+	  seeds=$$(for d in tests/fuzz/corpus/$$n $(FUZZ_BUILD)/seeds/$$n; do if [ -d $$d ]; then echo $$d; fi; done); \
 	  echo "== $$n for $(FUZZ_SECONDS)s"; \
 	  $$f -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -print_final_stats=1 \
 	    $(FUZZ_BUILD)/corpus/$$n $$seeds 2>$(FUZZ_BUILD)/$$n.log \
