@@ -29,6 +29,9 @@ enum key_type {
 	KEY_SIZE,
 	KEY_MODE,
 	KEY_GROUP,
+	KEY_BACKEND,
+	KEY_ORDINAL,
+	KEY_DIR,
 };
 
 struct config_key {
@@ -67,6 +70,16 @@ static const struct config_key config_keys[] = {
 	{ "admin_group", KEY_GROUP, FIELD(admin_group), FIELD(admin_gid), "",
 	  "members see every client's connections, sessions and memory, as "
 	  "root and the daemon's own user do; empty: no such group" },
+	{ "backend", KEY_BACKEND, FIELD(backend), 0, "auto",
+	  "where sessions run: cuda, host (the CPU), or auto: cuda when the "
+	  "driver, NVRTC and the device can be used, else host (the log says "
+	  "why); with cuda the daemon does not start without them" },
+	{ "device", KEY_ORDINAL, FIELD(device), 0, "0",
+	  "the CUDA device to use, by ordinal as the driver numbers them" },
+	{ "cache_dir", KEY_DIR, FIELD(cache_dir), 0, "",
+	  "directory of compiled kernels, kept across restarts; empty: "
+	  "/var/cache/cudaep for root, else $XDG_CACHE_HOME/cudaep or "
+	  "~/.cache/cudaep" },
 };
 
 #define N_KEYS (sizeof(config_keys) / sizeof(config_keys[0]))
@@ -74,6 +87,7 @@ static const struct config_key config_keys[] = {
 static const char *const key_metavar[] = {
 	[KEY_PATH] = "PATH", [KEY_LEVEL] = "LEVEL", [KEY_COUNT] = "N",
 	[KEY_SIZE] = "SIZE", [KEY_MODE] = "MODE", [KEY_GROUP] = "GROUP",
+	[KEY_BACKEND] = "NAME", [KEY_ORDINAL] = "N", [KEY_DIR] = "DIR",
 };
 
 static int say(char *err, size_t errlen, const char *fmt, ...)
@@ -156,6 +170,35 @@ static int parse_mode(const char *s, uint32_t *out)
 	if (*end != '\0' || errno == ERANGE || v > 0777)
 		return CEP_EINVAL;
 	*out = (uint32_t)v;
+	return 0;
+}
+
+static int parse_backend(const char *s, int *out)
+{
+	if (strcmp(s, "auto") == 0)
+		*out = CONFIG_BACKEND_AUTO;
+	else if (strcmp(s, "cuda") == 0)
+		*out = CONFIG_BACKEND_CUDA;
+	else if (strcmp(s, "host") == 0)
+		*out = CONFIG_BACKEND_HOST;
+	else
+		return CEP_EINVAL;
+	return 0;
+}
+
+/* A number from 0 up (a device ordinal). */
+static int parse_ordinal(const char *s, int *out)
+{
+	unsigned long v;
+	char *end;
+
+	if (!isdigit((unsigned char)s[0]))
+		return CEP_EINVAL;
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (*end != '\0' || errno == ERANGE || v > 4096)
+		return CEP_EINVAL;
+	*out = (int)v;
 	return 0;
 }
 
@@ -253,6 +296,26 @@ static int key_apply(struct config *cfg, const struct config_key *k,
 			return say(err, errlen, "'%s' is not a group", value);
 		strcpy(field, value);
 		*(int64_t *)(void *)((char *)cfg + k->gid_field) = gid;
+		return 0;
+	case KEY_BACKEND:
+		if (parse_backend(value, (int *)(void *)field) != 0)
+			return say(err, errlen, "'%s' is not a backend (auto, cuda "
+				   "or host)", value);
+		return 0;
+	case KEY_ORDINAL:
+		if (parse_ordinal(value, (int *)(void *)field) != 0)
+			return say(err, errlen, "'%s' is not a device number "
+				   "(0, 1, ...)", value);
+		return 0;
+	case KEY_DIR:
+		if (value[0] != '\0' && value[0] != '/')
+			return say(err, errlen, "'%s' is not an absolute path",
+				   value);
+		if (strlen(value) >= CONFIG_DIR_MAX)
+			return say(err, errlen, "'%.40s...' is too long for a "
+				   "directory (at most %d bytes)", value,
+				   CONFIG_DIR_MAX - 1);
+		strcpy(field, value);
 		return 0;
 	}
 	return say(err, errlen, "internal error: key type %d", (int)k->type);

@@ -19,12 +19,20 @@
 #define CONFIG_PATH_MAX  108 /* a sockaddr_un path with its NUL */
 #define CONFIG_GROUP_MAX 64
 #define CONFIG_FILE_MAX  4096
+#define CONFIG_DIR_MAX   896 /* the kernel cache's directory, with its NUL */
 
 /* config_load()'s answer when the daemon should go on and run. */
 #define CONFIG_RUN (-1)
 
 /* The exit status for a configuration error. */
 #define CONFIG_EXIT_USAGE 2
+
+/* Where sessions run (the backend key). */
+enum config_backend {
+	CONFIG_BACKEND_AUTO = 0, /* CUDA when a GPU can be used, else the host */
+	CONFIG_BACKEND_CUDA,     /* CUDA or nothing: the daemon does not start */
+	CONFIG_BACKEND_HOST,     /* the CPU, even with a GPU present */
+};
 
 struct config {
 	char socket[CONFIG_PATH_MAX];        /* "" = the default path rule */
@@ -38,6 +46,9 @@ struct config {
 	int64_t socket_gid;                  /* resolved; -1 = none */
 	char admin_group[CONFIG_GROUP_MAX];  /* as given; "" = none */
 	int64_t admin_gid;                   /* resolved; -1 = none */
+	int backend;                         /* enum config_backend */
+	int device;                          /* CUDA device ordinal, >= 0 */
+	char cache_dir[CONFIG_DIR_MAX];      /* kernel cache; "" = the default */
 	char file[CONFIG_FILE_MAX];          /* INI file read; "" = none */
 };
 

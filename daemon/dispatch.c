@@ -209,7 +209,7 @@ static int handle_hello(struct req *r, const Cudaep__V1__Hello *m)
 	rep->client_id = c->id;
 	rep->backend = (char *)r->s->backend->iface.name;
 	rep->device_name = (char *)r->s->backend->iface.device;
-	rep->device_memory = 0;
+	rep->device_memory = r->s->backend->device_memory;
 	rep->max_packet = CEP_MAX_PACKET;
 	r->resp->body_case = CUDAEP__V1__RESPONSE__BODY_HELLO;
 	r->resp->hello = rep;

@@ -105,6 +105,21 @@ static int capture_steps(const struct graph *g, struct plan *p, struct backend *
 	return 0;
 }
 
+/* A sync that failed because a device kernel met a bad index names the
+ * node whose launch latched it. */
+static int sync_failed(const struct graph *g, const struct plan *p, struct backend *be,
+		       struct backend_stream *s, int ret)
+{
+	const struct op_call *call = backend_stream_fault(be, s);
+	int i;
+
+	for (i = 0; call && i < p->n_steps; i++) {
+		if (&p->steps[i].call == call)
+			return graph_node_wrap(g, p->steps[i].node, ret);
+	}
+	return ret;
+}
+
 int exec_run(const struct graph *g, struct plan *p, struct backend *be,
 	     struct backend_stream *s, const void *const *inputs,
 	     void *const *outputs)
@@ -138,7 +153,7 @@ int exec_run(const struct graph *g, struct plan *p, struct backend *be,
 	}
 	ret = backend_stream_sync(be, s);
 	if (ret < 0)
-		return ret;
+		return sync_failed(g, p, be, s, ret);
 	p->runs++;
 	return 0;
 }

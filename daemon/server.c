@@ -44,6 +44,35 @@ enum {
 	SERVER_H_SIGINT = 1u << 4,
 };
 
+int server_backend_open(const struct config *cfg, const char *driver_lib,
+			struct backend **out)
+{
+	struct backend_cuda_config cc;
+	int ret;
+
+	*out = NULL;
+	if (cfg->backend == CONFIG_BACKEND_HOST) {
+		log_notice("serving on the host backend (backend = host)");
+		return backend_host_new(0, out);
+	}
+	backend_cuda_config_init(&cc);
+	cc.device = cfg->device;
+	cc.cache_dir = cfg->cache_dir[0] != '\0' ? cfg->cache_dir : NULL;
+	cc.driver_lib = driver_lib;
+	cep__clear_error();
+	ret = backend_cuda_new_config(&cc, out);
+	if (ret == 0) {
+		log_notice("backend cuda: %s", (*out)->iface.device);
+		return 0;
+	}
+	if (cfg->backend == CONFIG_BACKEND_CUDA) {
+		log_err("backend = cuda, but %s", cep_last_error());
+		return ret;
+	}
+	log_notice("%s; serving on the host backend", cep_last_error());
+	return backend_host_new(0, out);
+}
+
 int server_new(const struct config *cfg, struct server **out)
 {
 	struct region_limits limits;
@@ -68,7 +97,7 @@ int server_new(const struct config *cfg, struct server **out)
 	ret = reqarena_init(&s->arena, ARENA_BLOCK, ARENA_LIMIT);
 	if (ret != 0)
 		goto fail;
-	ret = backend_host_new(0, &s->backend);
+	ret = server_backend_open(cfg, NULL, &s->backend);
 	if (ret != 0)
 		goto fail;
 	s->in_buf = malloc(CEP_MAX_PACKET + 1);
@@ -622,9 +651,9 @@ int server_listen(struct server *s, uv_loop_t *loop)
 			uv_strerror(ret));
 		goto fail;
 	}
-	log_notice("cudaepd %s serving on %s%s (backend host, no GPU support "
-		   "yet)", CEP_VERSION, s->socket_path,
-		   s->activated ? " (socket activation)" : "");
+	log_notice("cudaepd %s serving on %s%s (backend %s: %s)", CEP_VERSION,
+		   s->socket_path, s->activated ? " (socket activation)" : "",
+		   s->backend->iface.name, s->backend->iface.device);
 	return 0;
 fail:
 	server_handles_close(s);

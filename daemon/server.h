@@ -71,6 +71,18 @@ struct server {
 int server_new(const struct config *cfg, struct server **out);
 
 /*
+ * Opens the backend cfg asks for into *out (the caller's, backend_free()),
+ * logging which one and why: "backend cuda: NVIDIA H200 (device 0, ...)",
+ * or for auto without a usable GPU "no CUDA driver: libcuda.so.1: cannot
+ * open shared object file: ...; serving on the host backend". driver_lib
+ * names the CUDA driver to load (NULL: libcuda.so.1; tests name a missing
+ * one). Returns 0, or the CUDA backend's error when cfg->backend is cuda
+ * (logged; the daemon must not start), or CEP_ENOMEM.
+ */
+int server_backend_open(const struct config *cfg, const char *driver_lib,
+			struct backend **out);
+
+/*
  * Frees s and every detached connection still open. Connections with a
  * socket and the libuv handles must be closed already (server_stop(), then
  * uv_run() until it returns). Accepts NULL.

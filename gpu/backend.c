@@ -219,3 +219,9 @@ int backend_launch(struct backend *b, struct backend_stream *s,
 	atomic_fetch_add_explicit(&b->count.launches, 1, relaxed);
 	return b->iface.launch(b, s, fn, call);
 }
+
+const struct op_call *backend_stream_fault(struct backend *b,
+					   struct backend_stream *s)
+{
+	return b->iface.stream_fault ? b->iface.stream_fault(b, s) : NULL;
+}

@@ -6,8 +6,8 @@
  * manner of ggml's backend interface: device memory, streams, events, async
  * copies, graph capture and replay, and kernel launches. Two implement it:
  * the host backend (gpu/backend_host.c, the CPU, always there, the oracle
- * GPU kernels are checked against) and the CUDA backend (gpu/backend_cuda.c,
- * later). Callers use the backend_* wrappers below, never iface directly:
+ * GPU kernels are checked against) and the CUDA backend
+ * (gpu/backend_cuda.c, the driver API with NVRTC-compiled kernels). Callers use the backend_* wrappers below, never iface directly:
  * the wrappers keep the counters ("the warm path allocates nothing" is
  * checked against them) and check arguments once for every backend.
  *
@@ -82,7 +82,10 @@ struct backend_iface {
 	int (*stream_new)(struct backend *b, int priority,
 			  struct backend_stream **out);
 	void (*stream_free)(struct backend *b, struct backend_stream *s);
-	/* Waits until everything queued on s has completed. */
+	/* Waits until everything queued on s has completed. On a device
+	 * backend it then also reports (once, clearing it) a bad index that
+	 * a kernel latched on s since the last sync: CEP_EINVAL with the
+	 * operator's message, and stream_fault names the launch. */
 	int (*stream_sync)(struct backend *b, struct backend_stream *s);
 	/* Makes later work on s wait for e. */
 	int (*stream_wait)(struct backend *b, struct backend_stream *s,
@@ -122,6 +125,13 @@ struct backend_iface {
 	 * recorded it lives. */
 	int (*launch)(struct backend *b, struct backend_stream *s,
 		      backend_kernel_fn fn, struct op_call *call);
+
+	/* After stream_sync failed because a device kernel found a bad
+	 * index (a device backend checks for that when it syncs), the call
+	 * whose launch found it; else NULL. NULL when the backend's kernels
+	 * report such errors themselves (the host's). */
+	const struct op_call *(*stream_fault)(struct backend *b,
+					      struct backend_stream *s);
 };
 
 /* What the wrappers count; read with backend_counters_get(). */
@@ -150,6 +160,7 @@ struct backend {
 	void *ctx;               /* the implementation's state */
 	enum backend_kind kind;  /* which kernels of the registry it runs */
 	unsigned caps;           /* enum backend_caps */
+	uint64_t device_memory;  /* bytes of device memory; 0 on the host */
 	struct {
 		_Atomic uint64_t allocs, frees, bytes_live, bytes_peak;
 		_Atomic uint64_t copies_h2d, copies_d2h, copies_d2d;
@@ -176,6 +187,44 @@ enum backend_host_flags {
  * with backend_free(). Fails with CEP_ENOMEM.
  */
 int backend_host_new(unsigned flags, struct backend **out);
+
+/* ------------------------------------------------------------ CUDA backend */
+
+/* How to open the CUDA backend; backend_cuda_config_init() fills the
+ * defaults. */
+struct backend_cuda_config {
+	int device;              /* the device ordinal */
+	const char *cache_dir;   /* NVRTC's disk cache; NULL: the default
+	                          * (nvrtc_cache_dir_default()); "": none */
+	const char *driver_lib;  /* NULL: libcuda.so.1 */
+	const char *nvrtc_lib;   /* NULL: the search of nvrtc_lib_open() */
+};
+
+/* Fills cfg with the defaults: device 0, the default cache directory, the
+ * libraries found where they usually are. */
+void backend_cuda_config_init(struct backend_cuda_config *cfg);
+
+/*
+ * Opens the CUDA backend on cfg->device: loads the driver and NVRTC with
+ * dlopen, retains the device's primary context for the backend's life,
+ * and puts device memory behind the VMM arena of alloc/ (every allocation
+ * BACKEND_ALIGN aligned). Streams are non-blocking CUDA streams with
+ * priorities, copies are async driver copies, graphs are CUDA graphs
+ * (BACKEND_CAP_GRAPHS), kernels are those of kernels/cuda, compiled with
+ * NVRTC for the device's architecture when a plan first needs them and
+ * cached in memory and in cfg->cache_dir. Device memory is not host
+ * memory: no BACKEND_CAP_HOST_MEMORY. On success *out is the caller's,
+ * released with backend_free(). Fails, with a message meant for a log
+ * line, with CEP_ENOTSUP ("no CUDA driver: ...", "no NVRTC: ...", a
+ * device without virtual memory management), CEP_EINVAL (no such device,
+ * a bad cache directory), CEP_EDEVICE (the driver's error), CEP_EDEVMEM or
+ * CEP_ENOMEM.
+ */
+int backend_cuda_new_config(const struct backend_cuda_config *cfg,
+			    struct backend **out);
+
+/* backend_cuda_new_config() with the defaults for device. */
+int backend_cuda_new(int device, struct backend **out);
 
 /* ---------------------------------------------------------------- wrappers */
 
@@ -230,5 +279,11 @@ void backend_graph_free(struct backend *b, struct backend_graph *g);
 /* Queues fn(call) on s; see iface.launch. */
 int backend_launch(struct backend *b, struct backend_stream *s,
 		   backend_kernel_fn fn, struct op_call *call);
+
+/* The launch whose kernel made the last backend_stream_sync() of s fail
+ * with a bad index, or NULL (see iface.stream_fault), so that the caller
+ * can name the node. */
+const struct op_call *backend_stream_fault(struct backend *b,
+					   struct backend_stream *s);
 
 #endif

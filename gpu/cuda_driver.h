@@ -65,7 +65,23 @@
 	X(cuMemHostUnregister, 4000)                  \
 	X(cuMemcpyHtoDAsync, 3020)                    \
 	X(cuMemcpyDtoHAsync, 3020)                    \
-	X(cuStreamWriteValue64, 11070)
+	X(cuStreamWriteValue64, 11070)                \
+	X(cuCtxGetStreamPriorityRange, 5050)          \
+	X(cuStreamWaitEvent, 3020)                    \
+	X(cuMemcpyDtoDAsync, 3020)                    \
+	X(cuMemsetD32Async, 3020)                     \
+	X(cuMemAllocHost, 3020)                       \
+	X(cuMemFreeHost, 2000)                        \
+	X(cuModuleLoadData, 2000)                     \
+	X(cuModuleGetFunction, 2000)                  \
+	X(cuModuleUnload, 2000)                       \
+	X(cuLaunchKernel, 4000)                       \
+	X(cuStreamBeginCapture, 10010)                \
+	X(cuStreamEndCapture, 10000)                  \
+	X(cuGraphInstantiateWithFlags, 11040)         \
+	X(cuGraphLaunch, 10000)                       \
+	X(cuGraphExecDestroy, 10000)                  \
+	X(cuGraphDestroy, 10000)
 
 struct cuda_driver {
 	void *lib;       /* the dlopen handle of libcuda */

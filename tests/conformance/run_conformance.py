@@ -19,10 +19,11 @@ regression and the exit status is 1; a FAIL of a case not on the list is
 reported but not fatal (its operator is still being built). --update
 rewrites FILE with the cases that pass now.
 
-    run_conformance.py CASES_DIR [--socket PATH] [--filter S]
-                       [--expected FILE [--update]] [--verbose]
+    run_conformance.py CASES_DIR [--socket PATH] [--backend host|cuda]
+                       [--filter S] [--expected FILE [--update]] [--verbose]
 
-Without --socket it starts its own cudaepd ($CUDAEP_BUILD_DIR/bin/cudaepd).
+Without --socket it starts its own cudaepd ($CUDAEP_BUILD_DIR/bin/cudaepd)
+on the given backend (default host).
 """
 import argparse
 import collections
@@ -46,12 +47,13 @@ from onnx import numpy_helper  # noqa: E402
 UNSUPPORTED = -4003  # CEP_EUNSUPPORTED
 
 
-def start_daemon(build):
+def start_daemon(build, backend):
     d = tempfile.mkdtemp(prefix="cep-conf-")
     sock = os.path.join(d, "cudaep.sock")
     log = open(os.path.join(d, "daemon.log"), "wb")
     proc = subprocess.Popen([os.path.join(build, "bin", "cudaepd"), "--socket", sock,
-                             "--log-level", "warning"], stdout=log, stderr=log)
+                             "--log-level", "warning", "--backend", backend],
+                            stdout=log, stderr=log)
     end = time.monotonic() + 10
     while time.monotonic() < end:
         if proc.poll() is not None:
@@ -168,13 +170,15 @@ def main():
     ap.add_argument("--expected")
     ap.add_argument("--update", action="store_true")
     ap.add_argument("--verbose", action="store_true")
+    ap.add_argument("--backend", default="host", choices=["host", "cuda", "auto"],
+                    help="the backend of the daemon this starts (default host)")
     args = ap.parse_args()
 
     build = os.environ.get("CUDAEP_BUILD_DIR") or os.path.join(HERE, "..", "..", "build")
     proc = tmp = None
     sock = args.socket
     if sock is None:
-        proc, sock, tmp = start_daemon(build)
+        proc, sock, tmp = start_daemon(build, args.backend)
     results = {}
     per_op = collections.defaultdict(collections.Counter)
     reasons = collections.Counter()

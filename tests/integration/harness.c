@@ -40,6 +40,13 @@ static void sleep_ms(int ms)
 	nanosleep(&ts, NULL);
 }
 
+const char *h_backend(void)
+{
+	const char *gpu = getenv("CUDAEP_TEST_GPU");
+
+	return gpu && strcmp(gpu, "1") == 0 ? "cuda" : "host";
+}
+
 const char *h_bin(const char *name)
 {
 	static _Thread_local char path[512];
@@ -124,6 +131,8 @@ int h_daemon_start(struct hdaemon *d, const char *const *extra_args)
 	argv[n++] = h_bin("cudaepd");
 	argv[n++] = "--socket";
 	argv[n++] = d->sock;
+	argv[n++] = "--backend";
+	argv[n++] = h_backend();
 	for (; extra_args && *extra_args && n < 30; extra_args++)
 		argv[n++] = *extra_args;
 	argv[n] = NULL;

@@ -27,6 +27,10 @@ struct hdaemon {
 	int status;     /* wait status once reaped */
 };
 
+/* The backend the tests run the daemon on: "cuda" when CUDAEP_TEST_GPU=1
+ * (make test-gpu on the GPU machine), else "host". */
+const char *h_backend(void);
+
 /* Path of a built program ("cudaepd", "cudaepctl") in the build's bin/. */
 const char *h_bin(const char *name);
 
@@ -34,8 +38,9 @@ const char *h_bin(const char *name);
  * does nothing when d->dir is already set. Returns 0 or -1. */
 int h_daemon_prepare(struct hdaemon *d);
 
-/* Starts cudaepd --socket <dir>/cudaep.sock (h_daemon_prepare first) plus the NULL-terminated extra
- * arguments and waits until it accepts connections (10 s at most). Returns 0
+/* Starts cudaepd --socket <dir>/cudaep.sock --backend h_backend()
+ * (h_daemon_prepare first) plus the NULL-terminated extra arguments and
+ * waits until it accepts connections (10 s at most). Returns 0
  * or -1 (the test should fail; the daemon's log is printed). */
 int h_daemon_start(struct hdaemon *d, const char *const *extra_args);
 

@@ -40,7 +40,7 @@ Test(protocol, hello_reports_daemon)
 	cep_client *c = h_connect(&d, "hello-test");
 
 	cr_expect_gt(cep_client_id(c), 0);
-	cr_expect_str_eq(cep_client_backend(c), "host");
+	cr_expect_str_eq(cep_client_backend(c), h_backend());
 	cr_expect_eq(cep_ping(c), 0, "%s", cep_last_error());
 	cep_close(c);
 }

@@ -149,6 +149,32 @@ Test(config, ini_file_sets_every_key)
 	cr_assert_eq(cfg.admin_gid, 0);
 }
 
+Test(config, backend_device_and_cache_dir)
+{
+	struct config cfg;
+	char err[256] = "";
+
+	config_init(&cfg);
+	cr_assert_eq(cfg.backend, CONFIG_BACKEND_AUTO);
+	cr_assert_eq(cfg.device, 0);
+	cr_assert_str_eq(cfg.cache_dir, "");
+	cr_assert_eq(LOAD(&cfg, "--backend", "host", "--device=3", "--cache-dir",
+			  "/var/tmp/k"), CONFIG_RUN, "%s", err_text);
+	cr_assert_eq(cfg.backend, CONFIG_BACKEND_HOST);
+	cr_assert_eq(cfg.device, 3);
+	cr_assert_str_eq(cfg.cache_dir, "/var/tmp/k");
+	cr_assert_eq(config_set(&cfg, "backend", "cuda", err, sizeof(err)), 0);
+	cr_assert_eq(cfg.backend, CONFIG_BACKEND_CUDA);
+	cr_assert_eq(config_set(&cfg, "backend", "gpu", err, sizeof(err)), CEP_EINVAL);
+	cr_assert_str_eq(err, "'gpu' is not a backend (auto, cuda or host)");
+	cr_assert_eq(cfg.backend, CONFIG_BACKEND_CUDA);
+	cr_assert_eq(config_set(&cfg, "device", "-1", err, sizeof(err)), CEP_EINVAL);
+	cr_assert_str_eq(err, "'-1' is not a device number (0, 1, ...)");
+	cr_assert_eq(config_set(&cfg, "cache_dir", "rel/dir", err, sizeof(err)), CEP_EINVAL);
+	cr_assert_str_eq(err, "'rel/dir' is not an absolute path");
+	cr_assert_str_eq(cfg.cache_dir, "/var/tmp/k");
+}
+
 Test(config, flags_override_the_file)
 {
 	struct config cfg;
@@ -326,7 +352,7 @@ Test(config, example_file_documents_the_defaults)
 	}
 	fclose(in);
 	fclose(out);
-	cr_assert_eq(keys, 9, "the example sets %d keys", keys);
+	cr_assert_eq(keys, 12, "the example sets %d keys", keys);
 	config_init(&want);
 	config_init(&got);
 	cr_assert_eq(config_load_file(&got, path, line, sizeof(line)), 0, "%s",

@@ -1,0 +1,59 @@
+/*
+ * binary.c — the CUDA kernels of Add, Sub, Mul and Div (opset 7 on, numpy
+ * broadcasting) for every numeric type: kernels/cuda/binary.cu on the
+ * device. prepare() lays out the broadcast once per plan; run() launches
+ * one grid over the output.
+ */
+#include "launch.h"
+
+#include <stdio.h>
+
+struct binary_params {
+	CUfunction fn;
+	struct cuda_bcast bc;
+};
+CUDA_PARAMS_FIT(struct binary_params);
+
+static int binary_prepare(struct op_call *c, size_t *workspace, const char *op)
+{
+	struct binary_params *p = (struct binary_params *)c->params;
+	const char *sfx = cuda_dtype_suffix(c->out[0].dtype);
+	char name[32];
+
+	*workspace = 0;
+	if (sfx == NULL)
+		return cep__set_error(CEP_EDTYPE, "%s: no cuda kernel for %s", c->node->op_type,
+				      cep_dtype_name(c->out[0].dtype));
+	snprintf(name, sizeof(name), "%s_%s", op, sfx);
+	cuda_bcast_init(&p->bc, &c->out[0], &c->in[0], &c->in[1]);
+	return cuda_function_get(c->be, "binary", name, &p->fn);
+}
+
+static int binary_run(struct op_call *c)
+{
+	const struct binary_params *p = (const struct binary_params *)c->params;
+	const void *a = c->in[0].data, *b = c->in[1].data;
+	void *o = c->out[0].data;
+	void *args[] = { &a, &b, &o, (void *)&p->bc };
+
+	return cuda_launch(c->be, c->stream, p->fn, cuda_grid(p->bc.n), CUDA_BLOCK, 0, args);
+}
+
+static int add_prepare(struct op_call *c, size_t *ws) { return binary_prepare(c, ws, "add"); }
+static int sub_prepare(struct op_call *c, size_t *ws) { return binary_prepare(c, ws, "sub"); }
+static int mul_prepare(struct op_call *c, size_t *ws) { return binary_prepare(c, ws, "mul"); }
+static int div_prepare(struct op_call *c, size_t *ws) { return binary_prepare(c, ws, "div"); }
+
+#define BINARY_KERNEL(op, prepare) \
+	{ "", op, 7, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_NUMERIC, prepare, binary_run }
+
+static const struct op_kernel kernels[] = {
+	BINARY_KERNEL("Add", add_prepare),
+	BINARY_KERNEL("Sub", sub_prepare),
+	BINARY_KERNEL("Mul", mul_prepare),
+	BINARY_KERNEL("Div", div_prepare),
+};
+
+const struct op_family op_family_cuda_binary = {
+	"cuda_binary", NULL, 0, kernels, sizeof(kernels) / sizeof(kernels[0]),
+};

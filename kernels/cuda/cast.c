@@ -1,0 +1,54 @@
+/*
+ * cast.c — the CUDA kernel of Cast between every pair of stored types
+ * (kernels/cuda/cast.cu, with the rules of kernels/cpu/cast.c); a cast to
+ * the same type is a device-to-device copy.
+ */
+#include "launch.h"
+
+#include <stdio.h>
+
+struct cast_params {
+	CUfunction fn;  /* NULL: the types are equal, copy */
+	int64_t n;      /* elements */
+};
+CUDA_PARAMS_FIT(struct cast_params);
+
+static int cast_prepare(struct op_call *c, size_t *workspace)
+{
+	struct cast_params *p = (struct cast_params *)c->params;
+	const char *from = cuda_dtype_suffix(c->in[0].dtype);
+	const char *to = cuda_dtype_suffix(c->out[0].dtype);
+	char name[32];
+
+	*workspace = 0;
+	p->fn = NULL;
+	p->n = op_dims_product(&c->in[0], 0, c->in[0].rank);
+	if (from == NULL || to == NULL)
+		return cep__set_error(CEP_EDTYPE, "Cast: no cuda kernel from %s to %s",
+				      cep_dtype_name(c->in[0].dtype),
+				      cep_dtype_name(c->out[0].dtype));
+	if (c->in[0].dtype == c->out[0].dtype)
+		return 0;
+	snprintf(name, sizeof(name), "cast_%s_%s", from, to);
+	return cuda_function_get(c->be, "cast", name, &p->fn);
+}
+
+static int cast_run(struct op_call *c)
+{
+	const struct cast_params *p = (const struct cast_params *)c->params;
+	const void *a = c->in[0].data;
+	void *o = c->out[0].data;
+	void *args[] = { &a, &o, (void *)&p->n };
+
+	if (p->fn == NULL)
+		return backend_copy_d2d(c->be, c->stream, o, a, op_tensor_bytes(&c->out[0]));
+	return cuda_launch(c->be, c->stream, p->fn, cuda_grid(p->n), CUDA_BLOCK, 0, args);
+}
+
+static const struct op_kernel kernels[] = {
+	{ "", "Cast", 7, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_ALL, cast_prepare, cast_run },
+};
+
+const struct op_family op_family_cuda_cast = {
+	"cuda_cast", NULL, 0, kernels, sizeof(kernels) / sizeof(kernels[0]),
+};

@@ -1,0 +1,210 @@
+/*
+ * common.cuh — what every NVRTC source of kernels/cuda includes: fixed
+ * width types (NVRTC compiles without the toolkit's headers), element
+ * loads and stores for every type the engine stores with exactly the
+ * conversions of the reference kernels (kernels/cpu/cpu.h: float16 and
+ * bfloat16 computed in float, integers in int64, float to integer
+ * truncating with NaN as 0 and saturation), grid-stride loops, numpy
+ * broadcasting offsets, and the fault record where kernels latch a bad
+ * index (gpu/cuda_kernels.h declares the same record for the host).
+ *
+ * Structs passed as kernel arguments have a twin in kernels/cuda/launch.h;
+ * both sides lay them out with explicit padding.
+ */
+#ifndef CEP_CUDA_COMMON_CUH
+#define CEP_CUDA_COMMON_CUH
+
+typedef long long i64;
+typedef unsigned long long u64;
+typedef int i32;
+typedef unsigned int u32;
+typedef unsigned short u16;
+typedef signed char i8;
+typedef unsigned char u8;
+
+/* Storage types of the formats C++ has no arithmetic type for. */
+struct f16 { u16 bits; };
+struct bf16 { u16 bits; };
+struct b8 { u8 v; };               /* bool: one byte, 0 or 1 */
+struct alignas(16) u128 { u64 lo, hi; }; /* a 16-byte move */
+
+#define CEP_MAX_RANK 8
+#define CEP_INT64_MAX 9223372036854775807LL
+#define CEP_INT64_MIN (-CEP_INT64_MAX - 1)
+
+/* Every thread of the grid takes indices i, i + grid size, ... below n,
+ * so any grid covers any n. */
+#define CEP_FOR(i, n)                                                        \
+	for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < (i64)(n); \
+	     i += (i64)gridDim.x * blockDim.x)
+
+/* ------------------------------------------------------- float formats */
+
+__device__ __forceinline__ float cep_f16_to_f32(u16 h)
+{
+	u32 sign = (u32)(h & 0x8000) << 16;
+	u32 exp = (h >> 10) & 0x1f;
+	u32 man = h & 0x3ff;
+
+	if (exp == 0x1f)
+		return __uint_as_float(sign | 0x7f800000u | (man << 13));
+	if (exp != 0)
+		return __uint_as_float(sign | ((exp + 112) << 23) | (man << 13));
+	/* Zero or subnormal: man units of 2^-24, exact in float. */
+	float f = (float)man * 5.9604644775390625e-8f;
+	return sign ? -f : f;
+}
+
+/* Rounds to nearest even, bit for bit as the host's conversion. */
+__device__ __forceinline__ u16 cep_f32_to_f16(float f)
+{
+	u32 x = __float_as_uint(f);
+	u32 sign = (x >> 16) & 0x8000;
+	u32 ax = x & 0x7fffffff;
+
+	if (ax > 0x7f800000u)
+		return (u16)(sign | 0x7e00);
+	if (ax >= 0x477ff000u)
+		return (u16)(sign | 0x7c00);
+	if (ax < 0x38800000u)
+		return (u16)(sign | (u32)rintf(__uint_as_float(ax) * 16777216.0f));
+	ax = ax - 0x38000000u + 0xfffu + ((ax >> 13) & 1u);
+	return (u16)(sign | (ax >> 13));
+}
+
+__device__ __forceinline__ float cep_bf16_to_f32(u16 h)
+{
+	return __uint_as_float((u32)h << 16);
+}
+
+__device__ __forceinline__ u16 cep_f32_to_bf16(float f)
+{
+	u32 x = __float_as_uint(f);
+
+	if ((x & 0x7fffffffu) > 0x7f800000u)
+		return (u16)((x >> 16) | 0x40);
+	x += 0x7fffu + ((x >> 16) & 1u);
+	return (u16)(x >> 16);
+}
+
+/* Float to int64 toward zero; NaN gives 0, out of range saturates. */
+__device__ __forceinline__ i64 cep_f2i(float v)
+{
+	if (v != v)
+		return 0;
+	if (v >= 9.2233720368547758e18f)
+		return CEP_INT64_MAX;
+	if (v <= -9.2233720368547758e18f)
+		return CEP_INT64_MIN;
+	return (i64)v;
+}
+
+/* ----------------------------------------------------- element access */
+
+/* Whether T is computed in float (else in int64). */
+template <typename T> struct cep_is_float { static const bool value = false; };
+template <> struct cep_is_float<float> { static const bool value = true; };
+template <> struct cep_is_float<f16> { static const bool value = true; };
+template <> struct cep_is_float<bf16> { static const bool value = true; };
+
+/* Element i as a float. */
+__device__ __forceinline__ float ld_f(const float *p, i64 i) { return p[i]; }
+__device__ __forceinline__ float ld_f(const f16 *p, i64 i) { return cep_f16_to_f32(p[i].bits); }
+__device__ __forceinline__ float ld_f(const bf16 *p, i64 i) { return cep_bf16_to_f32(p[i].bits); }
+__device__ __forceinline__ float ld_f(const i64 *p, i64 i) { return (float)p[i]; }
+__device__ __forceinline__ float ld_f(const i32 *p, i64 i) { return (float)p[i]; }
+__device__ __forceinline__ float ld_f(const i8 *p, i64 i) { return (float)p[i]; }
+__device__ __forceinline__ float ld_f(const u8 *p, i64 i) { return (float)p[i]; }
+__device__ __forceinline__ float ld_f(const b8 *p, i64 i) { return p[i].v ? 1.0f : 0.0f; }
+
+/* Element i as an int64 (floats truncated and saturated). */
+__device__ __forceinline__ i64 ld_i(const i64 *p, i64 i) { return p[i]; }
+__device__ __forceinline__ i64 ld_i(const i32 *p, i64 i) { return p[i]; }
+__device__ __forceinline__ i64 ld_i(const i8 *p, i64 i) { return p[i]; }
+__device__ __forceinline__ i64 ld_i(const u8 *p, i64 i) { return p[i]; }
+__device__ __forceinline__ i64 ld_i(const b8 *p, i64 i) { return p[i].v != 0; }
+__device__ __forceinline__ i64 ld_i(const float *p, i64 i) { return cep_f2i(ld_f(p, i)); }
+__device__ __forceinline__ i64 ld_i(const f16 *p, i64 i) { return cep_f2i(ld_f(p, i)); }
+__device__ __forceinline__ i64 ld_i(const bf16 *p, i64 i) { return cep_f2i(ld_f(p, i)); }
+
+/* Stores a float (into an integer: truncated, then wrapped to its width). */
+__device__ __forceinline__ void st_f(float *p, i64 i, float v) { p[i] = v; }
+__device__ __forceinline__ void st_f(f16 *p, i64 i, float v) { p[i].bits = cep_f32_to_f16(v); }
+__device__ __forceinline__ void st_f(bf16 *p, i64 i, float v) { p[i].bits = cep_f32_to_bf16(v); }
+__device__ __forceinline__ void st_f(i64 *p, i64 i, float v) { p[i] = cep_f2i(v); }
+__device__ __forceinline__ void st_f(i32 *p, i64 i, float v) { p[i] = (i32)(u32)(u64)cep_f2i(v); }
+__device__ __forceinline__ void st_f(i8 *p, i64 i, float v) { p[i] = (i8)(u8)(u64)cep_f2i(v); }
+__device__ __forceinline__ void st_f(u8 *p, i64 i, float v) { p[i] = (u8)(u64)cep_f2i(v); }
+__device__ __forceinline__ void st_f(b8 *p, i64 i, float v) { p[i].v = v != 0.0f; }
+
+/* Stores an int64, wrapping to the width of the type. */
+__device__ __forceinline__ void st_i(i64 *p, i64 i, i64 v) { p[i] = v; }
+__device__ __forceinline__ void st_i(i32 *p, i64 i, i64 v) { p[i] = (i32)(u32)(u64)v; }
+__device__ __forceinline__ void st_i(i8 *p, i64 i, i64 v) { p[i] = (i8)(u8)(u64)v; }
+__device__ __forceinline__ void st_i(u8 *p, i64 i, i64 v) { p[i] = (u8)(u64)v; }
+__device__ __forceinline__ void st_i(b8 *p, i64 i, i64 v) { p[i].v = v != 0; }
+__device__ __forceinline__ void st_i(float *p, i64 i, i64 v) { st_f(p, i, (float)v); }
+__device__ __forceinline__ void st_i(f16 *p, i64 i, i64 v) { st_f(p, i, (float)v); }
+__device__ __forceinline__ void st_i(bf16 *p, i64 i, i64 v) { st_f(p, i, (float)v); }
+
+/* ------------------------------------------------------- broadcasting */
+
+/* Two operands broadcast to an output of n elements: the output's dims
+ * (merged where both operands are contiguous) and each operand's element
+ * stride per dim, 0 along a broadcast one. Twin: struct cuda_bcast. */
+struct cep_bcast {
+	i32 rank;                       /* >= 1 */
+	i32 pad;
+	i64 n;
+	i64 dims[CEP_MAX_RANK];         /* (rank) */
+	i64 stride[2][CEP_MAX_RANK];    /* (2, rank) */
+};
+
+/* Where output element i reads each operand. */
+__device__ __forceinline__ void cep_bcast_at(const cep_bcast &p, i64 i, i64 *oa, i64 *ob)
+{
+	i64 a = 0, b = 0;
+
+	if (p.rank == 1) {
+		*oa = i * p.stride[0][0];
+		*ob = i * p.stride[1][0];
+		return;
+	}
+	for (int d = p.rank - 1; d >= 0; d--) {
+		i64 q = i / p.dims[d];
+		i64 k = i - q * p.dims[d];
+
+		a += k * p.stride[0][d];
+		b += k * p.stride[1][d];
+		i = q;
+	}
+	*oa = a;
+	*ob = b;
+}
+
+/* ------------------------------------------------------------- faults */
+
+/* Twin: struct cuda_fault. */
+struct cep_fault {
+	u32 flag;
+	i32 axis;
+	u64 site;
+	i64 value;
+	i64 limit;
+};
+
+/* Latches the first bad index of a run; later ones leave it alone. The
+ * fields are read only after the stream completed, so plain stores after
+ * the winning CAS are enough. */
+__device__ __forceinline__ void cep_fault_latch(cep_fault *f, u64 site, int axis,
+						i64 value, i64 limit)
+{
+	if (atomicCAS(&f->flag, 0u, 1u) == 0u) {
+		f->axis = axis;
+		f->site = site;
+		f->value = value;
+		f->limit = limit;
+	}
+}
+
+#endif

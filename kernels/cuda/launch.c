@@ -1,0 +1,97 @@
+/*
+ * launch.c — helpers of the launchers of kernels/cuda (launch.h): type
+ * suffixes, copy units and the broadcasting layout of binary kernels.
+ */
+#include "launch.h"
+
+#include <string.h>
+
+const char *cuda_dtype_suffix(cep_dtype dtype)
+{
+	switch (dtype) {
+	case CEP_DTYPE_FLOAT32: return "f32";
+	case CEP_DTYPE_FLOAT16: return "f16";
+	case CEP_DTYPE_BFLOAT16: return "bf16";
+	case CEP_DTYPE_INT64: return "i64";
+	case CEP_DTYPE_INT32: return "i32";
+	case CEP_DTYPE_INT8: return "i8";
+	case CEP_DTYPE_UINT8: return "u8";
+	case CEP_DTYPE_BOOL: return "bool";
+	default: return NULL;
+	}
+}
+
+unsigned cuda_unit(const uint64_t *v, int n)
+{
+	unsigned u = 16;
+	int i;
+
+	for (i = 0; i < n; i++) {
+		while (v[i] % u != 0)
+			u /= 2;
+	}
+	return u;
+}
+
+void cuda_bcast_init(struct cuda_bcast *p, const struct op_tensor *out,
+		     const struct op_tensor *a, const struct op_tensor *b)
+{
+	const struct op_tensor *ops[2] = { a, b };
+	int64_t st[2][CEP_MAX_RANK];
+	int r = out->rank, m = 0, i, k;
+
+	memset(p, 0, sizeof(*p));
+	p->n = op_dims_product(out, 0, r);
+	for (k = 0; k < 2; k++) {
+		int64_t s = 1;
+
+		for (i = r - 1; i >= 0; i--) {
+			int ii = i - (r - ops[k]->rank);
+
+			if (ii >= 0 && ops[k]->dims[ii] != 1) {
+				st[k][i] = s;
+				s *= ops[k]->dims[ii];
+			} else {
+				st[k][i] = 0;
+			}
+		}
+	}
+	/* From the innermost dim outwards, merging a dim into the one inside
+	 * it when both operands step across the pair as across one dim; the
+	 * result is built reversed and turned around at the end. */
+	for (i = r - 1; i >= 0; i--) {
+		bool merge = m > 0;
+
+		if (out->dims[i] == 1)
+			continue;
+		for (k = 0; k < 2 && merge; k++)
+			merge = st[k][i] == p->stride[k][m - 1] * p->dims[m - 1];
+		if (merge) {
+			p->dims[m - 1] *= out->dims[i];
+			continue;
+		}
+		p->dims[m] = out->dims[i];
+		for (k = 0; k < 2; k++)
+			p->stride[k][m] = st[k][i];
+		m++;
+	}
+	if (m == 0) {
+		/* A single element (or none): rank 1 of size 1. */
+		p->dims[0] = 1;
+		p->stride[0][0] = p->stride[1][0] = 0;
+		m = 1;
+	}
+	for (i = 0; i < m / 2; i++) {
+		int j = m - 1 - i;
+		int64_t t = p->dims[i];
+
+		p->dims[i] = p->dims[j];
+		p->dims[j] = t;
+		for (k = 0; k < 2; k++) {
+			t = p->stride[k][i];
+			p->stride[k][i] = p->stride[k][j];
+			p->stride[k][j] = t;
+		}
+	}
+	p->rank = m;
+}

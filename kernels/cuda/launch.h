@@ -1,0 +1,59 @@
+/*
+ * launch.h — what the launchers of kernels/cuda share: grid sizes, the
+ * kernel-name suffix of each element type, the widest unit a copy can
+ * move, and the host twins of the structs the NVRTC sources take as
+ * arguments (kernels/cuda/common.cuh and the .cu files), laid out with the
+ * same explicit padding. Internal to kernels/cuda.
+ *
+ * A launcher follows one pattern: prepare() checks what it can, fetches
+ * its CUfunction with cuda_function_get() (the compile happens there, at
+ * plan time) and precomputes its arguments into call->params; run() only
+ * fills the pointers and calls cuda_launch() on call->stream.
+ */
+#ifndef CEP_KERNELS_CUDA_LAUNCH_H
+#define CEP_KERNELS_CUDA_LAUNCH_H
+
+#include <stdint.h>
+
+#include "cuda_kernels.h"
+#include "ops.h"
+#include "registry.h"
+
+#define CUDA_BLOCK 256          /* threads per block of the elementwise kernels */
+#define CUDA_GRID_MAX 65535u    /* blocks; kernels loop over the rest */
+
+/* Blocks for n elements, one per thread, at most CUDA_GRID_MAX. */
+static inline unsigned cuda_grid(int64_t n)
+{
+	int64_t g = (n + CUDA_BLOCK - 1) / CUDA_BLOCK;
+
+	return g > (int64_t)CUDA_GRID_MAX ? CUDA_GRID_MAX : (unsigned)g;
+}
+
+/* Checks at compile time that a launcher's state fits call->params. */
+#define CUDA_PARAMS_FIT(type) \
+	_Static_assert(sizeof(type) <= OP_PARAMS_BYTES, #type " exceeds OP_PARAMS_BYTES")
+
+/* The suffix of dtype in kernel names ("f32", "bf16", "i64", "bool"), or
+ * NULL for a type the device kernels do not store. */
+const char *cuda_dtype_suffix(cep_dtype dtype);
+
+/* The widest of 16, 8, 4, 2, 1 bytes that divides each of the n values
+ * (lengths, pitches and addresses in bytes). */
+unsigned cuda_unit(const uint64_t *v, int n);
+
+/* Twin of struct cep_bcast (common.cuh). */
+struct cuda_bcast {
+	int32_t rank;                           /* >= 1 */
+	int32_t pad;
+	int64_t n;                              /* output elements */
+	int64_t dims[CEP_MAX_RANK];             /* (rank) output dims, merged */
+	int64_t stride[2][CEP_MAX_RANK];        /* (2, rank) elements; 0: broadcast */
+};
+
+/* Fills p for out = f(a, b) under numpy broadcasting, merging dims that
+ * both operands walk contiguously, so same-shaped operands make rank 1. */
+void cuda_bcast_init(struct cuda_bcast *p, const struct op_tensor *out,
+		     const struct op_tensor *a, const struct op_tensor *b);
+
+#endif

@@ -1,0 +1,31 @@
+/*
+ * reshape.c — the CUDA kernels of the operators that change a shape but
+ * not the elements: Reshape, Flatten, Squeeze, Unsqueeze, Identity. Each
+ * is one device-to-device copy on the call's stream (none when the
+ * planner gave input and output the same memory); their inference is the
+ * reference family's (kernels/cpu/reshape.c).
+ */
+#include "launch.h"
+
+static int copy_run(struct op_call *c)
+{
+	size_t bytes = op_tensor_bytes(&c->out[0]);
+
+	if (c->out[0].data == c->in[0].data || bytes == 0)
+		return 0;
+	return backend_copy_d2d(c->be, c->stream, c->out[0].data, c->in[0].data, bytes);
+}
+
+#define COPY_KERNEL(op) { "", op, 7, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_ALL, NULL, copy_run }
+
+static const struct op_kernel kernels[] = {
+	COPY_KERNEL("Reshape"),
+	COPY_KERNEL("Flatten"),
+	COPY_KERNEL("Squeeze"),
+	COPY_KERNEL("Unsqueeze"),
+	COPY_KERNEL("Identity"),
+};
+
+const struct op_family op_family_cuda_reshape = {
+	"cuda_reshape", NULL, 0, kernels, sizeof(kernels) / sizeof(kernels[0]),
+};
