@@ -25,11 +25,13 @@
 #include "backend.h"
 
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "arena.h"
+#include "cublaslt.h"
 #include "cuda_driver.h"
 #include "cuda_kernels.h"
 #include "cudaep.h"
@@ -73,6 +75,12 @@ struct cuda_ctx {
 	struct alloc_provider *prov;       /* owned */
 	struct arena *arena;               /* owned; device memory */
 	char desc[256];                    /* what iface.device shows */
+	pthread_mutex_t blas_lock;         /* guards the three below */
+	struct cublaslt *blas;             /* owned; opened by the first plan
+	                                    * with a GEMM (cuda_blas_get()) */
+	int blas_err;                      /* why it could not open; 0: it did,
+	                                    * or nobody asked yet */
+	char blas_why[400];                /* that failure's message */
 };
 
 static int cuda_launch_op(struct backend *b, struct backend_stream *s,
@@ -563,12 +571,49 @@ int cuda_backend_arch(const struct backend *be)
 	return cuda_backend_is(be) ? ((const struct cuda_ctx *)be->ctx)->arch : 0;
 }
 
+CUstream cuda_stream_handle(const struct backend_stream *s)
+{
+	return s != NULL ? s->stream : NULL;
+}
+
+/* cuBLASLt is large (over 500 MiB mapped) and most backends of the tests
+ * never multiply matrices, so it opens on first use; a failure is kept
+ * and repeated, so a machine without it is asked once. */
+int cuda_blas_get(struct backend *be, struct cublaslt **out)
+{
+	struct cuda_ctx *cc;
+	int ret = 0;
+
+	*out = NULL;
+	if (!cuda_backend_is(be))
+		return not_cuda(be);
+	cc = be->ctx;
+	pthread_mutex_lock(&cc->blas_lock);
+	if (cc->blas == NULL && cc->blas_err == 0) {
+		/* A context that cannot be made current is this call's error,
+		 * not the library's: only the opening's failure is kept. */
+		ret = cuda_current(cc);
+		if (ret == 0 && (ret = cublaslt_new(NULL, &cc->blas)) < 0) {
+			cc->blas_err = ret;
+			snprintf(cc->blas_why, sizeof(cc->blas_why), "%s", cep_last_error());
+		}
+	}
+	if (ret == 0 && cc->blas_err != 0)
+		ret = cep__set_error(cc->blas_err, "%s", cc->blas_why);
+	*out = cc->blas;
+	pthread_mutex_unlock(&cc->blas_lock);
+	return ret;
+}
+
 /* ------------------------------------------------------------- the backend */
 
 static void cuda_ctx_close(struct cuda_ctx *cc)
 {
-	if (cc->ctx != NULL && cuda_current(cc) == 0)
+	if (cc->ctx != NULL && cuda_current(cc) == 0) {
+		cublaslt_free(cc->blas);
 		nvrtc_cache_free(cc->kernels);
+	}
+	pthread_mutex_destroy(&cc->blas_lock);
 	nvrtc_lib_free(cc->nvrtc);
 	arena_free(cc->arena);
 	alloc_provider_free(cc->prov);
@@ -658,6 +703,7 @@ int backend_cuda_new_config(const struct backend_cuda_config *cfg, struct backen
 		goto out;
 	}
 	cc->ordinal = cfg->device;
+	pthread_mutex_init(&cc->blas_lock, NULL);
 	ret = cuda_driver_new(cfg->driver_lib, &cc->drv);
 	if (ret < 0)
 		goto out;

@@ -122,4 +122,20 @@ int cuda_kernel_stats(struct backend *be, struct nvrtc_stats *out);
  * another backend. */
 int cuda_backend_arch(const struct backend *be);
 
+/* The CUstream under s, a stream of the CUDA backend (call->stream of a
+ * device kernel), for libraries that take one (cuBLASLt); NULL for NULL. */
+CUstream cuda_stream_handle(const struct backend_stream *s);
+
+struct cublaslt;
+
+/*
+ * Stores in *out the cuBLASLt handle of be (gpu/cublaslt.h), which be
+ * owns: opened on the first call (the library loaded, a handle created on
+ * be's device) and freed with be. For prepare() functions. Fails with
+ * CEP_EINVAL when be is not the CUDA backend, or with the failure of
+ * cublaslt_new() ("no cuBLASLt: ..."), which is remembered and repeated
+ * on later calls without trying again.
+ */
+int cuda_blas_get(struct backend *be, struct cublaslt **out);
+
 #endif

@@ -95,3 +95,57 @@ void cuda_bcast_init(struct cuda_bcast *p, const struct op_tensor *out,
 	}
 	p->rank = m;
 }
+
+void cuda_bcastn_init(struct cuda_bcastn *p, const struct op_tensor *out,
+		      const struct op_tensor *const *ins, int n)
+{
+	uint32_t bits[CUDA_BCASTN_MAX], prev[CUDA_BCASTN_MAX];
+	int64_t dims[CEP_MAX_RANK];
+	int r = out->rank, m = 0, i, k;
+
+	memset(p, 0, sizeof(*p));
+	p->n = op_dims_product(out, 0, r);
+	p->n_in = n;
+	/* From the innermost dim outwards, as cuda_bcast_init() does, but an
+	 * operand is described by where it broadcasts alone: a dim merges
+	 * into the one inside it when every operand broadcasts along both or
+	 * along neither. The masks are built reversed, then turned around. */
+	for (i = r - 1; i >= 0; i--) {
+		bool merge = m > 0;
+
+		if (out->dims[i] == 1)
+			continue;
+		for (k = 0; k < n; k++) {
+			const struct op_tensor *t = ins[k];
+			int ii = t != NULL ? i - (r - t->rank) : i;
+
+			bits[k] = t != NULL && (ii < 0 || t->dims[ii] == 1);
+			merge = merge && bits[k] == prev[k];
+		}
+		if (merge) {
+			dims[m - 1] *= out->dims[i];
+			continue;
+		}
+		dims[m] = out->dims[i];
+		for (k = 0; k < n; k++) {
+			p->bmask[k] |= bits[k] << m;
+			prev[k] = bits[k];
+		}
+		m++;
+	}
+	if (m == 0) {
+		/* A single element (or none): rank 1 of size 1, read by all. */
+		dims[0] = 1;
+		m = 1;
+	}
+	for (i = 0; i < m; i++)
+		p->dims[i] = dims[m - 1 - i];
+	for (k = 0; k < n; k++) {
+		uint32_t rev = 0;
+
+		for (i = 0; i < m; i++)
+			rev |= ((p->bmask[k] >> i) & 1u) << (m - 1 - i);
+		p->bmask[k] = rev;
+	}
+	p->rank = m;
+}

@@ -56,4 +56,27 @@ struct cuda_bcast {
 void cuda_bcast_init(struct cuda_bcast *p, const struct op_tensor *out,
 		     const struct op_tensor *a, const struct op_tensor *b);
 
+/* Operands of one launch of the kernels that broadcast more than two. */
+#define CUDA_BCASTN_MAX 8
+
+/* Twin of struct cep_bcastn (kernels/cuda/elem.cuh): up to
+ * CUDA_BCASTN_MAX operands broadcast to the output, each described by the
+ * dims it broadcasts along; the device derives the strides, since an
+ * operand walks its other dims contiguously. Small enough for
+ * call->params, unlike a stride table per operand. */
+struct cuda_bcastn {
+	int32_t rank;                           /* >= 1 */
+	int32_t n_in;                           /* operands, <= CUDA_BCASTN_MAX */
+	int64_t n;                              /* output elements */
+	int64_t dims[CEP_MAX_RANK];             /* (rank) output dims, merged */
+	uint32_t bmask[CUDA_BCASTN_MAX];        /* (n_in) bit d: broadcast along dim d */
+};
+
+/* Fills p for an output out computed from the n (<= CUDA_BCASTN_MAX)
+ * operands ins under numpy broadcasting; a NULL entry of ins stands for
+ * an operand of the output's own shape. Dims across which every operand
+ * keeps the same broadcast pattern are merged. */
+void cuda_bcastn_init(struct cuda_bcastn *p, const struct op_tensor *out,
+		      const struct op_tensor *const *ins, int n);
+
 #endif

@@ -17,7 +17,14 @@
 static const char *const cuda_ops[] = {
 	"Add", "Sub", "Mul", "Div", "Relu", "Sigmoid", "Tanh", "Exp", "Sqrt", "Reciprocal",
 	"Neg", "Abs", "Log", "Erf", "Floor", "Ceil", "Reshape", "Flatten", "Squeeze",
-	"Unsqueeze", "Identity", "Transpose", "Cast", "Concat", "Gather",
+	"Unsqueeze", "Identity", "Transpose", "Cast", "Concat", "Gather", "MatMul", "Gemm",
+	"Softmax", "LogSoftmax", "LayerNormalization", "BatchNormalization", "ReduceSum",
+	"ReduceMean", "ReduceMax", "ReduceMin", "Expand", "Tile",
+	"Slice", "Split", "ArgMax", "ArgMin", "GatherElements", "Dropout", "ConstantOfShape",
+	"Range",
+	"LeakyRelu", "Elu", "HardSigmoid", "HardSwish", "Softplus", "Gelu", "PRelu", "Clip",
+	"Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "And", "Or", "Not",
+	"Where", "Min", "Max", "Sum", "Mean", "Pow", "Mod",
 };
 
 static const cep_dtype all_types[] = {

@@ -1,0 +1,154 @@
+/*
+ * activation.cu — activations with parameters, the device side of
+ * kernels/cpu/activation.c: LeakyRelu, Elu, HardSigmoid, HardSwish,
+ * Softplus, Gelu (exact and tanh forms), PRelu (a slope broadcast to the
+ * input) and Clip. Float types are computed in float with the host's
+ * formulas; products that feed a sum are rounded separately
+ * (__fmul_rn), as the host's C does, rather than fused. PRelu and Clip of
+ * integers work in int64, wrapping at the type's width. Launcher:
+ * kernels/cuda/activation.c. Kernels: <op>_<type> (hardswish_f16,
+ * gelutanh_f32, prelu_i64, clip_u8).
+ */
+#include "common.cuh"
+
+enum { ACT_LEAKY_RELU, ACT_ELU, ACT_HARD_SIGMOID, ACT_HARD_SWISH, ACT_SOFTPLUS,
+       ACT_GELU, ACT_GELU_TANH };
+
+template <int OP> __device__ __forceinline__ float act_f(float v, float alpha, float beta)
+{
+	/* sqrt(2 / pi) and 1 / sqrt(2) */
+	const float k_tanh = 0.7978845608028654f, k_erf = 0.7071067811865476f;
+	float h;
+
+	switch (OP) {
+	case ACT_LEAKY_RELU:
+		return v < 0.0f ? alpha * v : v;
+	case ACT_ELU:
+		return v < 0.0f ? alpha * expm1f(v) : v;
+	case ACT_HARD_SIGMOID:
+	case ACT_HARD_SWISH:
+		h = __fmul_rn(alpha, v) + beta;
+		h = h < 0.0f ? 0.0f : h > 1.0f ? 1.0f : h;
+		return OP == ACT_HARD_SWISH ? v * h : h;
+	case ACT_SOFTPLUS:
+		return v > 0.0f ? v + log1pf(expf(-v)) : log1pf(expf(v));
+	case ACT_GELU:
+		return 0.5f * v * (1.0f + erff(v * k_erf));
+	default:
+		return 0.5f * v *
+		       (1.0f + tanhf(k_tanh * (v + __fmul_rn(__fmul_rn(0.044715f * v, v), v))));
+	}
+}
+
+template <typename T, int OP>
+__device__ __forceinline__ void activation(const T *a, T *o, i64 n, float alpha, float beta)
+{
+	CEP_FOR(i, n)
+		st_f(o, i, act_f<OP>(ld_f(a, i), alpha, beta));
+}
+
+#define ACT_KERNEL(name, OP, T, sfx)                                            \
+	extern "C" __global__ void name##_##sfx(const T *a, T *o, i64 n,         \
+						float alpha, float beta)         \
+	{                                                                       \
+		activation<T, OP>(a, o, n, alpha, beta);                        \
+	}
+
+#define ACT_TYPES(name, OP)                     \
+	ACT_KERNEL(name, OP, float, f32)        \
+	ACT_KERNEL(name, OP, f16, f16)          \
+	ACT_KERNEL(name, OP, bf16, bf16)
+
+ACT_TYPES(leakyrelu, ACT_LEAKY_RELU)
+ACT_TYPES(elu, ACT_ELU)
+ACT_TYPES(hardsigmoid, ACT_HARD_SIGMOID)
+ACT_TYPES(hardswish, ACT_HARD_SWISH)
+ACT_TYPES(softplus, ACT_SOFTPLUS)
+ACT_TYPES(gelu, ACT_GELU)
+ACT_TYPES(gelutanh, ACT_GELU_TANH)
+
+/* ------------------------------------------------------------------ PRelu */
+
+/* Operand 0 is X, operand 1 the slope broadcast to X's shape. */
+template <typename T>
+__device__ __forceinline__ void prelu(const T *a, const T *s, T *o, const cep_bcast &p)
+{
+	CEP_FOR(i, p.n) {
+		i64 ia, is;
+
+		cep_bcast_at(p, i, &ia, &is);
+		if (cep_is_float<T>::value) {
+			float v = ld_f(a, ia);
+
+			st_f(o, i, v < 0.0f ? v * ld_f(s, is) : v);
+		} else {
+			i64 v = ld_i(a, ia);
+
+			st_i(o, i, v < 0 ? (i64)((u64)v * (u64)ld_i(s, is)) : v);
+		}
+	}
+}
+
+#define PRELU_KERNEL(T, sfx)                                                    \
+	extern "C" __global__ void prelu_##sfx(const T *a, const T *s, T *o,     \
+					       cep_bcast p)                     \
+	{                                                                       \
+		prelu<T>(a, s, o, p);                                           \
+	}
+
+PRELU_KERNEL(float, f32)
+PRELU_KERNEL(f16, f16)
+PRELU_KERNEL(bf16, bf16)
+PRELU_KERNEL(i64, i64)
+PRELU_KERNEL(i32, i32)
+
+/* ------------------------------------------------------------------- Clip */
+
+/*
+ * min(max(x, lo), hi) in the spec's order, so lo > hi gives hi and NaN
+ * stays NaN. The bounds are read from device memory when the inputs lo
+ * and hi are given (from opset 11), else taken from flo and fhi (floats)
+ * or ilo and ihi (integers): the attributes or the type's limits.
+ */
+template <typename T>
+__device__ __forceinline__ void clip(const T *a, T *o, i64 n, const T *lo, const T *hi,
+				     float flo, float fhi, i64 ilo, i64 ihi)
+{
+	if (cep_is_float<T>::value) {
+		float l = lo != nullptr ? ld_f(lo, 0) : flo;
+		float h = hi != nullptr ? ld_f(hi, 0) : fhi;
+
+		CEP_FOR(i, n) {
+			float v = ld_f(a, i);
+
+			v = v < l ? l : v;
+			st_f(o, i, v > h ? h : v);
+		}
+	} else {
+		i64 l = lo != nullptr ? ld_i(lo, 0) : ilo;
+		i64 h = hi != nullptr ? ld_i(hi, 0) : ihi;
+
+		CEP_FOR(i, n) {
+			i64 v = ld_i(a, i);
+
+			v = v < l ? l : v;
+			st_i(o, i, v > h ? h : v);
+		}
+	}
+}
+
+#define CLIP_KERNEL(T, sfx)                                                     \
+	extern "C" __global__ void clip_##sfx(const T *a, T *o, i64 n, const T *lo, \
+					      const T *hi, float flo, float fhi, \
+					      i64 ilo, i64 ihi)                 \
+	{                                                                       \
+		clip<T>(a, o, n, lo, hi, flo, fhi, ilo, ihi);                   \
+	}
+
+CLIP_KERNEL(float, f32)
+CLIP_KERNEL(f16, f16)
+CLIP_KERNEL(bf16, bf16)
+CLIP_KERNEL(i64, i64)
+CLIP_KERNEL(i32, i32)
+CLIP_KERNEL(i8, i8)
+CLIP_KERNEL(u8, u8)

@@ -1,0 +1,110 @@
+/*
+ * compare.cu — comparisons, logic and selection with numpy broadcasting,
+ * the device side of kernels/cpu/compare.c: Equal, Less, LessOrEqual,
+ * Greater, GreaterOrEqual, And, Or (bool out), Not, and Where. Floats
+ * compare in float (so NaN is unequal to everything), integers and bool
+ * in int64; Where moves elements as bits of their width and reads the
+ * condition as a byte, nonzero true. Launcher: kernels/cuda/compare.c.
+ * Kernels: <op>_<type> (equal_f32, and_bool, not_bool) and where_<bits>.
+ */
+#include "elem.cuh"
+
+enum { CMP_EQ, CMP_LT, CMP_LE, CMP_GT, CMP_GE, CMP_AND, CMP_OR };
+
+template <int OP> __device__ __forceinline__ bool cmp_f(float a, float b)
+{
+	switch (OP) {
+	case CMP_EQ: return a == b;
+	case CMP_LT: return a < b;
+	case CMP_LE: return a <= b;
+	case CMP_GT: return a > b;
+	case CMP_GE: return a >= b;
+	case CMP_AND: return a != 0.0f && b != 0.0f;
+	default: return a != 0.0f || b != 0.0f;
+	}
+}
+
+template <int OP> __device__ __forceinline__ bool cmp_i(i64 a, i64 b)
+{
+	switch (OP) {
+	case CMP_EQ: return a == b;
+	case CMP_LT: return a < b;
+	case CMP_LE: return a <= b;
+	case CMP_GT: return a > b;
+	case CMP_GE: return a >= b;
+	case CMP_AND: return a && b;
+	default: return a || b;
+	}
+}
+
+template <typename T, int OP>
+__device__ __forceinline__ void compare(const T *a, const T *b, u8 *o, const cep_bcast &p)
+{
+	CEP_FOR(i, p.n) {
+		i64 ia, ib;
+
+		cep_bcast_at(p, i, &ia, &ib);
+		if (cep_is_float<T>::value)
+			o[i] = cmp_f<OP>(ld_f(a, ia), ld_f(b, ib));
+		else
+			o[i] = cmp_i<OP>(ld_i(a, ia), ld_i(b, ib));
+	}
+}
+
+#define COMPARE_KERNEL(name, OP, T, sfx)                                        \
+	extern "C" __global__ void name##_##sfx(const T *a, const T *b, u8 *o,   \
+						cep_bcast p)                     \
+	{                                                                       \
+		compare<T, OP>(a, b, o, p);                                     \
+	}
+
+#define COMPARE_TYPES(name, OP)                 \
+	COMPARE_KERNEL(name, OP, float, f32)    \
+	COMPARE_KERNEL(name, OP, f16, f16)      \
+	COMPARE_KERNEL(name, OP, bf16, bf16)    \
+	COMPARE_KERNEL(name, OP, i64, i64)      \
+	COMPARE_KERNEL(name, OP, i32, i32)      \
+	COMPARE_KERNEL(name, OP, i8, i8)        \
+	COMPARE_KERNEL(name, OP, u8, u8)
+
+COMPARE_TYPES(equal, CMP_EQ)
+COMPARE_KERNEL(equal, CMP_EQ, b8, bool)
+COMPARE_TYPES(less, CMP_LT)
+COMPARE_TYPES(lessorequal, CMP_LE)
+COMPARE_TYPES(greater, CMP_GT)
+COMPARE_TYPES(greaterorequal, CMP_GE)
+COMPARE_KERNEL(and, CMP_AND, b8, bool)
+COMPARE_KERNEL(or, CMP_OR, b8, bool)
+
+extern "C" __global__ void not_bool(const u8 *a, u8 *o, i64 n)
+{
+	CEP_FOR(i, n)
+		o[i] = !a[i];
+}
+
+/* ------------------------------------------------------------------ Where */
+
+/* Operands in bc's order: the condition, X, Y. */
+template <typename T>
+__device__ __forceinline__ void where(const u8 *c, const T *x, const T *y, T *o,
+				      const cep_bcastn &p)
+{
+	CEP_FOR(i, p.n) {
+		i64 off[3];
+
+		cep_bcastn_at<3>(p, i, off);
+		o[i] = c[off[0]] ? x[off[1]] : y[off[2]];
+	}
+}
+
+#define WHERE_KERNEL(T, bits)                                                   \
+	extern "C" __global__ void where_##bits(const u8 *c, const T *x, const T *y, \
+						T *o, cep_bcastn p)               \
+	{                                                                       \
+		where<T>(c, x, y, o, p);                                        \
+	}
+
+WHERE_KERNEL(u8, 8)
+WHERE_KERNEL(u16, 16)
+WHERE_KERNEL(u32, 32)
+WHERE_KERNEL(u64, 64)

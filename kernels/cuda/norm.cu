@@ -1,0 +1,171 @@
+/*
+ * norm.cu — LayerNormalization and the inference form of
+ * BatchNormalization, with the arithmetic of the reference kernels
+ * (kernels/cpu/norm.c): statistics and the affine step in double, each
+ * result rounded once to its type.
+ *
+ * LayerNormalization gives each row of the input (seen as rows x cols,
+ * split at axis) a block: the threads stride along the row and combine the
+ * sum, then the sum of squared deviations, through warp shuffles; the
+ * first thread stores the row's Mean and InvStdDev when they are asked
+ * for. Scale and B are read by column, as one value, or through numpy
+ * broadcasting strides over the input's dims.
+ *
+ * BatchNormalization first folds each channel's (or element's, spatial=0)
+ * scale, B, mean and var into y = x * a + b, with a and b in the
+ * workspace (bn_coef), then maps every element (bn_apply_<type>). Its
+ * parameters may be typed apart from X (opsets 14 and 15), so they are
+ * loaded by a type code rather than through a kernel per combination.
+ *
+ * Launcher: kernels/cuda/norm.c.
+ */
+#include "blockred.cuh"
+
+enum { LN_ABSENT, LN_ONE, LN_COLUMN, LN_BCAST };
+
+/* Twin: struct cuda_ln. */
+struct cep_ln {
+	i64 rows, cols;
+	double eps;
+	i32 rank;
+	i32 smode, bmode;              /* LN_* for Scale and B */
+	i32 stash_bf16;                /* Mean and InvStdDev are bfloat16, not float */
+	i64 dims[CEP_MAX_RANK];        /* (rank) of X */
+	i64 sstride[CEP_MAX_RANK];     /* (rank) Scale's element strides, 0: broadcast */
+	i64 bstride[CEP_MAX_RANK];     /* (rank) B's */
+};
+
+/* Element e of X's parameter q (Scale or B) as a double. */
+template <typename T>
+__device__ __forceinline__ double ln_param(const T *q, int mode, const i64 *stride,
+					   const cep_ln &p, i64 e, i64 col)
+{
+	i64 off = 0;
+
+	switch (mode) {
+	case LN_ABSENT: return 0.0;
+	case LN_ONE: return ld_f(q, 0);
+	case LN_COLUMN: return ld_f(q, col);
+	default:
+		for (int d = p.rank - 1; d >= 0; d--) {
+			i64 k = e % p.dims[d];
+
+			off += k * stride[d];
+			e /= p.dims[d];
+		}
+		return ld_f(q, off);
+	}
+}
+
+template <typename T>
+__device__ __forceinline__ void layernorm(const T *x, const T *s, const T *b, T *y,
+					  void *mean_out, void *inv_out, const cep_ln &p)
+{
+	for (i64 r = blockIdx.x; r < p.rows; r += gridDim.x) {
+		i64 base = r * p.cols;
+		double sum = 0.0, sq = 0.0, m, inv;
+
+		for (i64 j = threadIdx.x; j < p.cols; j += blockDim.x)
+			sum += (double)ld_f(x, base + j);
+		sum = cep_block_reduce<cep_add>(sum, 0.0);
+		m = sum / (double)p.cols;
+		for (i64 j = threadIdx.x; j < p.cols; j += blockDim.x) {
+			double d = (double)ld_f(x, base + j) - m;
+
+			sq += d * d;
+		}
+		sq = cep_block_reduce<cep_add>(sq, 0.0);
+		inv = 1.0 / sqrt(sq / (double)p.cols + p.eps);
+		if (threadIdx.x == 0) {
+			if (mean_out != 0 && p.stash_bf16)
+				st_f((bf16 *)mean_out, r, (float)m);
+			else if (mean_out != 0)
+				st_f((float *)mean_out, r, (float)m);
+			if (inv_out != 0 && p.stash_bf16)
+				st_f((bf16 *)inv_out, r, (float)inv);
+			else if (inv_out != 0)
+				st_f((float *)inv_out, r, (float)inv);
+		}
+		for (i64 j = threadIdx.x; j < p.cols; j += blockDim.x) {
+			i64 e = base + j;
+			double sv = ln_param(s, p.smode, p.sstride, p, e, j);
+			double bv = ln_param(b, p.bmode, p.bstride, p, e, j);
+
+			/* Rounded step by step, as the host does it: no fused multiply-add. */
+			st_f(y, e, (float)__dadd_rn(__dmul_rn(__dmul_rn((double)ld_f(x, e) - m, inv), sv),
+						     bv));
+		}
+	}
+}
+
+#define LN_KERNEL(T, sfx)                                                            \
+	extern "C" __global__ void layernorm_##sfx(const T *x, const T *s, const T *b,   \
+						   T *y, void *mean_out, void *inv_out,  \
+						   cep_ln p)                             \
+	{                                                                            \
+		layernorm<T>(x, s, b, y, mean_out, inv_out, p);                      \
+	}
+
+LN_KERNEL(float, f32)
+LN_KERNEL(f16, f16)
+LN_KERNEL(bf16, bf16)
+
+/* ------------------------------------------------------ BatchNormalization */
+
+enum { BN_F32, BN_F16, BN_BF16 };
+
+/* Element i of a float tensor whose type is a BN_* code. */
+__device__ __forceinline__ double bn_load(const void *q, int code, i64 i)
+{
+	switch (code) {
+	case BN_F16: return ld_f((const f16 *)q, i);
+	case BN_BF16: return ld_f((const bf16 *)q, i);
+	default: return ld_f((const float *)q, i);
+	}
+}
+
+/* Twin: struct cuda_bn. */
+struct cep_bn {
+	i64 n;                 /* elements of X */
+	i64 channels, inner;   /* X as (N, channels, inner) */
+	i64 n_params;          /* elements of each of scale, B, mean, var */
+	double eps;
+	i32 spatial;           /* one a, b per channel, else per (channel, inner) */
+	i32 code_sb, code_mv;  /* BN_* types of scale and B, of mean and var */
+	i32 pad;
+};
+
+/* ab[k] = scale / sqrt(var + eps), ab[n_params + k] = B - mean * ab[k]. */
+extern "C" __global__ void bn_coef(const void *scale, const void *bias, const void *mean,
+				   const void *var, double *ab, cep_bn p)
+{
+	CEP_FOR(k, p.n_params) {
+		double a = bn_load(scale, p.code_sb, k) / sqrt(bn_load(var, p.code_mv, k) + p.eps);
+
+		ab[k] = a;
+		ab[p.n_params + k] = __dsub_rn(bn_load(bias, p.code_sb, k),
+					       __dmul_rn(bn_load(mean, p.code_mv, k), a));
+	}
+}
+
+template <typename T>
+__device__ __forceinline__ void bn_apply(const T *x, T *y, const double *ab, const cep_bn &p)
+{
+	i64 per = p.channels * p.inner;
+
+	CEP_FOR(i, p.n) {
+		i64 k = p.spatial ? (i / p.inner) % p.channels : i % per;
+
+		st_f(y, i, (float)__dadd_rn(__dmul_rn((double)ld_f(x, i), ab[k]), ab[p.n_params + k]));
+	}
+}
+
+#define BN_KERNEL(T, sfx)                                                              \
+	extern "C" __global__ void bn_apply_##sfx(const T *x, T *y, const double *ab, cep_bn p) \
+	{                                                                              \
+		bn_apply<T>(x, y, ab, p);                                              \
+	}
+
+BN_KERNEL(float, f32)
+BN_KERNEL(f16, f16)
+BN_KERNEL(bf16, bf16)

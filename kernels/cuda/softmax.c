@@ -1,0 +1,93 @@
+/*
+ * softmax.c — the CUDA kernels of Softmax and LogSoftmax (opset 7 on, both
+ * axis rules) for float32, float16 and bfloat16: kernels/cuda/softmax.cu
+ * on the device. prepare() sees the input as (outer, n, inner) exactly as
+ * the reference kernels do (kernels/cpu/softmax.c) and picks the row
+ * kernel (a block per contiguous row) or the column kernel (a thread per
+ * strided column); run() launches it.
+ */
+#include "launch.h"
+
+#include <stdio.h>
+
+/* Twin of struct cep_softmax (softmax.cu). */
+struct cuda_softmax {
+	int64_t outer, n, inner;
+};
+
+struct softmax_params {
+	CUfunction fn;
+	struct cuda_softmax sm;
+	unsigned grid, block;
+};
+CUDA_PARAMS_FIT(struct softmax_params);
+
+static int softmax_prepare(struct op_call *c, size_t *workspace, const char *kernel)
+{
+	struct softmax_params *p = (struct softmax_params *)c->params;
+	const struct op_tensor *t = &c->in[0];
+	const char *sfx = cuda_dtype_suffix(t->dtype);
+	int64_t dflt = c->node->opset < 13 ? 1 : -1;
+	char name[40];
+	int axis = 0, ret;
+
+	*workspace = 0;
+	if (sfx == NULL || !op_dtype_in(t->dtype, OP_DTS_FLOAT))
+		return cep__set_error(CEP_EDTYPE, "%s: no cuda kernel for %s", c->node->op_type,
+				      cep_dtype_name(t->dtype));
+	/* A scalar has one element to normalise whatever the axis says. */
+	if (t->rank > 0) {
+		ret = op_axis_normalize(c->node, op_attr_int(c->node, "axis", dflt), t->rank,
+					&axis);
+		if (ret < 0)
+			return ret;
+	}
+	p->sm.outer = op_dims_product(t, 0, axis);
+	if (c->node->opset < 13) {
+		p->sm.n = op_dims_product(t, axis, t->rank);
+		p->sm.inner = 1;
+	} else {
+		p->sm.n = t->rank ? t->dims[axis] : 1;
+		p->sm.inner = op_dims_product(t, axis + 1, t->rank);
+	}
+	if (p->sm.inner == 1) {
+		/* Rows shorter than a full block get just enough warps. */
+		p->block = p->sm.n >= CUDA_BLOCK ? CUDA_BLOCK : (unsigned)((p->sm.n + 31) / 32) * 32;
+		p->grid = p->sm.outer > (int64_t)CUDA_GRID_MAX ? CUDA_GRID_MAX
+							       : (unsigned)p->sm.outer;
+	} else {
+		p->block = CUDA_BLOCK;
+		p->grid = cuda_grid(p->sm.outer * p->sm.inner);
+	}
+	if (p->sm.outer * p->sm.n * p->sm.inner == 0)
+		p->grid = 0;
+	snprintf(name, sizeof(name), "%s_%s_%s", kernel, p->sm.inner == 1 ? "rows" : "cols", sfx);
+	return cuda_function_get(c->be, "softmax", name, &p->fn);
+}
+
+static int softmax_run(struct op_call *c)
+{
+	struct softmax_params *p = (struct softmax_params *)c->params;
+	const void *x = c->in[0].data;
+	void *y = c->out[0].data;
+	void *args[] = { &x, &y, &p->sm };
+
+	return cuda_launch(c->be, c->stream, p->fn, p->grid, p->block, 0, args);
+}
+
+static int sm_prepare(struct op_call *c, size_t *ws) { return softmax_prepare(c, ws, "softmax"); }
+static int lsm_prepare(struct op_call *c, size_t *ws) { return softmax_prepare(c, ws, "logsoftmax"); }
+
+/* The reference kernels' ranges: bfloat16 arrived at opset 13. */
+#define SOFTMAX_DTS_7 (OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_FLOAT16))
+
+static const struct op_kernel kernels[] = {
+	{ "", "Softmax", 7, 12, BACKEND_CUDA, SOFTMAX_DTS_7, sm_prepare, softmax_run },
+	{ "", "Softmax", 13, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_FLOAT, sm_prepare, softmax_run },
+	{ "", "LogSoftmax", 7, 12, BACKEND_CUDA, SOFTMAX_DTS_7, lsm_prepare, softmax_run },
+	{ "", "LogSoftmax", 13, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_FLOAT, lsm_prepare, softmax_run },
+};
+
+const struct op_family op_family_cuda_softmax = {
+	"cuda_softmax", NULL, 0, kernels, sizeof(kernels) / sizeof(kernels[0]),
+};
