@@ -152,7 +152,7 @@ all: $(ALL)
 DEB_PKGS := build-essential pkg-config libuv1-dev libprotobuf-c-dev protobuf-c-compiler \
             protobuf-compiler libnanopb-dev nanopb libcriterion-dev libsystemd-dev \
             libinih-dev libxxhash-dev python3-venv python3-protobuf clang \
-            libclang-rt-14-dev systemd
+            libclang-rt-14-dev systemd groff-base
 DEPS_STAMP := build/.deps-stamp
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
@@ -280,7 +280,7 @@ export CUDAEP_BUILD_DIR := $(abspath $(BUILD))
 # so their logs do not interleave.
 test: deps $(TEST_PREREQ)
 	$(Q)$(MAKE) --no-print-directory -j1 test-unit test-integration test-python \
-	  test-conformance NOBUILD=1
+	  test-conformance test-ops NOBUILD=1
 
 test-unit: $(if $(filter 1,$(NOBUILD)),,$(UNIT_BIN))
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t $(CRITERION_FLAGS); done
@@ -366,14 +366,74 @@ bench: deps $(ALL) $(BENCH_BIN)
 run: deps $(ALL)
 	exec $(CUDAEPD) $(RUN_ARGS)
 
+# make install [PREFIX=/usr/local] [DESTDIR=staging-dir]: programs, the
+# client library (.so.VERSION with its soname and development links, .a),
+# cudaep.h, the pkg-config file, man pages, the systemd units and the
+# sysusers.d/tmpfiles.d snippets. Units and snippets go under $(PREFIX)/lib,
+# which systemd searches for PREFIX /usr and /usr/local alike (override
+# with SYSTEMDUNITDIR, SYSUSERSDIR, TMPFILESDIR); the units' /usr/bin/cudaepd
+# becomes $(BINDIR)/cudaepd. Configuration always goes to /etc/cudaep: the
+# example is refreshed, while cudaepd.conf (which cudaepd.service reads) is
+# created from it only when there is none, so a real config is never
+# overwritten. The pkg-config file is written here, with this PREFIX.
+BINDIR         ?= $(PREFIX)/bin
+LIBDIR         ?= $(PREFIX)/lib
+INCLUDEDIR     ?= $(PREFIX)/include
+MANDIR         ?= $(PREFIX)/share/man
+SYSCONFDIR     ?= /etc
+SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
+SYSUSERSDIR    ?= $(PREFIX)/lib/sysusers.d
+TMPFILESDIR    ?= $(PREFIX)/lib/tmpfiles.d
+CEP_VER   := $(shell sed -n 's/^\#define CEP_VERSION "\(.*\)"/\1/p' client/cudaep.h)
+UNITS     := cudaepd.service cudaepd.socket cudaepd@.service cudaepd@.socket
+MAN_PAGES := daemon/cudaepd.8 daemon/cudaepd.conf.5 client/cudaepctl.8 client/cudaep-run.1
+CONF_DIR   = $(DESTDIR)$(SYSCONFDIR)/cudaep
+
+.PHONY: uninstall test-ops
+
 install: $(ALL)
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include
-	install -m 0755 $(CUDAEPD) $(CUDAEPCTL) $(DESTDIR)$(PREFIX)/bin/
-	install -m 0644 $(CLIENT_A) $(DESTDIR)$(PREFIX)/lib/
-	install -m 0755 $(CLIENT_SO) $(DESTDIR)$(PREFIX)/lib/libcudaep-client.so.0
-	ln -sf libcudaep-client.so.0 $(DESTDIR)$(PREFIX)/lib/libcudaep-client.so
-	install -m 0644 $(CLIENT_PC) $(DESTDIR)$(PREFIX)/lib/pkgconfig/
-	install -m 0644 client/cudaep.h $(DESTDIR)$(PREFIX)/include/
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR) \
+	  $(DESTDIR)$(SYSTEMDUNITDIR) $(DESTDIR)$(SYSUSERSDIR) $(DESTDIR)$(TMPFILESDIR) $(CONF_DIR) \
+	  $(sort $(foreach m,$(MAN_PAGES),$(DESTDIR)$(MANDIR)/man$(subst .,,$(suffix $(m)))))
+	install -m 0755 $(CUDAEPD) $(CUDAEPCTL) $(CUDAEPRUN) $(DESTDIR)$(BINDIR)/
+	install -m 0644 $(CLIENT_A) $(DESTDIR)$(LIBDIR)/
+	install -m 0755 $(CLIENT_SO) $(DESTDIR)$(LIBDIR)/libcudaep-client.so.$(CEP_VER)
+	ln -sf libcudaep-client.so.$(CEP_VER) $(DESTDIR)$(LIBDIR)/libcudaep-client.so.0
+	ln -sf libcudaep-client.so.0 $(DESTDIR)$(LIBDIR)/libcudaep-client.so
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(CEP_VER)|g' \
+	  $(if $(filter $(PREFIX)/lib,$(LIBDIR)),,-e 's|^libdir=.*|libdir=$(LIBDIR)|') \
+	  $(if $(filter $(PREFIX)/include,$(INCLUDEDIR)),,-e 's|^includedir=.*|includedir=$(INCLUDEDIR)|') \
+	  client/cudaep-client.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/cudaep-client.pc
+	install -m 0644 client/cudaep.h $(DESTDIR)$(INCLUDEDIR)/
+	for m in $(MAN_PAGES); do \
+	  s=$${m##*.}; install -m 0644 $$m $(DESTDIR)$(MANDIR)/man$$s/ || exit 1; \
+	done
+	for u in $(UNITS); do \
+	  sed -e 's|/usr/bin/cudaepd|$(BINDIR)/cudaepd|g' systemd/$$u > $(DESTDIR)$(SYSTEMDUNITDIR)/$$u && \
+	  chmod 0644 $(DESTDIR)$(SYSTEMDUNITDIR)/$$u || exit 1; \
+	done
+	install -m 0644 systemd/cudaep.sysusers $(DESTDIR)$(SYSUSERSDIR)/cudaep.conf
+	install -m 0644 systemd/cudaep.tmpfiles $(DESTDIR)$(TMPFILESDIR)/cudaep.conf
+	install -m 0644 systemd/cudaepd.conf.example $(CONF_DIR)/cudaepd.conf.example
+	[ -e $(CONF_DIR)/cudaepd.conf ] || install -m 0644 systemd/cudaepd.conf.example $(CONF_DIR)/cudaepd.conf
+	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ]; then ldconfig || true; fi
+
+# Removes what install put there, except /etc/cudaep/cudaepd.conf: that is
+# the administrator's now.
+uninstall:
+	rm -f $(addprefix $(DESTDIR)$(BINDIR)/,cudaepd cudaepctl cudaep-run) \
+	  $(addprefix $(DESTDIR)$(LIBDIR)/libcudaep-client.,a so so.0 so.$(CEP_VER)) \
+	  $(DESTDIR)$(LIBDIR)/pkgconfig/cudaep-client.pc $(DESTDIR)$(INCLUDEDIR)/cudaep.h \
+	  $(foreach m,$(MAN_PAGES),$(DESTDIR)$(MANDIR)/man$(subst .,,$(suffix $(m)))/$(notdir $(m))) \
+	  $(addprefix $(DESTDIR)$(SYSTEMDUNITDIR)/,$(UNITS)) \
+	  $(DESTDIR)$(SYSUSERSDIR)/cudaep.conf $(DESTDIR)$(TMPFILESDIR)/cudaep.conf \
+	  $(CONF_DIR)/cudaepd.conf.example
+
+# The systemd units (systemd-analyze verify), the tree make install lays
+# out, the man pages, and socket activation through systemd-socket-activate;
+# each part says SKIP when its tool is missing.
+test-ops: $(if $(filter 1,$(NOBUILD)),,$(ALL))
+	@sh tests/ops/check_ops.sh $(BUILD)
 
 clean:
 	rm -rf $(filter-out build/venv build/.deps-stamp,$(wildcard build/*)) $(if $(filter-out build%,$(BUILD)),$(BUILD))

@@ -2,7 +2,8 @@
  * cudaepctl.c — inspects a running cudaepd: a table of subcommands (status,
  * clients, sessions, mem, stats, ping, help), each one admin request over
  * libcudaep-client's raw call (client/internal.h), printed by
- * cudaepctl_out.c as INFO-style text or JSON.
+ * cudaepctl_out.c as INFO-style text or JSON. The Prometheus exposition
+ * (metrics) and the live view (top) have files of their own.
  *
  * Exit status: 0 on success, 1 when the daemon cannot be reached or a
  * request fails, 2 for a usage error.
@@ -11,28 +12,13 @@
 #include "cudaepctl.h"
 #include "internal.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/un.h>
 #include <time.h>
-
-enum {
-	CTL_EXIT_OK = 0,
-	CTL_EXIT_FAIL = 1,
-	CTL_EXIT_USAGE = 2,
-};
-
-struct ctl {
-	const char *socket;          /* --socket, NULL for the default */
-	char path[sizeof(((struct sockaddr_un *)0)->sun_path)]; /* for messages */
-	bool json;
-	cep_client *c;               /* NULL until a command connects */
-	cudaep_v1_Request req;
-	cudaep_v1_Response *resp;    /* heap: large, and cep__call wants it kept */
-	struct ctl_out out;
-};
 
 struct ctl_cmd {
 	const char *name;
@@ -46,7 +32,7 @@ static void usage(FILE *f);
 
 /* -------------------------------------------------------------- calling */
 
-static int ctl_connect(struct ctl *ctl)
+int ctl_connect(struct ctl *ctl)
 {
 	if (cep_connect(ctl->socket, "cudaepctl", &ctl->c) != 0) {
 		fprintf(stderr, "cudaepctl: %s\n", cep_last_error());
@@ -56,28 +42,33 @@ static int ctl_connect(struct ctl *ctl)
 	return CTL_EXIT_OK;
 }
 
-/* Sends the admin request with body tag and checks that the reply carries
- * body want. */
-static int ctl_request(struct ctl *ctl, const char *what, pb_size_t tag,
-		       pb_size_t want)
+int ctl_call(struct ctl *ctl, const char *what, pb_size_t tag, pb_size_t want,
+	     cudaep_v1_Response *resp)
 {
 	int ret;
 
 	memset(&ctl->req, 0, sizeof(ctl->req));
 	ctl->req.which_body = tag;
-	ret = cep__call(ctl->c, &ctl->req, NULL, 0, ctl->resp);
+	ret = cep__call(ctl->c, &ctl->req, NULL, 0, resp);
 	if (ret != 0) {
 		fprintf(stderr, "cudaepctl: %s: %s\n", what,
 			cep_last_error()[0] != '\0' ? cep_last_error()
 						    : cep_strerror(ret));
 		return CTL_EXIT_FAIL;
 	}
-	if (ctl->resp->which_body != want) {
+	if (resp->which_body != want) {
 		fprintf(stderr, "cudaepctl: %s: cudaepd answered with body %u\n",
-			what, (unsigned)ctl->resp->which_body);
+			what, (unsigned)resp->which_body);
 		return CTL_EXIT_FAIL;
 	}
 	return CTL_EXIT_OK;
+}
+
+/* ctl_call into the command's own response, ctl->resp. */
+static int ctl_request(struct ctl *ctl, const char *what, pb_size_t tag,
+		       pb_size_t want)
+{
+	return ctl_call(ctl, what, tag, want, ctl->resp);
 }
 
 static int ctl_finish(struct ctl *ctl)
@@ -329,6 +320,10 @@ static const struct ctl_cmd commands[] = {
 	{"stats", "", "every counter and gauge", 0, cmd_stats},
 	{"ping", "[COUNT]", "time COUNT no-op round trips (default 1)", 1,
 	 cmd_ping},
+	{"metrics", "", "every counter and gauge as Prometheus text", 0,
+	 ctl_cmd_metrics},
+	{"top", "", "a live view, refreshed every second (q quits)", 0,
+	 ctl_cmd_top},
 	{"help", "", "this text", 0, cmd_help},
 };
 
@@ -341,6 +336,33 @@ static const struct ctl_cmd *cmd_find(const char *name)
 }
 
 /* ----------------------------------------------------------------- main */
+
+/* Long options without a short form. */
+enum {
+	CTL_OPT_ONCE = 256,
+	CTL_OPT_INTERVAL,
+};
+
+#define CTL_INTERVAL_MIN 0.1    /* seconds: faster only loads the daemon */
+#define CTL_INTERVAL_MAX 3600.0
+
+static int parse_interval(const char *s, double *out)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (end == s || *end != '\0' || errno != 0 || !(v >= CTL_INTERVAL_MIN) ||
+	    v > CTL_INTERVAL_MAX) {
+		fprintf(stderr, "cudaepctl: --interval takes seconds from %.1f "
+			"to %.0f, not '%s'\n", CTL_INTERVAL_MIN, CTL_INTERVAL_MAX,
+			s);
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
 
 static void usage(FILE *f)
 {
@@ -362,6 +384,8 @@ static void usage(FILE *f)
 		"\nOptions:\n"
 		"  -s, --socket PATH  the daemon's socket (here: %s)\n"
 		"  -j, --json         print one JSON object\n"
+		"      --once         top: print one frame and exit\n"
+		"      --interval S   top: seconds between frames (default 1)\n"
 		"  -h, --help         print this text\n"
 		"  -V, --version      print the version\n"
 		"\nExit status: 0 on success, 1 when cudaepd cannot be reached "
@@ -376,6 +400,8 @@ int main(int argc, char **argv)
 		{"json", no_argument, NULL, 'j'},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
+		{"once", no_argument, NULL, CTL_OPT_ONCE},
+		{"interval", required_argument, NULL, CTL_OPT_INTERVAL},
 		{NULL, 0, NULL, 0},
 	};
 	/* static: the request struct is tens of KiB. */
@@ -398,6 +424,13 @@ int main(int argc, char **argv)
 		case 'V':
 			printf("cudaepctl %s\n", CEP_VERSION);
 			return CTL_EXIT_OK;
+		case CTL_OPT_ONCE:
+			ctl.once = true;
+			break;
+		case CTL_OPT_INTERVAL:
+			if (parse_interval(optarg, &ctl.interval) != 0)
+				return CTL_EXIT_USAGE;
+			break;
 		default:
 			fprintf(stderr, "Try 'cudaepctl --help'.\n");
 			return CTL_EXIT_USAGE;
@@ -408,6 +441,11 @@ int main(int argc, char **argv)
 	if (cmd == NULL) {
 		fprintf(stderr, "cudaepctl: unknown command '%s'\n\n", name);
 		usage(stderr);
+		return CTL_EXIT_USAGE;
+	}
+	if ((ctl.once || ctl.interval > 0) && cmd->fn != ctl_cmd_top) {
+		fprintf(stderr, "cudaepctl: --once and --interval are options "
+			"of top\nTry 'cudaepctl --help'.\n");
 		return CTL_EXIT_USAGE;
 	}
 	nargs = optind < argc ? argc - optind - 1 : 0;

@@ -1,6 +1,8 @@
 /*
- * cudaepctl.h — the output side of cudaepctl (client/cudaepctl_out.c),
- * shared with its commands (client/cudaepctl.c). One printer writes either
+ * cudaepctl.h — what the files of cudaepctl share: the output side
+ * (client/cudaepctl_out.c), the state of a command and its calls to the
+ * daemon (client/cudaepctl.c), and the commands that live in files of
+ * their own (metrics, top, and top's NVML probe). One printer writes either
  * human text in redis-INFO style ("# Section" then key:value lines, tables
  * for lists) or one JSON object per command; commands describe their
  * fields once and the printer chooses the form.
@@ -12,6 +14,10 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/un.h>
+
+#include "cudaep.h"
+#include "cudaep.pb.h"
 
 #define CTL_MAX_DEPTH 8 /* JSON nesting levels */
 
@@ -89,5 +95,76 @@ void ctl_json_string(FILE *f, const char *s);
 /* Human forms of a byte count and of a duration in microseconds into buf. */
 const char *ctl_fmt_bytes(char *buf, size_t len, uint64_t bytes);
 const char *ctl_fmt_usec(char *buf, size_t len, uint64_t us);
+
+/* Length of the valid UTF-8 sequence at s (1 to 4), or 0 when the bytes
+ * there are not one: a stray continuation byte, an overlong form, a
+ * surrogate, or a sequence cut short by the string's end. */
+size_t ctl_utf8_len(const unsigned char *s);
+
+/* ------------------------------------------------------------ commands */
+
+/* Exit statuses of every command. */
+enum {
+	CTL_EXIT_OK = 0,
+	CTL_EXIT_FAIL = 1,  /* cudaepd unreachable, a request failed */
+	CTL_EXIT_USAGE = 2,
+};
+
+/* One run of cudaepctl: the options and the connection of its command. */
+struct ctl {
+	const char *socket;          /* --socket, NULL for the default */
+	char path[sizeof(((struct sockaddr_un *)0)->sun_path)]; /* for messages */
+	bool json;
+	bool once;                   /* top --once */
+	double interval;             /* top --interval, seconds; 0 = default */
+	cep_client *c;               /* NULL until a command connects */
+	cudaep_v1_Request req;
+	cudaep_v1_Response *resp;    /* heap: large, and cep__call wants it kept */
+	struct ctl_out out;
+};
+
+/* Connects to the daemon as client "cudaepctl" and starts ctl->out on
+ * stdout. Returns CTL_EXIT_OK, or CTL_EXIT_FAIL after printing why. */
+int ctl_connect(struct ctl *ctl);
+
+/* Sends the body-less admin request tag on ctl's connection and checks
+ * that the reply, decoded into *resp (the caller's), carries body want.
+ * Returns CTL_EXIT_OK, or CTL_EXIT_FAIL after printing "cudaepctl: what:"
+ * and the daemon's message to stderr. */
+int ctl_call(struct ctl *ctl, const char *what, pb_size_t tag, pb_size_t want,
+	     cudaep_v1_Response *resp);
+
+/* `cudaepctl metrics` (cudaepctl_metrics.c) and `cudaepctl top`
+ * (cudaepctl_top.c); argc/argv are the command's arguments. Each returns
+ * an exit status. */
+int ctl_cmd_metrics(struct ctl *ctl, int argc, char **argv);
+int ctl_cmd_top(struct ctl *ctl, int argc, char **argv);
+
+/* --------------------------------------------------------------- NVML */
+
+#define CTL_NVML_MAX_GPUS 16
+
+struct ctl_gpu {
+	char name[96];
+	unsigned util;      /* percent of NVML's last sample period busy */
+	uint64_t mem_used;  /* bytes */
+	uint64_t mem_total; /* bytes */
+	bool ok;            /* the figures above could be read */
+};
+
+/* NVML, loaded with dlopen: absent on machines without NVIDIA's driver. */
+struct ctl_nvml;
+
+/* Loads libnvidia-ml.so.1 and initialises it. Returns the handle (the
+ * caller's, for ctl_nvml_free), or NULL when NVML is not available: no
+ * library, a missing entry point, or nvmlInit_v2 failing (no driver). */
+struct ctl_nvml *ctl_nvml_new(void);
+
+/* Reads up to max GPUs, in NVML's order, into gpus; returns how many were
+ * filled in. A GPU whose figures cannot be read has ok false. */
+int ctl_nvml_sample(struct ctl_nvml *nvml, struct ctl_gpu *gpus, int max);
+
+/* Shuts NVML down and unloads it. Accepts NULL. */
+void ctl_nvml_free(struct ctl_nvml *nvml);
 
 #endif

@@ -135,9 +135,7 @@ static const char *val_text(char *buf, size_t len, struct ctl_val v,
 
 /* --------------------------------------------------------------- JSON */
 
-/* Length of the valid UTF-8 sequence at s, or 0 when the bytes there are
- * not one (overlong forms and surrogates included). */
-static size_t utf8_len(const unsigned char *s)
+size_t ctl_utf8_len(const unsigned char *s)
 {
 	unsigned char c = s[0];
 	unsigned char lo = 0x80, hi = 0xbf;
@@ -204,7 +202,7 @@ void ctl_json_string(FILE *f, const char *str)
 			} else if (c < 0x80) {
 				fputc(c, f);
 			} else {
-				n = utf8_len(s);
+				n = ctl_utf8_len(s);
 				if (n == 0) {
 					fputs("\\ufffd", f);
 					break;
