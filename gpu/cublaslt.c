@@ -4,6 +4,7 @@
  * and Gemm kernels of kernels/cuda/matmul.c run (gpu/cublaslt.h).
  */
 #include "cublaslt.h"
+#include "cuda_dl.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -18,7 +19,7 @@
 /* ---------------------------------------------------------------- library */
 
 static const char *const cublaslt_names[] = {
-	"libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so",
+	"libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so", NULL,
 };
 
 /* Resolves every entry point of an opened library into lib. Returns 0, or
@@ -39,64 +40,19 @@ static int cublaslt_resolve(struct cublaslt_lib *lib)
 	return 0;
 }
 
-/* Tries one file; 1 when it opened (lib->handle set), 0 otherwise with
- * dlerror()'s text in why. */
-static int cublaslt_try(struct cublaslt_lib *lib, const char *path, char *why, size_t len)
-{
-	const char *err;
-
-	snprintf(lib->path, sizeof(lib->path), "%s", path);
-	lib->handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-	if (lib->handle != NULL)
-		return 1;
-	err = dlerror();
-	snprintf(why, len, "%s", err != NULL ? err : path);
-	return 0;
-}
-
 int cublaslt_lib_open(const char *path, struct cublaslt_lib **out)
 {
-	const char *home = getenv("CUDA_HOME");
-	bool has_home = home != NULL && home[0] != '\0';
-	const char *dirs[2];
 	struct cublaslt_lib *lib;
-	char file[512], why[300] = "";
-	size_t d, n, n_dirs = 0;
 	int ret;
 
 	*out = NULL;
 	lib = calloc(1, sizeof(*lib));
 	if (lib == NULL)
 		return cep__set_error(CEP_ENOMEM, NULL);
-	if (path != NULL) {
-		if (!cublaslt_try(lib, path, why, sizeof(why))) {
-			ret = cep__set_error(CEP_ENOTSUP, "no cuBLASLt: %s", why);
-			goto out;
-		}
-	} else {
-		if (has_home)
-			dirs[n_dirs++] = home;
-		dirs[n_dirs++] = "/usr/local/cuda";
-		for (d = 0; d <= n_dirs && lib->handle == NULL; d++) {
-			for (n = 0; n < sizeof(cublaslt_names) / sizeof(cublaslt_names[0]); n++) {
-				/* d == n_dirs: the bare name, for the loader's search. */
-				if (d < n_dirs)
-					snprintf(file, sizeof(file), "%s/lib64/%s", dirs[d],
-						 cublaslt_names[n]);
-				else
-					snprintf(file, sizeof(file), "%s", cublaslt_names[n]);
-				if (cublaslt_try(lib, file, why, sizeof(why)))
-					break;
-			}
-		}
-		if (lib->handle == NULL) {
-			ret = cep__set_error(CEP_ENOTSUP, "no cuBLASLt: tried libcublasLt.so.13, "
-					     ".so.12 and .so in %s%s/usr/local/cuda/lib64 and the "
-					     "loader's path; last: %s", has_home ? home : "",
-					     has_home ? "/lib64, " : "", why);
-			goto out;
-		}
-	}
+	ret = cuda_dl_open(path, cublaslt_names, "cuBLASLt", &lib->handle, lib->path,
+			   sizeof(lib->path));
+	if (ret < 0)
+		goto out;
 	ret = cublaslt_resolve(lib);
 	if (ret < 0)
 		goto out;

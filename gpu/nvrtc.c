@@ -3,6 +3,7 @@
  * kernels: loaded modules, CUBIN files on disk, compiles (gpu/nvrtc.h).
  */
 #include "nvrtc.h"
+#include "cuda_dl.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -55,7 +56,7 @@ struct nvrtc_lib {
 };
 
 static const char *const nvrtc_names[] = {
-	"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so",
+	"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so", NULL,
 };
 
 /* Resolves every entry point of an opened library into lib. Returns 0, or
@@ -80,65 +81,19 @@ static int nvrtc_resolve(struct nvrtc_lib *lib)
 	return 0;
 }
 
-/* Tries one file; 1 when it opened (lib->handle set), 0 otherwise with
- * dlerror()'s text in why. */
-static int nvrtc_try(struct nvrtc_lib *lib, const char *path, char *why, size_t len)
-{
-	const char *err;
-
-	snprintf(lib->path, sizeof(lib->path), "%s", path);
-	lib->handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-	if (lib->handle != NULL)
-		return 1;
-	err = dlerror();
-	snprintf(why, len, "%s", err != NULL ? err : path);
-	return 0;
-}
-
 int nvrtc_lib_open(const char *path, struct nvrtc_lib **out)
 {
-	const char *home = getenv("CUDA_HOME");
-	const char *dirs[3];
 	struct nvrtc_lib *lib;
-	char file[512], why[300] = "";
-	size_t d, n, n_dirs = 0;
 	int ret;
 
 	*out = NULL;
 	lib = calloc(1, sizeof(*lib));
 	if (lib == NULL)
 		return cep__set_error(CEP_ENOMEM, NULL);
-	if (path != NULL) {
-		if (!nvrtc_try(lib, path, why, sizeof(why))) {
-			ret = cep__set_error(CEP_ENOTSUP, "no NVRTC: %s", why);
-			goto out;
-		}
-	} else {
-		if (home != NULL && home[0] != '\0')
-			dirs[n_dirs++] = home;
-		dirs[n_dirs++] = "/usr/local/cuda";
-		for (d = 0; d <= n_dirs && lib->handle == NULL; d++) {
-			for (n = 0; n < sizeof(nvrtc_names) / sizeof(nvrtc_names[0]); n++) {
-				/* d == n_dirs: the bare name, for the loader's search. */
-				if (d < n_dirs)
-					snprintf(file, sizeof(file), "%s/lib64/%s", dirs[d],
-						 nvrtc_names[n]);
-				else
-					snprintf(file, sizeof(file), "%s", nvrtc_names[n]);
-				if (nvrtc_try(lib, file, why, sizeof(why)))
-					break;
-			}
-		}
-		if (lib->handle == NULL) {
-			ret = cep__set_error(CEP_ENOTSUP, "no NVRTC: tried libnvrtc.so.13, .so.12 "
-					     "and .so in %s%s/usr/local/cuda/lib64 and the "
-					     "loader's path; last: %s",
-					     home != NULL && home[0] != '\0' ? home : "",
-					     home != NULL && home[0] != '\0' ? "/lib64, " : "",
-					     why);
-			goto out;
-		}
-	}
+	ret = cuda_dl_open(path, nvrtc_names, "NVRTC", &lib->handle, lib->path,
+			   sizeof(lib->path));
+	if (ret < 0)
+		goto out;
 	ret = nvrtc_resolve(lib);
 	if (ret < 0)
 		goto out;
