@@ -182,9 +182,43 @@ static const struct ctl_field memory_columns[] = {
 	COLUMN(cudaep_v1_MemoryEntry, limit, "LIMIT", CTL_TYPE_U64, CTL_FMT_LIMIT),
 };
 
+/* The arena's churn counters are numbers, not bytes. */
+static const struct ctl_field counter_columns[] = {
+	COLUMN(cudaep_v1_MemoryEntry, role, "COUNTER", CTL_TYPE_STR, CTL_FMT_PLAIN),
+	COLUMN(cudaep_v1_MemoryEntry, current, "VALUE", CTL_TYPE_U64, CTL_FMT_PLAIN),
+};
+
+/* The text sections of `mem`, by owner: totals and shared weights, the
+ * device arena, its counters, clients, sessions. */
+enum mem_section { MEM_TOTAL, MEM_ARENA, MEM_COUNTERS, MEM_CLIENTS, MEM_SESSIONS, MEM_N };
+
+static const char *const mem_titles[MEM_N] = {
+	"Memory", "Arena", "Arena counters", "Clients", "Sessions",
+};
+
+static enum mem_section mem_section_of(const cudaep_v1_MemoryEntry *e)
+{
+	static const char *const gauges[] = {
+		"reserved", "mapped", "used", "free", "pool", "deferred",
+	};
+
+	if (strcmp(e->owner, "arena") == 0) {
+		for (size_t i = 0; i < N_OF(gauges); i++)
+			if (strcmp(e->role, gauges[i]) == 0)
+				return MEM_ARENA;
+		return MEM_COUNTERS;
+	}
+	if (strncmp(e->owner, "client:", 7) == 0)
+		return MEM_CLIENTS;
+	if (strncmp(e->owner, "session:", 8) == 0)
+		return MEM_SESSIONS;
+	return MEM_TOTAL;
+}
+
 static int cmd_mem(struct ctl *ctl, int argc, char **argv)
 {
 	const cudaep_v1_MemoryReply *r = &ctl->resp->body.memory;
+	cudaep_v1_MemoryEntry *rows;
 	int ret = ctl_connect(ctl);
 
 	if (ret == 0)
@@ -192,9 +226,57 @@ static int cmd_mem(struct ctl *ctl, int argc, char **argv)
 				  cudaep_v1_Response_memory_tag);
 	if (ret != 0)
 		return ret;
-	ctl_out_table(&ctl->out, "Memory", "entries", memory_columns,
-		      N_OF(memory_columns), r->entries, sizeof(r->entries[0]),
-		      r->entries_count, r->total);
+	if (ctl->out.json) {
+		ctl_out_table(&ctl->out, "Memory", "entries", memory_columns,
+			      N_OF(memory_columns), r->entries,
+			      sizeof(r->entries[0]), r->entries_count, r->total);
+		return ctl_finish(ctl);
+	}
+	rows = malloc(sizeof(*rows) * (r->entries_count + 1));
+	if (rows == NULL) {
+		fprintf(stderr, "cudaepctl: mem: out of memory\n");
+		return CTL_EXIT_FAIL;
+	}
+	for (int sec = 0; sec < MEM_N; sec++) {
+		size_t n = 0;
+
+		for (pb_size_t i = 0; i < r->entries_count; i++)
+			if (mem_section_of(&r->entries[i]) == (enum mem_section)sec)
+				rows[n++] = r->entries[i];
+		if (n == 0)
+			continue;
+		if (sec == MEM_COUNTERS)
+			ctl_out_table(&ctl->out, mem_titles[sec], NULL, counter_columns,
+				      N_OF(counter_columns), rows, sizeof(*rows), n,
+				      (uint32_t)n);
+		else
+			ctl_out_table(&ctl->out, mem_titles[sec], NULL, memory_columns,
+				      N_OF(memory_columns), rows, sizeof(*rows), n,
+				      (uint32_t)n);
+	}
+	free(rows);
+	if (r->total > r->entries_count)
+		fprintf(ctl->out.f, "(%u of %u entries shown)\n",
+			(unsigned)r->entries_count, (unsigned)r->total);
+	return ctl_finish(ctl);
+}
+
+static int cmd_trim(struct ctl *ctl, int argc, char **argv)
+{
+	const cudaep_v1_TrimReply *r = &ctl->resp->body.trim;
+	struct ctl_out *o = &ctl->out;
+	int ret = ctl_connect(ctl);
+
+	if (ret == 0)
+		ret = ctl_request(ctl, "trim", cudaep_v1_Request_trim_tag,
+				  cudaep_v1_Response_trim_tag);
+	if (ret != 0)
+		return ret;
+	if (!o->json)
+		ctl_out_begin(o, "Trim", NULL);
+	ctl_out_u64(o, "unmapped", r->unmapped, CTL_FMT_BYTES);
+	ctl_out_u64(o, "mapped", r->mapped, CTL_FMT_BYTES);
+	ctl_out_u64(o, "released", r->released, CTL_FMT_BYTES);
 	return ctl_finish(ctl);
 }
 
@@ -317,6 +399,8 @@ static const struct ctl_cmd commands[] = {
 	 cmd_clients},
 	{"sessions", "", "loaded sessions", 0, cmd_sessions},
 	{"mem", "", "memory by owner and role, with limits", 0, cmd_mem},
+	{"trim", "", "unmap idle device memory and release the handle pool "
+	 "(admins)", 0, cmd_trim},
 	{"stats", "", "every counter and gauge", 0, cmd_stats},
 	{"ping", "[COUNT]", "time COUNT no-op round trips (default 1)", 1,
 	 cmd_ping},

@@ -27,6 +27,8 @@ enum key_type {
 	KEY_LEVEL,
 	KEY_COUNT,
 	KEY_SIZE,
+	KEY_LIMIT,   /* a size where 0 means none */
+	KEY_MSEC,    /* milliseconds, 0 allowed */
 	KEY_MODE,
 	KEY_GROUP,
 	KEY_BACKEND,
@@ -62,6 +64,15 @@ static const struct config_key config_keys[] = {
 	  "G, T are powers of 1024)" },
 	{ "region_bytes_total", KEY_SIZE, FIELD(region_bytes_total), 0, "64G",
 	  "bytes of regions all connections together may hold" },
+	{ "memory_limit", KEY_LIMIT, FIELD(memory_limit), 0, "0",
+	  "bytes of device memory all sessions together may use; 0: the "
+	  "device's memory (no limit on the host backend)" },
+	{ "client_memory_limit", KEY_LIMIT, FIELD(client_memory_limit), 0, "0",
+	  "bytes of device memory one connection's sessions may use; 0: no "
+	  "limit (shared weights are not counted here)" },
+	{ "trim_idle_ms", KEY_MSEC, FIELD(trim_idle_ms), 0, "10000",
+	  "milliseconds a wholly free granule of device memory stays mapped "
+	  "before it is unmapped; 0: only on `cudaepctl trim`" },
 	{ "socket_mode", KEY_MODE, FIELD(socket_mode), 0, "0660",
 	  "permission bits of the socket file, in octal" },
 	{ "socket_group", KEY_GROUP, FIELD(socket_group), FIELD(socket_gid), "",
@@ -86,7 +97,8 @@ static const struct config_key config_keys[] = {
 
 static const char *const key_metavar[] = {
 	[KEY_PATH] = "PATH", [KEY_LEVEL] = "LEVEL", [KEY_COUNT] = "N",
-	[KEY_SIZE] = "SIZE", [KEY_MODE] = "MODE", [KEY_GROUP] = "GROUP",
+	[KEY_SIZE] = "SIZE", [KEY_LIMIT] = "SIZE", [KEY_MSEC] = "MS",
+	[KEY_MODE] = "MODE", [KEY_GROUP] = "GROUP",
 	[KEY_BACKEND] = "NAME", [KEY_ORDINAL] = "N", [KEY_DIR] = "DIR",
 };
 
@@ -267,13 +279,23 @@ static int key_apply(struct config *cfg, const struct config_key *k,
 				   "'%s' is not a positive integer", value);
 		*(uint32_t *)(void *)field = u32;
 		return 0;
+	case KEY_MSEC:
+		/* "0" turns the timer off, which parse_count() refuses. */
+		if (strcmp(value, "0") == 0)
+			u32 = 0;
+		else if (parse_count(value, &u32) != 0)
+			return say(err, errlen, "'%s' is not a number of "
+				   "milliseconds", value);
+		*(uint32_t *)(void *)field = u32;
+		return 0;
 	case KEY_SIZE:
+	case KEY_LIMIT:
 		ret = config_parse_size(value, &size);
 		if (ret == CEP_ERANGE)
 			return say(err, errlen, "'%s' is too large", value);
 		if (ret != 0)
 			return say(err, errlen, "'%s' is not a size", value);
-		if (size == 0)
+		if (size == 0 && k->type == KEY_SIZE)
 			return say(err, errlen, "'%s' is not a positive size",
 				   value);
 		*(uint64_t *)(void *)field = size;

@@ -41,6 +41,11 @@ struct config {
 	uint32_t max_regions_per_client;     /* regions per connection */
 	uint64_t region_bytes_per_client;    /* bytes per connection */
 	uint64_t region_bytes_total;         /* bytes, all connections */
+	uint64_t memory_limit;               /* bytes of device memory; 0 = the
+	                                      * device's (none on the host) */
+	uint64_t client_memory_limit;        /* bytes per connection; 0 = none */
+	uint32_t trim_idle_ms;               /* ms before an idle granule is
+	                                      * unmapped; 0 = only on trim */
 	uint32_t socket_mode;                /* of the socket file */
 	char socket_group[CONFIG_GROUP_MAX]; /* as given; "" = none */
 	int64_t socket_gid;                  /* resolved; -1 = none */

@@ -24,9 +24,6 @@
 #include "server.h"
 #include "dispatch_priv.h"
 
-/* MemoryEntry.owner's size in proto/cudaep.options, NUL included. */
-#define MEMORY_OWNER_MAX 32
-
 static const char *body_name(Cudaep__V1__Request__BodyCase b)
 {
 	switch (b) {
@@ -43,6 +40,7 @@ static const char *body_name(Cudaep__V1__Request__BodyCase b)
 	case CUDAEP__V1__REQUEST__BODY_SESSIONS: return "Sessions";
 	case CUDAEP__V1__REQUEST__BODY_MEMORY: return "Memory";
 	case CUDAEP__V1__REQUEST__BODY_STATS: return "Stats";
+	case CUDAEP__V1__REQUEST__BODY_TRIM: return "Trim";
 	case CUDAEP__V1__REQUEST__BODY__NOT_SET: break;
 	default: break;
 	}
@@ -390,52 +388,6 @@ static int handle_sessions(struct req *r)
  * "total" (every region of the daemon: the same figure Status gives anyone)
  * then one "client:<id>" entry per connection the caller may see.
  */
-static int handle_memory(struct req *r)
-{
-	Cudaep__V1__MemoryReply *rep = &r->body->memory;
-	const struct region_limits *lim = &r->s->regions.limits;
-	Cudaep__V1__MemoryEntry **list, *e;
-	struct conn *c;
-	uint32_t total = 1;
-	size_t n = 0;
-
-	for (c = r->s->conns; c != NULL; c = c->next)
-		total += conn_visible(r, c);
-	list = (Cudaep__V1__MemoryEntry **)req_alloc_list(r,
-		total < CEP_MAX_LIST ? total : CEP_MAX_LIST, sizeof(**list));
-	if (list == NULL)
-		return out_of_arena();
-	e = list[n++];
-	cudaep__v1__memory_entry__init(e);
-	e->owner = (char *)"total";
-	e->role = (char *)"regions";
-	e->current = r->s->regions.bytes;
-	e->peak = r->s->regions.bytes_peak;
-	e->limit = lim->bytes_total;
-	for (c = r->s->conns; c != NULL && n < CEP_MAX_LIST; c = c->next) {
-		if (!conn_visible(r, c))
-			continue;
-		e = list[n++];
-		cudaep__v1__memory_entry__init(e);
-		e->owner = reqarena_printf(r->arena, MEMORY_OWNER_MAX,
-					   "client:%llu",
-					   (unsigned long long)c->id);
-		if (e->owner == NULL)
-			return out_of_arena();
-		e->role = (char *)"regions";
-		e->current = c->regions.bytes;
-		e->peak = c->regions.bytes_peak;
-		e->limit = lim->bytes_per_client;
-	}
-	cudaep__v1__memory_reply__init(rep);
-	rep->n_entries = n;
-	rep->entries = list;
-	rep->total = total;
-	r->resp->body_case = CUDAEP__V1__RESPONSE__BODY_MEMORY;
-	r->resp->memory = rep;
-	return 0;
-}
-
 static int handle_stats(struct req *r)
 {
 	Cudaep__V1__StatsReply *rep = &r->body->stats;
@@ -501,9 +453,11 @@ static int req_handle(struct req *r, const Cudaep__V1__Request *q)
 	case CUDAEP__V1__REQUEST__BODY_SESSIONS:
 		return handle_sessions(r);
 	case CUDAEP__V1__REQUEST__BODY_MEMORY:
-		return handle_memory(r);
+		return dispatch__memory(r);
 	case CUDAEP__V1__REQUEST__BODY_STATS:
 		return handle_stats(r);
+	case CUDAEP__V1__REQUEST__BODY_TRIM:
+		return dispatch__trim(r);
 	case CUDAEP__V1__REQUEST__BODY__NOT_SET:
 	default:
 		break;

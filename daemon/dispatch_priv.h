@@ -2,7 +2,8 @@
  * dispatch_priv.h — what the request handlers of cudaepd share: the
  * request being served, the reply bodies, and the one encoder of
  * responses. dispatch.c serves the session-less and admin requests,
- * dispatch_session.c the sessions (LoadModel, SessionInfo, Run, Unload),
+ * dispatch_memory.c Memory and Trim, dispatch_session.c the sessions
+ * (LoadModel, SessionInfo, Run, Unload),
  * whose slow parts run off the event loop. Internal to daemon/.
  */
 #ifndef CEPD_DISPATCH_PRIV_H
@@ -34,6 +35,7 @@ union reply_body {
 	Cudaep__V1__SessionsReply sessions;
 	Cudaep__V1__MemoryReply memory;
 	Cudaep__V1__StatsReply stats;
+	Cudaep__V1__TrimReply trim;
 };
 
 /* One request being served. */
@@ -76,5 +78,11 @@ int dispatch__load_model(struct req *r, const Cudaep__V1__LoadModel *m);
 int dispatch__session_info(struct req *r, const Cudaep__V1__SessionInfo *m);
 int dispatch__run(struct req *r, const Cudaep__V1__Run *m);
 int dispatch__unload(struct req *r, const Cudaep__V1__Unload *m);
+
+/* The memory requests (dispatch_memory.c): Memory lists the regions, the
+ * device arena and the account's owners; Trim (admins only, else
+ * CEP_EPERM) unmaps the arena's idle granules and releases its pool. */
+int dispatch__memory(struct req *r);
+int dispatch__trim(struct req *r);
 
 #endif

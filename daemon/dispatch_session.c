@@ -14,8 +14,16 @@
  *
  * A job is allocated once per connection, on its first load or run, and
  * reused: a warm Run allocates nothing here.
+ *
+ * Memory: a LoadModel takes its session id on the loop, before the work,
+ * so that the engine charges the session's memory to (client, session)
+ * in the server's account from the first byte; the session sits in the
+ * table without an engine until the load finishes, and leaves it if the
+ * load fails. Models come from the server's model cache, so a file loaded
+ * twice is parsed once and its device weights are shared.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -64,6 +72,8 @@ struct job {
 		size_t len;
 		char name[CEP_MAX_OBJ_NAME];
 		struct engine_session_options opts;
+		uint64_t session_id;  /* taken on the loop; its table entry
+		                       * waits for es */
 		engine_session *es;   /* the result, until a session owns it */
 	} load;
 	struct {
@@ -163,6 +173,7 @@ static int job_load(struct job *j)
 	void *owned = NULL;
 	const void *bytes = j->load.bytes;
 	size_t len = j->load.len;
+	bool shared = false;
 	int ret;
 
 	if (j->load.model_fd >= 0) {
@@ -171,10 +182,15 @@ static int job_load(struct job *j)
 			return ret;
 		bytes = owned;
 	}
-	ret = engine_model_load(bytes, len, j->load.dir_fd, &m);
+	ret = engine_model_load_shared(j->s->models, bytes, len, j->load.dir_fd, &m,
+				       &shared);
 	free(owned);
 	if (ret != 0)
 		return ret;
+	if (shared)
+		log_debug("client %llu: the model of session %llu is already "
+			  "loaded; sharing it", (unsigned long long)j->c->id,
+			  (unsigned long long)j->load.session_id);
 	ret = engine_session_new(m, j->s->backend, &j->load.opts, &j->load.es);
 	engine_model_unref(m);
 	return ret;
@@ -280,20 +296,24 @@ static int load_finish(struct job *j, struct req *r)
 
 	fd_close(j->s, &j->load.model_fd);
 	fd_close(j->s, &j->load.dir_fd);
+	sess = session_table_find(&j->c->sessions, j->load.session_id);
+	if (ret == 0 && sess == NULL) {
+		snprintf(j->msg, sizeof(j->msg), "session %llu went away while "
+			 "loading", (unsigned long long)j->load.session_id);
+		ret = CEP_EINTERNAL;
+	}
 	if (ret != 0) {
+		engine_session_free(j->load.es);
+		j->load.es = NULL;
+		if (sess != NULL)
+			(void)session_table_remove(&j->c->sessions, sess->id);
 		stats_count(&j->s->stats, STATS_COUNTER_MODEL_LOAD_ERRORS, 1);
 		log_info("client %llu: model load failed: %s: %s",
 			 (unsigned long long)j->c->id, cep_err_name(ret), j->msg);
 		return cep__set_error(ret, "%s", j->msg);
 	}
-	ret = session_table_add(&j->c->sessions, j->load.name, uv_hrtime(),
-				&sess);
-	if (ret != 0) {
-		engine_session_free(j->load.es);
-		j->load.es = NULL;
-		return ret;
-	}
 	sess->engine = j->load.es;
+	sess->loaded_ns = uv_hrtime();
 	j->load.es = NULL;
 	log_info("client %llu loaded session %llu '%s': %d nodes, %.1f ms",
 		 (unsigned long long)j->c->id, (unsigned long long)sess->id,
@@ -436,6 +456,30 @@ static void options_copy(struct engine_session_options *o,
 	o->memory_limit = m->memory_limit;
 }
 
+/* Takes the session's id and table entry, and points the engine's
+ * accounting at (client, session) with the client's limit in place. */
+static int memory_owner_open(struct req *r, struct job *j)
+{
+	struct alloc_owner client = { r->c->id, 0 };
+	struct session *sess;
+	int ret;
+
+	if (r->s->cfg.client_memory_limit) {
+		ret = account_limit_set(r->s->account, client,
+					r->s->cfg.client_memory_limit);
+		if (ret != 0)
+			return ret;
+	}
+	ret = session_table_add(&r->c->sessions, j->load.name, uv_hrtime(),
+				&sess);
+	if (ret != 0)
+		return ret;
+	j->load.session_id = sess->id;
+	j->load.opts.account = r->s->account;
+	j->load.opts.owner = (struct alloc_owner){ r->c->id, sess->id };
+	return 0;
+}
+
 int dispatch__load_model(struct req *r, const Cudaep__V1__LoadModel *m)
 {
 	const Cudaep__V1__RegionSlice *sl = m->region;
@@ -485,6 +529,12 @@ int dispatch__load_model(struct req *r, const Cudaep__V1__LoadModel *m)
 	dispatch__name_copy(j->load.name, sizeof(j->load.name),
 			    m->options && m->options->name ? m->options->name : "");
 	options_copy(&j->load.opts, m->options);
+	ret = memory_owner_open(r, j);
+	if (ret != 0) {
+		fd_close(r->s, &j->load.model_fd);
+		fd_close(r->s, &j->load.dir_fd);
+		return ret;
+	}
 	return job_start(j, r);
 }
 

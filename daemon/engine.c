@@ -9,25 +9,73 @@
  * Everything a run needs beyond the plan (the signature buffer, the symbol
  * bindings, the pointer arrays) is allocated when the session opens, so a
  * run that hits the cache allocates nothing.
+ *
+ * Memory: plan blocks are charged to the session's owner when a plan is
+ * cached and uncharged when it leaves the cache; a model's device copy of
+ * its constants (a "home", one per backend and account) is charged to the
+ * shared owner by the session that uploads it and uncharged by the last
+ * one to leave. The account refuses what would pass a limit; the planner
+ * is told the room the limits leave so that it refuses before allocating.
  */
 #include "engine.h"
 
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <xxhash.h>
+
+#include "error.h"
 #include "exec.h"
 #include "model.h"
 #include "plan.h"
 #include "shape.h"
+
+/* A model's constants on one device backend, for one account: one block
+ * holding them all, shared by the model's sessions there. */
+struct model_home {
+	struct backend *be;
+	struct account *acc;         /* charged, as ALLOC_OWNER_SHARED weights */
+	void *block;                 /* weight_bytes of device memory */
+	size_t bytes;
+	unsigned sessions;           /* sessions using it; the last frees it */
+	struct model_home *next;
+};
 
 struct engine_model {
 	atomic_int refs;
 	struct model *model;
 	struct engine_tensor_info *inputs;  /* (graph inputs) */
 	struct engine_tensor_info *outputs; /* (graph outputs) */
+	pthread_mutex_t homes_lock;         /* guards homes, held while uploading */
+	struct model_home *homes;           /* its device copies */
+	/* Set while the model is findable in a cache (under its lock). */
+	engine_model_cache *cache;
+	uint64_t hash;                      /* XXH3-64 of the file's bytes */
+	size_t len;                         /* bytes of the file */
+	void *bytes;                        /* (len) a copy, for the compare */
+	engine_model *next;                 /* in the cache's list */
+};
+
+/* A model being parsed, so that concurrent loads of the same file wait
+ * for it instead of parsing (and uploading) their own copy. Lives on the
+ * loading thread's stack while it is in the cache's list. */
+struct cache_flight {
+	uint64_t hash;
+	size_t len;
+	const void *bytes;                  /* the loader's, valid while listed */
+	struct cache_flight *next;
+};
+
+struct engine_model_cache {
+	pthread_mutex_t lock;
+	pthread_cond_t landed;              /* a flight left the list */
+	engine_model *models;               /* live ones, newest first */
+	struct cache_flight *flights;       /* loads in progress */
+	struct engine_model_cache_stats st;
 };
 
 struct engine_session {
@@ -35,15 +83,18 @@ struct engine_session {
 	struct backend *be;
 	struct backend_stream *stream;
 	void **const_dev;            /* per value: its constant on the backend */
-	void *weights;               /* one allocation for them, or NULL */
+	struct model_home *home;     /* the model's device copy, or NULL */
 	size_t weight_bytes;
+	struct account *acc;         /* what is charged */
+	struct account *own_acc;     /* acc when the caller gave none; owned */
+	struct alloc_owner owner;
+	uint64_t plan_act, plan_ws;  /* bytes charged for the cached plans */
 	struct plan_cache plans;
 	struct shape_binding bind;   /* per symbol */
 	int64_t *sig;                /* inputs * (1 + CEP_MAX_RANK) */
 	struct op_tensor *in_t;      /* per graph input */
 	const void **in_ptr;         /* per graph input */
 	void **out_ptr;              /* per graph output */
-	uint64_t memory_limit;       /* bytes; 0: none */
 	struct engine_stats stats;
 };
 
@@ -79,6 +130,7 @@ int engine_model_load(const void *bytes, size_t len, int dir_fd,
 	if (!m)
 		return cep__set_error(CEP_ENOMEM, NULL);
 	atomic_init(&m->refs, 1);
+	pthread_mutex_init(&m->homes_lock, NULL);
 	ret = model_load(bytes, len, dir_fd, &m->model);
 	if (ret < 0)
 		goto out;
@@ -106,10 +158,53 @@ void engine_model_ref(engine_model *m)
 	atomic_fetch_add_explicit(&m->refs, 1, memory_order_relaxed);
 }
 
+/* Takes a reference unless the count already reached zero (the model is
+ * on its way out of a cache): for lookups under the cache's lock. */
+static bool model_ref_try(engine_model *m)
+{
+	int n = atomic_load_explicit(&m->refs, memory_order_relaxed);
+
+	while (n > 0) {
+		if (atomic_compare_exchange_weak_explicit(&m->refs, &n, n + 1,
+							  memory_order_acq_rel,
+							  memory_order_relaxed))
+			return true;
+	}
+	return false;
+}
+
+static void cache_unlink(engine_model_cache *c, engine_model *m)
+{
+	engine_model **p;
+
+	for (p = &c->models; *p; p = &(*p)->next) {
+		if (*p == m) {
+			*p = m->next;
+			c->st.models--;
+			c->st.bytes -= m->len;
+			break;
+		}
+	}
+	m->cache = NULL;
+}
+
 void engine_model_unref(engine_model *m)
 {
+	engine_model_cache *c;
+
 	if (!m || atomic_fetch_sub_explicit(&m->refs, 1, memory_order_acq_rel) != 1)
 		return;
+	/* m->cache is written under the cache's lock only; a cache freed
+	 * meanwhile has set it to NULL under that same lock. */
+	c = m->cache;
+	if (c) {
+		pthread_mutex_lock(&c->lock);
+		if (m->cache == c)
+			cache_unlink(c, m);
+		pthread_mutex_unlock(&c->lock);
+	}
+	free(m->bytes);
+	pthread_mutex_destroy(&m->homes_lock);
 	model_free(m->model);
 	free(m->inputs);
 	free(m->outputs);
@@ -141,6 +236,148 @@ int engine_model_node_count(const engine_model *m)
 	return graph_live_nodes(&m->model->g);
 }
 
+/* ------------------------------------------------------------ model cache */
+
+int engine_model_cache_new(engine_model_cache **out)
+{
+	engine_model_cache *c = calloc(1, sizeof(*c));
+
+	*out = NULL;
+	if (!c)
+		return cep__set_error(CEP_ENOMEM, "out of memory for the model cache");
+	pthread_mutex_init(&c->lock, NULL);
+	pthread_cond_init(&c->landed, NULL);
+	*out = c;
+	return 0;
+}
+
+void engine_model_cache_free(engine_model_cache *c)
+{
+	if (!c)
+		return;
+	pthread_mutex_lock(&c->lock);
+	while (c->models)
+		cache_unlink(c, c->models);
+	pthread_mutex_unlock(&c->lock);
+	pthread_cond_destroy(&c->landed);
+	pthread_mutex_destroy(&c->lock);
+	free(c);
+}
+
+/* A live model of c loaded from these bytes, with a new reference; NULL
+ * when there is none. Called with c->lock held. */
+static engine_model *cache_find(engine_model_cache *c, uint64_t hash,
+				const void *bytes, size_t len)
+{
+	engine_model *m;
+
+	for (m = c->models; m; m = m->next) {
+		if (m->hash != hash || m->len != len || memcmp(m->bytes, bytes, len) != 0)
+			continue;
+		if (model_ref_try(m))
+			return m;
+	}
+	return NULL;
+}
+
+/* Whether a load of these bytes is in progress. Called with c->lock held. */
+static bool flight_find(const engine_model_cache *c, uint64_t hash, const void *bytes,
+			size_t len)
+{
+	const struct cache_flight *f;
+
+	for (f = c->flights; f; f = f->next) {
+		if (f->hash == hash && f->len == len && memcmp(f->bytes, bytes, len) == 0)
+			return true;
+	}
+	return false;
+}
+
+static void flight_land(engine_model_cache *c, struct cache_flight *me)
+{
+	struct cache_flight **p;
+
+	for (p = &c->flights; *p; p = &(*p)->next) {
+		if (*p == me) {
+			*p = me->next;
+			break;
+		}
+	}
+	pthread_cond_broadcast(&c->landed);
+}
+
+int engine_model_load_shared(engine_model_cache *c, const void *bytes, size_t len,
+			     int dir_fd, engine_model **out, bool *shared)
+{
+	struct cache_flight me = { 0 };
+	engine_model *m = NULL;
+	void *copy = NULL;
+	int ret;
+
+	*out = NULL;
+	*shared = false;
+	if (!c || dir_fd >= 0)
+		return engine_model_load(bytes, len, dir_fd, out);
+	me.hash = XXH3_64bits(bytes, len);
+	me.len = len;
+	me.bytes = bytes;
+	pthread_mutex_lock(&c->lock);
+	/* Clients started together load one file at once: the first parses
+	 * it, the others wait and share its model (or, if it failed, one of
+	 * them tries in turn). */
+	for (;;) {
+		m = cache_find(c, me.hash, bytes, len);
+		if (m || !flight_find(c, me.hash, bytes, len))
+			break;
+		pthread_cond_wait(&c->landed, &c->lock);
+	}
+	if (m) {
+		c->st.hits++;
+		pthread_mutex_unlock(&c->lock);
+		*out = m;
+		*shared = true;
+		return 0;
+	}
+	me.next = c->flights;
+	c->flights = &me;
+	pthread_mutex_unlock(&c->lock);
+
+	ret = engine_model_load(bytes, len, dir_fd, &m);
+	if (ret == 0) {
+		copy = malloc(len ? len : 1);
+		if (!copy) {
+			engine_model_unref(m);
+			m = NULL;
+			ret = cep__set_error(CEP_ENOMEM, "out of memory keeping the model's bytes");
+		} else {
+			memcpy(copy, bytes, len);
+		}
+	}
+	pthread_mutex_lock(&c->lock);
+	if (ret == 0) {
+		m->bytes = copy;
+		m->len = len;
+		m->hash = me.hash;
+		m->cache = c;
+		m->next = c->models;
+		c->models = m;
+		c->st.models++;
+		c->st.bytes += len;
+		c->st.misses++;
+	}
+	flight_land(c, &me);
+	pthread_mutex_unlock(&c->lock);
+	*out = m;
+	return ret;
+}
+
+void engine_model_cache_stats(engine_model_cache *c, struct engine_model_cache_stats *out)
+{
+	pthread_mutex_lock(&c->lock);
+	*out = c->st;
+	pthread_mutex_unlock(&c->lock);
+}
+
 /* ---------------------------------------------------------------- sessions */
 
 /* Whether constant value v is read at run time (by a node or as an output). */
@@ -150,43 +387,172 @@ static bool const_needed(const struct graph_value *v)
 	       (v->n_uses > 0 || (v->flags & GRAPH_VALUE_OUTPUT));
 }
 
-/* Gives each needed constant a home on the backend: in place on a backend
- * of host memory, else one allocation holding them all, uploaded once. */
-static int weights_place(engine_session *s)
+static size_t align_up(size_t n)
 {
-	const struct graph *g = &s->m->model->g;
-	size_t total = 0, at = 0;
-	int v, ret;
+	return (n + BACKEND_ALIGN - 1) & ~(size_t)(BACKEND_ALIGN - 1);
+}
+
+/* Bytes of one block holding every needed constant of g. */
+static size_t weights_total(const struct graph *g)
+{
+	size_t total = 0;
+	int v;
 
 	for (v = 0; v < g->n_values; v++) {
-		if (!const_needed(&g->values[v]))
-			continue;
-		if (s->be->caps & BACKEND_CAP_HOST_MEMORY)
-			s->const_dev[v] = g->values[v].t.data;
-		else
-			total += (g->values[v].bytes + BACKEND_ALIGN - 1) & ~(size_t)(BACKEND_ALIGN - 1);
+		if (const_needed(&g->values[v]))
+			total += align_up(g->values[v].bytes);
 	}
-	if (s->be->caps & BACKEND_CAP_HOST_MEMORY)
-		return 0;
-	if (s->memory_limit && total > s->memory_limit)
-		return cep__set_error(CEP_ELIMIT, "the model's weights need %zu bytes, the session's "
-				      "limit is %" PRIu64, total, s->memory_limit);
-	ret = backend_mem_alloc(s->be, total, &s->weights);
-	if (ret < 0)
+	return total;
+}
+
+/* Makes the model's device copy for (s->be, s->acc): charges it to the
+ * shared owner, allocates it and uploads every needed constant on s's
+ * stream. Called with the model's homes_lock held, so a second session
+ * waits for the first upload and shares it. */
+static int home_make(engine_session *s, size_t total, struct model_home **out)
+{
+	const struct graph *g = &s->m->model->g;
+	struct model_home *h;
+	size_t at = 0;
+	int v, ret;
+
+	h = calloc(1, sizeof(*h));
+	if (!h)
+		return cep__set_error(CEP_ENOMEM, "out of memory placing the weights");
+	h->be = s->be;
+	h->acc = s->acc;
+	h->bytes = total;
+	ret = account_charge(s->acc, ALLOC_OWNER_SHARED, ALLOC_ROLE_WEIGHTS, total);
+	if (ret < 0) {
+		free(h);
 		return ret;
-	s->weight_bytes = total;
+	}
+	/* A model without constants needs no block. */
+	if (total) {
+		ret = backend_mem_alloc(s->be, total, &h->block);
+		if (ret < 0)
+			goto out;
+	}
 	for (v = 0; v < g->n_values; v++) {
 		const struct graph_value *val = &g->values[v];
 
 		if (!const_needed(val))
 			continue;
-		s->const_dev[v] = (unsigned char *)s->weights + at;
-		ret = backend_copy_h2d(s->be, s->stream, s->const_dev[v], val->t.data, val->bytes);
+		ret = backend_copy_h2d(s->be, s->stream, (unsigned char *)h->block + at,
+				       val->t.data, val->bytes);
+		if (ret < 0)
+			goto out;
+		at += align_up(val->bytes);
+	}
+	ret = backend_stream_sync(s->be, s->stream);
+out:
+	if (ret < 0) {
+		backend_mem_free(s->be, h->block, total);
+		account_uncharge(s->acc, ALLOC_OWNER_SHARED, ALLOC_ROLE_WEIGHTS, total);
+		free(h);
+		return ret;
+	}
+	*out = h;
+	return 0;
+}
+
+/* Gives each needed constant a home on the backend: in place on a backend
+ * of host memory, else in the model's shared device copy. */
+static int weights_place(engine_session *s)
+{
+	engine_model *m = s->m;
+	const struct graph *g = &m->model->g;
+	struct model_home *h;
+	size_t at = 0;
+	int v, ret = 0;
+
+	if (s->be->caps & BACKEND_CAP_HOST_MEMORY) {
+		for (v = 0; v < g->n_values; v++) {
+			if (const_needed(&g->values[v]))
+				s->const_dev[v] = g->values[v].t.data;
+		}
+		return 0;
+	}
+	pthread_mutex_lock(&m->homes_lock);
+	for (h = m->homes; h; h = h->next) {
+		if (h->be == s->be && h->acc == s->acc)
+			break;
+	}
+	if (!h) {
+		ret = home_make(s, weights_total(g), &h);
+		if (ret == 0) {
+			h->next = m->homes;
+			m->homes = h;
+		}
+	}
+	if (ret == 0)
+		h->sessions++;
+	pthread_mutex_unlock(&m->homes_lock);
+	if (ret < 0)
+		return ret;
+	s->home = h;
+	s->weight_bytes = h->bytes;
+	for (v = 0; v < g->n_values; v++) {
+		if (!const_needed(&g->values[v]))
+			continue;
+		s->const_dev[v] = (unsigned char *)h->block + at;
+		at += align_up(g->values[v].bytes);
+	}
+	return 0;
+}
+
+/* Gives back s's share of the model's device copy; the last session
+ * frees and uncharges it. Its runs have all completed (each ends with a
+ * stream sync), so no queued work still reads it. */
+static void weights_leave(engine_session *s)
+{
+	engine_model *m = s->m;
+	struct model_home *h = s->home, **p;
+
+	if (!h)
+		return;
+	pthread_mutex_lock(&m->homes_lock);
+	if (--h->sessions == 0) {
+		for (p = &m->homes; *p; p = &(*p)->next) {
+			if (*p == h) {
+				*p = h->next;
+				break;
+			}
+		}
+	} else {
+		h = NULL;
+	}
+	pthread_mutex_unlock(&m->homes_lock);
+	s->home = NULL;
+	if (!h)
+		return;
+	backend_mem_free(h->be, h->block, h->bytes);
+	account_uncharge(h->acc, ALLOC_OWNER_SHARED, ALLOC_ROLE_WEIGHTS, h->bytes);
+	free(h);
+}
+
+/* Opens the session's account: the caller's, or a private one, and the
+ * session's limit in it. */
+static int account_open(engine_session *s, const struct engine_session_options *o)
+{
+	int ret;
+
+	if (o->account) {
+		if (o->owner.client == 0 || o->owner.session == 0)
+			return cep__set_error(CEP_EINVAL, "a session's owner needs a client "
+					      "and a session id");
+		s->acc = o->account;
+		s->owner = o->owner;
+	} else {
+		ret = account_new(&s->own_acc);
 		if (ret < 0)
 			return ret;
-		at += (val->bytes + BACKEND_ALIGN - 1) & ~(size_t)(BACKEND_ALIGN - 1);
+		s->acc = s->own_acc;
+		s->owner = (struct alloc_owner){ 1, 1 };
 	}
-	return backend_stream_sync(s->be, s->stream);
+	/* Even without a limit: the entry makes the session visible in
+	 * `cudaepctl mem` before it holds any memory of its own. */
+	return account_limit_set(s->acc, s->owner, o->memory_limit);
 }
 
 int engine_session_new(engine_model *m, struct backend *be,
@@ -213,7 +579,9 @@ int engine_session_new(engine_model *m, struct backend *be,
 	engine_model_ref(m);
 	s->m = m;
 	s->be = be;
-	s->memory_limit = o.memory_limit;
+	ret = account_open(s, &o);
+	if (ret < 0)
+		goto out;
 	ret = CEP_ENOMEM;
 	s->const_dev = calloc((size_t)g->n_values + 1, sizeof(*s->const_dev));
 	s->bind.n = g->n_syms;
@@ -250,7 +618,14 @@ void engine_session_free(engine_session *s)
 	if (!s)
 		return;
 	plan_cache_close(&s->plans, s->be);
-	backend_mem_free(s->be, s->weights, s->weight_bytes);
+	if (s->acc) {
+		account_uncharge(s->acc, s->owner, ALLOC_ROLE_ACTIVATIONS, s->plan_act);
+		account_uncharge(s->acc, s->owner, ALLOC_ROLE_WORKSPACE, s->plan_ws);
+		/* Still charged only through a caller's bug; then the entry
+		 * stays, visible in `cudaepctl mem`. */
+		(void)account_forget(s->acc, s->owner);
+	}
+	weights_leave(s);
 	backend_stream_free(s->be, s->stream);
 	free(s->const_dev);
 	free(s->bind.vals);
@@ -260,6 +635,7 @@ void engine_session_free(engine_session *s)
 	free(s->in_ptr);
 	free(s->out_ptr);
 	engine_model_unref(s->m);
+	account_free(s->own_acc);
 	free(s);
 }
 
@@ -405,52 +781,128 @@ static int outputs_check(engine_session *s, const struct plan *p,
 	return 0;
 }
 
-/* Backend memory the session holds: weights and cached plans. */
-static uint64_t session_bytes(const engine_session *s)
+/* Bytes the cached plans hold, as activations and as workspace. */
+static void plans_sum(const engine_session *s, uint64_t *act, uint64_t *ws)
 {
-	uint64_t used = s->weight_bytes;
 	int i;
 
-	for (i = 0; i < s->plans.n; i++)
-		used += s->plans.plans[i]->block_bytes;
-	return used;
+	*act = 0;
+	*ws = 0;
+	for (i = 0; i < s->plans.n; i++) {
+		*act += s->plans.plans[i]->activation_bytes;
+		*ws += s->plans.plans[i]->workspace_bytes;
+	}
 }
 
-/* What the session's memory limit leaves for a new plan; 0: no limit. */
-static size_t room_left(const engine_session *s)
+/* Evicts the least recently used plan and uncharges what it held. */
+static void plan_evict(engine_session *s)
 {
-	uint64_t used = session_bytes(s);
+	uint64_t act, ws;
 
-	if (!s->memory_limit)
+	plan_cache_evict(&s->plans, s->be);
+	plans_sum(s, &act, &ws);
+	account_uncharge(s->acc, s->owner, ALLOC_ROLE_ACTIVATIONS, s->plan_act - act);
+	account_uncharge(s->acc, s->owner, ALLOC_ROLE_WORKSPACE, s->plan_ws - ws);
+	s->plan_act = act;
+	s->plan_ws = ws;
+}
+
+/* The smaller of limit - used and room, where a limit of 0 is none. */
+static uint64_t room_min(uint64_t room, const struct account_usage *u)
+{
+	uint64_t left;
+
+	if (!u->limit)
+		return room;
+	left = u->device < u->limit ? u->limit - u->device : 0;
+	return left < room ? left : room;
+}
+
+/* What the session's, its client's and the global limit leave for a new
+ * plan, or UINT64_MAX when none applies. Only a hint for the planner, so
+ * that it refuses before allocating: the charge itself decides. */
+static uint64_t room_left(const engine_session *s)
+{
+	struct alloc_owner client = { s->owner.client, 0 };
+	struct account_usage u;
+	uint64_t room = UINT64_MAX;
+
+	if (account_usage_get(s->acc, s->owner, &u) == 0)
+		room = room_min(room, &u);
+	if (account_usage_get(s->acc, client, &u) == 0)
+		room = room_min(room, &u);
+	account_totals(s->acc, &u);
+	return room_min(room, &u);
+}
+
+/* env->max_block_bytes for a room: 0 means no limit to the planner, so a
+ * full account asks for at most one byte. */
+static size_t room_block(uint64_t room)
+{
+	if (room == UINT64_MAX || room > SIZE_MAX)
 		return 0;
-	return used < s->memory_limit ? (size_t)(s->memory_limit - used) : 1;
+	return room ? (size_t)room : 1;
+}
+
+/* Charges a new plan's block to the session's owner. */
+static int plan_charge(engine_session *s, const struct plan *p)
+{
+	int ret;
+
+	ret = account_charge(s->acc, s->owner, ALLOC_ROLE_ACTIVATIONS, p->activation_bytes);
+	if (ret < 0)
+		return ret;
+	ret = account_charge(s->acc, s->owner, ALLOC_ROLE_WORKSPACE, p->workspace_bytes);
+	if (ret < 0) {
+		account_uncharge(s->acc, s->owner, ALLOC_ROLE_ACTIVATIONS, p->activation_bytes);
+		return ret;
+	}
+	s->plan_act += p->activation_bytes;
+	s->plan_ws += p->workspace_bytes;
+	return 0;
 }
 
 /* Builds and caches the plan for the signature in s->sig and the inputs
  * in s->in_t (whose values key it where a shape needs them). A full cache
- * gives up its least recently used plan first; a plan refused for the
- * session's memory limit is built again once older plans have made room,
- * if they can. */
+ * gives up its least recently used plan first; a plan refused for a memory
+ * limit is built again once older plans have made room, if they can; if
+ * they cannot, the account's charge names the limit. */
 static int plan_make(engine_session *s, struct plan_env *env, int sig_len, struct plan **out)
 {
 	size_t needed = 0;
 	int ret;
 
 	if (s->plans.n == s->plans.cap)
-		plan_cache_evict(&s->plans, s->be);
+		plan_evict(s);
 	env->needed_bytes = &needed;
-	env->max_block_bytes = room_left(s);
+	env->max_block_bytes = room_block(room_left(s));
 	ret = plan_build(env, s->in_t, s->sig, sig_len, out);
-	if (ret == CEP_ELIMIT && needed && s->plans.n > 0) {
+	if (ret == CEP_ELIMIT && needed) {
 		while (s->plans.n > 0 && room_left(s) < needed)
-			plan_cache_evict(&s->plans, s->be);
+			plan_evict(s);
 		if (room_left(s) >= needed) {
-			env->max_block_bytes = room_left(s);
+			env->max_block_bytes = room_block(room_left(s));
 			ret = plan_build(env, s->in_t, s->sig, sig_len, out);
+		} else {
+			/* Let the account say which limit is in the way. */
+			ret = account_charge(s->acc, s->owner, ALLOC_ROLE_ACTIVATIONS, needed);
+			if (ret == 0) {
+				account_uncharge(s->acc, s->owner, ALLOC_ROLE_ACTIVATIONS, needed);
+				ret = cep__set_error(CEP_ELIMIT, "the plan needs %zu bytes, more "
+						     "than the memory limits leave", needed);
+			}
 		}
 	}
 	if (ret < 0)
 		return ret;
+	ret = plan_charge(s, *out);
+	if (ret < 0) {
+		plan_free(*out, s->be);
+		*out = NULL;
+		return ret;
+	}
+	if (s->plans.n == s->plans.cap)
+		plan_evict(s);
 	plan_cache_insert(&s->plans, *out, s->be);
 	s->stats.plans_built++;
 	return 0;

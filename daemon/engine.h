@@ -14,21 +14,40 @@
  * 3, the model wants 4") is in cep_last_error() of the calling thread, so a
  * caller on a worker thread must copy it there.
  *
+ * Memory: the engine charges every backend allocation it makes for a
+ * session to an account (alloc/account.h), which is the one place limits
+ * are enforced. A session's plan blocks are charged to the session's owner
+ * (client, session) as activations and workspace; the model's constants,
+ * uploaded once per (model, backend, account) and shared by every session
+ * of the model there, are charged once to the daemon's own owner
+ * (ALLOC_OWNER_SHARED) as weights, so only the global limit counts them.
+ * On a backend of host memory constants are used in place and cost
+ * nothing. The caller passes the account and owner in the session
+ * options; the backend's allocator stays untagged.
+ *
+ * Sharing models: engine_model_load_shared() returns the model already
+ * loaded from identical bytes (XXH3-64 and length, then a byte compare)
+ * from a cache, so two clients loading one file share one engine_model
+ * and therefore one device copy of its weights.
+ *
  * Threads: a model is immutable once loaded and may be shared by sessions
- * on any threads (its reference count is atomic). A session is used by one
- * thread at a time.
+ * on any threads (its reference count is atomic; its device copies and a
+ * cache are locked). A session is used by one thread at a time.
  */
 #ifndef CEP_DAEMON_ENGINE_H
 #define CEP_DAEMON_ENGINE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include "account.h"
 #include "backend.h"
 #include "cudaep.h"
 
 typedef struct engine_model engine_model;
 typedef struct engine_session engine_session;
+typedef struct engine_model_cache engine_model_cache;
 
 #define ENGINE_DEFAULT_PLANS 16 /* plans a session keeps by default */
 
@@ -44,6 +63,41 @@ typedef struct engine_session engine_session;
  */
 int engine_model_load(const void *bytes, size_t len, int dir_fd,
 		      engine_model **out);
+
+/* ------------------------------------------------------------ model cache */
+
+/* Makes an empty cache of loaded models. On success *out is the caller's,
+ * freed with engine_model_cache_free(). Fails only with CEP_ENOMEM. */
+int engine_model_cache_new(engine_model_cache **out);
+
+/* Frees the cache. Models still referenced live on, no longer findable;
+ * no load through c and no last unref of its models may run meanwhile
+ * (the daemon frees it after its sessions). Accepts NULL. */
+void engine_model_cache_free(engine_model_cache *c);
+
+/*
+ * As engine_model_load(), but first looks in c for a live model loaded
+ * from the same bytes (same XXH3-64 hash and length, then compared byte by
+ * byte) and, on a hit, returns another reference to it with *shared set to
+ * true. A new model is added to c (which keeps a copy of the bytes for the
+ * comparison, and drops the entry when the model's last reference goes).
+ * Concurrent loads of one file wait for the first to finish parsing and
+ * then share its model. A model with external data (dir_fd >= 0) is never shared: its files may
+ * differ. c may be NULL (no sharing). Fails as engine_model_load().
+ */
+int engine_model_load_shared(engine_model_cache *c, const void *bytes, size_t len,
+			     int dir_fd, engine_model **out, bool *shared);
+
+/* What a cache holds and has done. */
+struct engine_model_cache_stats {
+	uint64_t models;  /* live models findable now */
+	uint64_t bytes;   /* of their files, kept for the byte compare */
+	uint64_t hits;    /* loads that shared a live model */
+	uint64_t misses;  /* loads that parsed a new one */
+};
+
+/* Copies c's counters into *out. */
+void engine_model_cache_stats(engine_model_cache *c, struct engine_model_cache_stats *out);
 
 /* Takes another reference to m (a session takes one). */
 void engine_model_ref(engine_model *m);
@@ -80,24 +134,34 @@ struct engine_session_options {
 	                          * host); FP16/BF16 are not implemented yet */
 	cep_priority priority;  /* of the session's stream */
 	uint64_t memory_limit;  /* bytes of backend memory for the session's
-	                         * weights and plans; 0: no limit */
+	                         * plans, set as the session's limit in the
+	                         * account; 0: no limit */
+	struct account *account; /* charged for the session's memory; must
+	                          * outlive the session. NULL: a private one
+	                          * of the session's own (memory_limit holds) */
+	struct alloc_owner owner; /* the client and session charged (session
+	                           * != 0); ignored without an account */
 };
 
 /*
  * Opens a session of m on backend be (which must outlive it): takes a
- * reference to m, creates a stream, and gives the model's constants a home
- * on the backend (uploaded once; on a backend of host memory they are used
- * in place). opts may be NULL (defaults). On success *out is the caller's,
- * released with engine_session_free(). Fails with CEP_EUNSUPPORTED for a
- * precision not implemented, CEP_ELIMIT when the weights alone exceed
- * opts->memory_limit, CEP_EDEVMEM / CEP_ENOMEM.
+ * reference to m, creates a stream, sets the session's limit in the
+ * account, and gives the model's constants a home on the backend: used in
+ * place on a backend of host memory, else the model's shared device copy
+ * for (be, account), uploaded and charged by its first session. opts may
+ * be NULL (defaults). On success *out is the caller's, released with
+ * engine_session_free(). Fails with CEP_EUNSUPPORTED for a precision not
+ * implemented, CEP_ELIMIT when uploading the weights would pass the
+ * global limit (the account's message), CEP_EDEVMEM / CEP_ENOMEM.
  */
 int engine_session_new(engine_model *m, struct backend *be,
 		       const struct engine_session_options *opts,
 		       engine_session **out);
 
-/* Frees the session, its plans and its device memory, and drops its
- * reference to the model. Accepts NULL. */
+/* Frees the session and its plans, uncharging them and forgetting the
+ * session's entry in the account, releases its share of the model's
+ * device weights (the last session frees and uncharges them), and drops
+ * its reference to the model. Accepts NULL. */
 void engine_session_free(engine_session *s);
 
 /* The session's model (no new reference). */
@@ -139,8 +203,10 @@ struct engine_output {
  * match the shape), CEP_ENOSPC (an output's capacity is too small: every
  * output asked for then has its dtype, shape and needed bytes filled in);
  * and with the errors of planning (see plan_build(); CEP_ELIMIT when a new
- * plan would take the session past its memory limit, after evicting older
- * plans) or of a kernel. A run whose plan is cached allocates nothing.
+ * plan would take the session, its client or the daemon past a memory
+ * limit even after evicting the session's older plans, with the account's
+ * message: "session 7 memory limit N bytes: asked M, in use K") or of a
+ * kernel. A run whose plan is cached allocates nothing.
  */
 int engine_run(engine_session *s, const struct engine_input *inputs, size_t n_inputs,
 	       struct engine_output *outputs, size_t n_outputs);
@@ -154,7 +220,8 @@ struct engine_stats {
 	uint64_t plan_evictions;
 	int plans_cached;
 	size_t plan_bytes;      /* backend memory of the cached plans' blocks */
-	size_t weight_bytes;    /* backend memory of the session's constants */
+	size_t weight_bytes;    /* backend memory of the constants the session
+	                         * uses (shared with the model's other sessions) */
 	int last_steps;         /* kernel launches of the last run's plan */
 	int last_folded;        /* nodes that plan evaluated while planning */
 };

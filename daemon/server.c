@@ -17,6 +17,7 @@
 
 #include <systemd/sd-daemon.h>
 
+#include "arena.h"
 #include "cep_limits.h"
 #include "conn.h"
 #include "cudaep.h"
@@ -42,6 +43,7 @@ enum {
 	SERVER_H_STOP_TIMER = 1u << 2,
 	SERVER_H_SIGTERM = 1u << 3,
 	SERVER_H_SIGINT = 1u << 4,
+	SERVER_H_TRIM_TIMER = 1u << 5,
 };
 
 int server_backend_open(const struct config *cfg, const char *driver_lib,
@@ -100,6 +102,16 @@ int server_new(const struct config *cfg, struct server **out)
 	ret = server_backend_open(cfg, NULL, &s->backend);
 	if (ret != 0)
 		goto fail;
+	ret = account_new(&s->account);
+	if (ret != 0)
+		goto fail;
+	/* Without a configured limit the device's memory is the limit, so
+	 * that running out is a clear CEP_ELIMIT rather than a failed map. */
+	account_limit_set_global(s->account, cfg->memory_limit != 0 ?
+				 cfg->memory_limit : s->backend->device_memory);
+	ret = engine_model_cache_new(&s->models);
+	if (ret != 0)
+		goto fail;
 	s->in_buf = malloc(CEP_MAX_PACKET + 1);
 	s->out_buf = malloc(CEP_MAX_PACKET);
 	if (s->in_buf == NULL || s->out_buf == NULL) {
@@ -121,7 +133,9 @@ void server_free(struct server *s)
 		conn_free(s->conns);
 	if (s->listen_fd >= 0)
 		close(s->listen_fd);
+	engine_model_cache_free(s->models);
 	backend_free(s->backend);
+	account_free(s->account);
 	reqarena_close(&s->arena);
 	free(s->in_buf);
 	free(s->out_buf);
@@ -181,6 +195,10 @@ void server__conn_unlink(struct server *s, struct conn *c)
 	s->n_conns--;
 	if (c->fd >= 0)
 		s->n_sock_conns--;
+	/* Its sessions are gone, so nothing is charged to it any more; the
+	 * entry and its limit go with it. */
+	if (s->account != NULL)
+		(void)account_forget(s->account, (struct alloc_owner){ c->id, 0 });
 	stats_count(&s->stats, STATS_COUNTER_CONNECTIONS_CLOSED, 1);
 	stats_gauge_add(&s->stats, STATS_GAUGE_CONNECTIONS, -1);
 	if (s->stopping && s->n_sock_conns == 0)
@@ -574,6 +592,21 @@ static void server_on_stop_timer(uv_timer_t *t)
 	server_stop_timer_close(s);
 }
 
+/* The idle trim. The arena's idle period is fixed when the backend makes
+ * it, so the timer fires every trim_idle_ms and hands arena_tick() a clock
+ * that advances one arena period per firing: a granule is unmapped one to
+ * two firings after its last block is freed. */
+static void server_on_trim_timer(uv_timer_t *t)
+{
+	struct server *s = container_of(t, struct server, trim_timer);
+	struct arena_config def;
+
+	arena_config_init(&def);
+	s->trim_clock_ns += def.idle_ns;
+	if (arena_tick(s->backend->arena, s->trim_clock_ns) != 0)
+		log_warning("idle trim: %s", cep_last_error());
+}
+
 static int server_handles_start(struct server *s)
 {
 	int ret;
@@ -589,6 +622,16 @@ static int server_handles_start(struct server *s)
 	s->handles |= SERVER_H_ACCEPT_TIMER;
 	uv_timer_init(s->loop, &s->stop_timer);
 	s->handles |= SERVER_H_STOP_TIMER;
+	uv_timer_init(s->loop, &s->trim_timer);
+	s->handles |= SERVER_H_TRIM_TIMER;
+	if (s->cfg.trim_idle_ms != 0 && s->backend->arena != NULL) {
+		ret = uv_timer_start(&s->trim_timer, server_on_trim_timer,
+				     s->cfg.trim_idle_ms, s->cfg.trim_idle_ms);
+		if (ret != 0)
+			return ret;
+		/* Idle trims must not keep a stopping loop alive. */
+		uv_unref((uv_handle_t *)&s->trim_timer);
+	}
 	ret = uv_signal_init(s->loop, &s->sigterm);
 	if (ret != 0)
 		return ret;
@@ -605,10 +648,18 @@ static int server_handles_start(struct server *s)
 	return uv_signal_start(&s->sigint, server_on_signal, SIGINT);
 }
 
+static void server_trim_timer_close(struct server *s)
+{
+	server_handle_close(s, SERVER_H_TRIM_TIMER,
+			    (uv_handle_t *)&s->trim_timer,
+			    server_on_handle_close);
+}
+
 static void server_handles_close(struct server *s)
 {
 	server_listener_close(s);
 	server_stop_timer_close(s);
+	server_trim_timer_close(s);
 	server_handle_close(s, SERVER_H_SIGTERM, (uv_handle_t *)&s->sigterm,
 			    server_on_handle_close);
 	server_handle_close(s, SERVER_H_SIGINT, (uv_handle_t *)&s->sigint,
@@ -670,6 +721,7 @@ void server_stop(struct server *s)
 	sd_notify(0, "STOPPING=1");
 	log_notice("stopping: closing %u connections", s->n_sock_conns);
 	server_listener_close(s);
+	server_trim_timer_close(s);
 	server_handle_close(s, SERVER_H_SIGTERM, (uv_handle_t *)&s->sigterm,
 			    server_on_handle_close);
 	server_handle_close(s, SERVER_H_SIGINT, (uv_handle_t *)&s->sigint,

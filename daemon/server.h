@@ -19,8 +19,10 @@
 
 #include <uv.h>
 
+#include "account.h"
 #include "backend.h"
 #include "config.h"
+#include "engine.h"
 #include "reqarena.h"
 #include "region.h"
 #include "session.h"
@@ -36,6 +38,10 @@ struct conn;
 struct server {
 	struct config cfg;              /* a copy, fixed for life */
 	struct backend *backend;        /* where sessions run; owned */
+	struct account *account;        /* device memory by client, session
+	                                 * and role, with the limits; owned */
+	engine_model_cache *models;     /* loaded models, shared by content;
+	                                 * owned */
 	uv_loop_t *loop;                /* NULL until server_listen() */
 	struct stats stats;
 	struct region_pool regions;     /* limits and totals of all regions */
@@ -59,6 +65,8 @@ struct server {
 	uv_poll_t listen_poll;          /* readable: connections to accept */
 	uv_timer_t accept_timer;        /* resumes accepting after EMFILE */
 	uv_timer_t stop_timer;          /* ends a shutdown that hangs */
+	uv_timer_t trim_timer;          /* unmaps idle granules of the arena */
+	uint64_t trim_clock_ns;         /* its arena_tick() clock */
 	uv_signal_t sigterm;
 	uv_signal_t sigint;
 };

@@ -161,6 +161,9 @@ struct backend {
 	enum backend_kind kind;  /* which kernels of the registry it runs */
 	unsigned caps;           /* enum backend_caps */
 	uint64_t device_memory;  /* bytes of device memory; 0 on the host */
+	struct arena *arena;     /* the arena mem_alloc carves from (alloc/
+	                          * arena.h), the backend's: for the daemon's
+	                          * `cudaepctl mem` and trim; NULL if none */
 	struct {
 		_Atomic uint64_t allocs, frees, bytes_live, bytes_peak;
 		_Atomic uint64_t copies_h2d, copies_d2h, copies_d2d;
@@ -177,10 +180,16 @@ enum backend_host_flags {
 	 * default the host backend has no graphs and runs everything eagerly,
 	 * which is as fast on a CPU. */
 	BACKEND_HOST_GRAPHS = 1u << 0,
+	/* Do not advertise BACKEND_CAP_HOST_MEMORY: the engine uploads
+	 * weights into the arena as it does on a GPU, so that tests of
+	 * weight sharing and accounting run on the CPU. */
+	BACKEND_HOST_UPLOAD_WEIGHTS = 1u << 1,
 };
 
 /*
- * Creates the host backend: device memory is aligned host memory, streams
+ * Creates the host backend: device memory comes from an arena (alloc/
+ * arena.h) over the host provider, so it is ordinary process memory with
+ * the arena's mapping, pooling and trimming; streams
  * run their work synchronously in the caller's thread, events complete
  * when recorded, kernels are the reference kernels of kernels/cpu. flags
  * are enum backend_host_flags. On success *out is the caller's, released

@@ -743,6 +743,7 @@ int backend_cuda_new_config(const struct backend_cuda_config *cfg, struct backen
 		 nvrtc_lib_version(cc->nvrtc) % 1000 / 10);
 	b->ctx = cc;
 	b->kind = BACKEND_CUDA;
+	b->arena = cc->arena;
 	b->caps = BACKEND_CAP_GRAPHS;
 	b->device_memory = total;
 	b->iface = (struct backend_iface){

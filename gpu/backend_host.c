@@ -2,7 +2,11 @@
  * backend_host.c — the host backend: the backend seam (gpu/backend.h) on
  * the CPU.
  *
- * Device memory is aligned host memory, a stream runs each copy and launch
+ * Device memory comes from an arena (alloc/arena.h) over the host
+ * provider: process memory, mapped in granules, pooled and trimmed as on a
+ * GPU, so the daemon's memory accounting and `cudaepctl trim` are real in
+ * CI. Weights are still used in place (BACKEND_CAP_HOST_MEMORY) unless
+ * BACKEND_HOST_UPLOAD_WEIGHTS asks for uploads. A stream runs each copy and launch
  * in the calling thread as it is queued (so events are complete as soon as
  * they are recorded), and the kernels are the reference kernels of
  * kernels/cpu. It is what cudaepd runs when there is no GPU and what GPU
@@ -16,9 +20,12 @@
  */
 #include "backend.h"
 
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "arena.h"
 #include "cudaep.h"
 #include "error.h"
 #include "ops.h"
@@ -55,29 +62,41 @@ struct backend_graph {
 };
 
 struct host_ctx {
-	unsigned flags;         /* enum backend_host_flags */
+	unsigned flags;               /* enum backend_host_flags */
+	struct alloc_provider *prov;  /* owned; the memfd behind the arena */
+	struct arena *arena;          /* owned; device memory */
 };
 
 /* ----------------------------------------------------------------- memory */
 
+/* The arena charges nothing: the engine charges its owners itself
+ * (daemon/engine.h), so the block's owner and role here are placeholders. */
 static int host_mem_alloc(struct backend *b, size_t bytes, void **out)
 {
-	size_t rounded;
+	struct host_ctx *ctx = b->ctx;
+	struct arena_block *blk;
+	int ret;
 
-	if (bytes > SIZE_MAX - BACKEND_ALIGN)
-		return cep__set_error(CEP_ENOMEM, "host backend: %zu bytes is too large",
-				      bytes);
-	rounded = (bytes + BACKEND_ALIGN - 1) & ~(size_t)(BACKEND_ALIGN - 1);
-	*out = aligned_alloc(BACKEND_ALIGN, rounded);
-	if (!*out)
-		return cep__set_error(CEP_ENOMEM, "host backend: out of memory allocating %zu bytes",
-				      bytes);
+	ret = arena_block_alloc(ctx->arena, bytes, BACKEND_ALIGN, ALLOC_OWNER_SHARED,
+				ALLOC_ROLE_ACTIVATIONS, &blk);
+	if (ret < 0)
+		return ret;
+	*out = (void *)(uintptr_t)arena_block_addr(blk);
 	return 0;
 }
 
+/* Host work is complete when queued, so a block is free to reuse at once. */
 static void host_mem_free(struct backend *b, void *ptr)
 {
-	free(ptr);
+	struct host_ctx *ctx = b->ctx;
+	struct arena_block *blk = arena_block_lookup(ctx->arena, (uint64_t)(uintptr_t)ptr);
+
+	if (blk == NULL) {
+		fprintf(stderr, "<3>cudaep: host backend: freeing %p, which it never "
+			"allocated\n", ptr);
+		return;
+	}
+	arena_block_free(ctx->arena, blk);
 }
 
 /* ---------------------------------------------------------------- streams */
@@ -260,9 +279,18 @@ static void host_graph_free(struct backend *b, struct backend_graph *g)
 
 /* ------------------------------------------------------------- the backend */
 
+static void host_ctx_free(struct host_ctx *ctx)
+{
+	if (!ctx)
+		return;
+	arena_free(ctx->arena);
+	alloc_provider_free(ctx->prov);
+	free(ctx);
+}
+
 static void host_free(struct backend *b)
 {
-	free(b->ctx);
+	host_ctx_free(b->ctx);
 	free(b);
 }
 
@@ -278,9 +306,16 @@ int backend_host_new(unsigned flags, struct backend **out)
 	if (!b || !ctx)
 		goto out;
 	ctx->flags = flags;
+	ret = alloc_provider_host_new(NULL, &ctx->prov);
+	if (ret < 0)
+		goto out;
+	ret = arena_new(ctx->prov, NULL, NULL, &ctx->arena);
+	if (ret < 0)
+		goto out;
 	b->ctx = ctx;
+	b->arena = ctx->arena;
 	b->kind = BACKEND_HOST;
-	b->caps = BACKEND_CAP_HOST_MEMORY;
+	b->caps = (flags & BACKEND_HOST_UPLOAD_WEIGHTS) ? 0 : BACKEND_CAP_HOST_MEMORY;
 	if (flags & BACKEND_HOST_GRAPHS)
 		b->caps |= BACKEND_CAP_GRAPHS;
 	b->iface = (struct backend_iface){
@@ -312,7 +347,9 @@ int backend_host_new(unsigned flags, struct backend **out)
 	ctx = NULL;
 	ret = 0;
 out:
-	free(ctx);
+	host_ctx_free(ctx);
 	free(b);
-	return ret < 0 ? cep__set_error(ret, "host backend: out of memory") : 0;
+	if (ret == CEP_ENOMEM)
+		return cep__set_error(ret, "host backend: out of memory");
+	return ret;
 }

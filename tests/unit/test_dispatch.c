@@ -653,6 +653,16 @@ static size_t clients_seen(struct server *s, struct conn *c, uint32_t *total)
 	return n;
 }
 
+/* The region entries of a MemoryReply (the rest is device memory). */
+static size_t regions_entries(const Cudaep__V1__MemoryReply *m)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < m->n_entries; i++)
+		n += strcmp(m->entries[i]->role, "regions") == 0;
+	return n;
+}
+
 Test(dispatch, admin_sees_everyone_others_themselves)
 {
 	struct conn *a, *b, *root, *grp;
@@ -707,7 +717,7 @@ Test(dispatch, admin_sees_everyone_others_themselves)
 
 	r = simple(srv, b, CUDAEP__V1__REQUEST__BODY_MEMORY);
 	tu_expect_ok(r);
-	cr_assert_eq(r->memory->n_entries, 2);
+	cr_assert_eq(regions_entries(r->memory), 2);
 	cr_assert_str_eq(r->memory->entries[0]->owner, "total");
 	cr_assert_str_eq(r->memory->entries[0]->role, "regions");
 	cr_assert_eq(r->memory->entries[0]->current, 4096 + 8192);
@@ -721,8 +731,8 @@ Test(dispatch, admin_sees_everyone_others_themselves)
 		     cfg.region_bytes_per_client);
 	cudaep__v1__response__free_unpacked(r, NULL);
 	r = simple(srv, root, CUDAEP__V1__REQUEST__BODY_MEMORY);
-	cr_assert_eq(r->memory->n_entries, 5);
-	cr_assert_eq(r->memory->total, 5);
+	cr_assert_eq(regions_entries(r->memory), 5);
+	cr_assert_eq(r->memory->total, r->memory->n_entries);
 	cudaep__v1__response__free_unpacked(r, NULL);
 	server_free(srv);
 }

@@ -422,7 +422,7 @@ Test(engine, memory_limit_evicts_then_refuses)
 		struct engine_output out = { .name = "y", .data = y, .capacity = sizeof(y) };
 
 		cr_assert_eq(engine_run(s, &in, 1, &out, 1), CEP_ELIMIT);
-		cr_assert(strstr(cep_last_error(), "the plan needs"), "%s", cep_last_error());
+		cr_assert(strstr(cep_last_error(), "session 1 memory limit"), "%s", cep_last_error());
 	}
 	engine_session_free(s);
 	engine_model_unref(m);
