@@ -316,7 +316,7 @@ int engine_model_load_shared(engine_model_cache *c, const void *bytes, size_t le
 
 	*out = NULL;
 	*shared = false;
-	if (!c || dir_fd >= 0)
+	if (!c)
 		return engine_model_load(bytes, len, dir_fd, out);
 	me.hash = XXH3_64bits(bytes, len);
 	me.len = len;
@@ -342,7 +342,17 @@ int engine_model_load_shared(engine_model_cache *c, const void *bytes, size_t le
 	c->flights = &me;
 	pthread_mutex_unlock(&c->lock);
 
-	ret = engine_model_load(bytes, len, dir_fd, &m);
+	/* Loaded without the directory first: a model whose bytes alone say
+	 * what it is can be shared; one with external data cannot (another
+	 * client's directory may hold other data), so it is loaded again
+	 * below for this client only and never cached. */
+	ret = engine_model_load(bytes, len, -1, &m);
+	if (ret != 0 && dir_fd >= 0 && model_wanted_dir()) {
+		pthread_mutex_lock(&c->lock);
+		flight_land(c, &me);
+		pthread_mutex_unlock(&c->lock);
+		return engine_model_load(bytes, len, dir_fd, out);
+	}
 	if (ret == 0) {
 		copy = malloc(len ? len : 1);
 		if (!copy) {

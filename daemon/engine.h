@@ -82,8 +82,10 @@ void engine_model_cache_free(engine_model_cache *c);
  * true. A new model is added to c (which keeps a copy of the bytes for the
  * comparison, and drops the entry when the model's last reference goes).
  * Concurrent loads of one file wait for the first to finish parsing and
- * then share its model. A model with external data (dir_fd >= 0) is never shared: its files may
- * differ. c may be NULL (no sharing). Fails as engine_model_load().
+ * then share its model. A model that references external data is never
+ * shared (the data files below each client's directory may differ); one
+ * that does not is shared whether or not a directory came with it. c may
+ * be NULL (no sharing). Fails as engine_model_load().
  */
 int engine_model_load_shared(engine_model_cache *c, const void *bytes, size_t len,
 			     int dir_fd, engine_model **out, bool *shared);

@@ -714,6 +714,7 @@ int model_load(const void *bytes, size_t len, int dir_fd, struct model **out)
 	int ret;
 
 	*out = NULL;
+	model__wanted_dir = false;
 	if (!bytes || len == 0)
 		return cep__set_error(CEP_EMODEL, "not a valid ONNX model: the file is empty");
 	if ((uint64_t)len > MODEL_MAX_BYTES)

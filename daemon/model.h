@@ -56,6 +56,12 @@ struct model {
  */
 int model_load(const void *bytes, size_t len, int dir_fd, struct model **out);
 
+/* After model_load() with dir_fd -1 failed on this thread: whether it
+ * failed because the model has external data and so needs a directory.
+ * (The daemon shares a loaded model between clients only when its bytes
+ * alone determine it, which external data rules out.) */
+bool model_wanted_dir(void);
+
 /* Releases the model. Accepts NULL. */
 void model_free(struct model *m);
 
@@ -65,6 +71,10 @@ int64_t model_opset(const struct model *m, const char *domain);
 /* ------------------------------------------------- internal to the loader */
 
 struct Onnx__TensorProto;
+
+/* Set when a load without a directory meets external data; cleared by
+ * model_load(). */
+extern _Thread_local bool model__wanted_dir;
 
 /* The name of an ONNX element type, those cudaep does not store included. */
 const char *model__type_name(int elem_type);

@@ -145,6 +145,13 @@ int model__open_beneath(int dir_fd, const char *loc, bool walk_only)
 	return open_beneath_walk(dir_fd, loc);
 }
 
+_Thread_local bool model__wanted_dir;
+
+bool model_wanted_dir(void)
+{
+	return model__wanted_dir;
+}
+
 /* Reads bytes bytes of external data for the tensor `what` into *out. */
 static int external_load(const Onnx__TensorProto *tp, int dir_fd, const char *what,
 			 size_t bytes, void **out)
@@ -177,10 +184,12 @@ static int external_load(const Onnx__TensorProto *tp, int dir_fd, const char *wh
 	if (len != bytes)
 		return cep__set_error(CEP_EMODEL, "%s: external data length is %" PRIu64
 				      ", the shape needs %zu bytes", what, len, bytes);
-	if (dir_fd < 0)
+	if (dir_fd < 0) {
+		model__wanted_dir = true;
 		return cep__set_error(CEP_EMODEL,
 				      "%s: the model has external data ('%s') but no directory was given",
 				      what, loc);
+	}
 	fd = model__open_beneath(dir_fd, loc, false);
 	if (fd < 0) {
 		if (errno == EXDEV || errno == ELOOP)

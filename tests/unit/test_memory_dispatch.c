@@ -53,15 +53,20 @@ static Cudaep__V1__Response *load(struct conn *c)
 	Cudaep__V1__LoadModel m = CUDAEP__V1__LOAD_MODEL__INIT;
 	size_t len;
 	uint8_t *bytes = model_bytes(&len);
-	int fd = memfd_create("model", MFD_CLOEXEC);
+	/* With the model's directory too, as cep_session_load() sends it:
+	 * a model without external data is shared all the same. */
+	int fds[2] = {memfd_create("model", MFD_CLOEXEC),
+		      open("/tmp", O_RDONLY | O_DIRECTORY | O_CLOEXEC)};
 
-	cr_assert_eq(write(fd, bytes, len), (ssize_t)len);
+	cr_assert_eq(write(fds[0], bytes, len), (ssize_t)len);
+	cr_assert_geq(fds[1], 0);
 	free(bytes);
 	m.source = CUDAEP__V1__MODEL_SOURCE__MODEL_SOURCE_FD;
+	m.has_dir_fd = 1;
 	q.id = tu_next_id++;
 	q.body_case = CUDAEP__V1__REQUEST__BODY_LOAD_MODEL;
 	q.load_model = &m;
-	return tu_call(srv, c, &q, &fd, 1, NULL);
+	return tu_call(srv, c, &q, fds, 2, NULL);
 }
 
 static uint64_t load_ok(struct conn *c)

@@ -646,6 +646,67 @@ Test(external, data_is_read_below_the_directory)
 	tmpdir_close(&d);
 }
 
+/* Two clients with the same model file but different data files beside
+ * it: each must get its own weights, so a model with external data is
+ * never shared, while one without is shared even when a directory came
+ * with it (cep_session_load() always sends one). */
+Test(external, models_with_external_data_are_not_shared)
+{
+	float a[6] = { 1, 2, 3, 4, 5, 6 }, b[6] = { -1, -2, -3, -4, -5, -6 };
+	float x[6] = { 0 }, y[6];
+	int64_t dims[2] = { 2, 3 };
+	struct engine_input in = { "x", CEP_DTYPE_FLOAT32, 2, dims, x, sizeof(x) };
+	struct engine_output out = { .name = "y", .data = y, .capacity = sizeof(y) };
+	struct tmpdir da, db;
+	struct onnxb *pb;
+	engine_model_cache *cache;
+	engine_model *ma, *mb, *mc, *md;
+	engine_session *s;
+	struct backend *be;
+	uint8_t *buf, *plain;
+	size_t len, plain_len;
+	bool shared;
+
+	tmpdir_open(&da);
+	tmpdir_open(&db);
+	tmpdir_write(&da, "w.bin", a, sizeof(a));
+	tmpdir_write(&db, "w.bin", b, sizeof(b));
+	buf = onnxb_finish(external_model("w.bin", "0", "24"), &len);
+	cr_assert_eq(engine_model_cache_new(&cache), 0);
+	cr_assert_eq(engine_model_load_shared(cache, buf, len, da.fd, &ma, &shared), 0,
+		     "%s", cep_last_error());
+	cr_assert_eq(engine_model_load_shared(cache, buf, len, db.fd, &mb, &shared), 0,
+		     "%s", cep_last_error());
+	cr_assert(!shared, "a model with external data was shared");
+	cr_assert_neq(ma, mb);
+	cr_assert_eq(backend_host_new(0, &be), 0);
+	cr_assert_eq(engine_session_new(mb, be, NULL, &s), 0);
+	cr_assert_eq(engine_run(s, &in, 1, &out, 1), 0, "%s", cep_last_error());
+	cr_assert_eq(y[5], -6.0f, "the second client got the first one's weights");
+	engine_session_free(s);
+
+	pb = base(13);
+	onnxb_init(pb, "w", CEP_DTYPE_FLOAT32, "2,3", a);
+	onnxb_node(pb, "Add", "x,w", "y");
+	plain = onnxb_finish(pb, &plain_len);
+	cr_assert_eq(engine_model_load_shared(cache, plain, plain_len, da.fd, &mc, &shared), 0,
+		     "%s", cep_last_error());
+	cr_assert_eq(engine_model_load_shared(cache, plain, plain_len, db.fd, &md, &shared), 0,
+		     "%s", cep_last_error());
+	cr_assert(shared, "a model without external data was not shared");
+	cr_assert_eq(mc, md);
+	engine_model_unref(ma);
+	engine_model_unref(mb);
+	engine_model_unref(mc);
+	engine_model_unref(md);
+	engine_model_cache_free(cache);
+	backend_free(be);
+	free(buf);
+	free(plain);
+	tmpdir_close(&da);
+	tmpdir_close(&db);
+}
+
 Test(external, escaping_paths_are_refused)
 {
 	float w[6] = { 0 };
