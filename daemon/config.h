@@ -44,6 +44,7 @@ struct config {
 	uint64_t memory_limit;               /* bytes of device memory; 0 = the
 	                                      * device's (none on the host) */
 	uint64_t client_memory_limit;        /* bytes per connection; 0 = none */
+	uint64_t pool_bytes;                 /* the arena's handle pool, bytes */
 	uint32_t trim_idle_ms;               /* ms before an idle granule is
 	                                      * unmapped; 0 = only on trim */
 	uint32_t socket_mode;                /* of the socket file */

@@ -60,6 +60,7 @@ int server_backend_open(const struct config *cfg, const char *driver_lib,
 	backend_cuda_config_init(&cc);
 	cc.device = cfg->device;
 	cc.cache_dir = cfg->cache_dir[0] != '\0' ? cfg->cache_dir : NULL;
+	cc.pool_bytes = cfg->pool_bytes;
 	cc.driver_lib = driver_lib;
 	cep__clear_error();
 	ret = backend_cuda_new_config(&cc, out);

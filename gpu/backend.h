@@ -207,6 +207,9 @@ struct backend_cuda_config {
 	                          * (nvrtc_cache_dir_default()); "": none */
 	const char *driver_lib;  /* NULL: libcuda.so.1 */
 	const char *nvrtc_lib;   /* NULL: the search of nvrtc_lib_open() */
+	size_t pool_bytes;       /* bytes of unmapped physical memory the
+	                          * arena keeps for reuse; 0: the arena's
+	                          * default (alloc/arena.h) */
 };
 
 /* Fills cfg with the defaults: device 0, the default cache directory, the

@@ -689,6 +689,7 @@ void backend_cuda_config_init(struct backend_cuda_config *cfg)
 
 int backend_cuda_new_config(const struct backend_cuda_config *cfg, struct backend **out)
 {
+	struct arena_config acfg;
 	struct backend *b = NULL;
 	struct cuda_ctx *cc = NULL;
 	char name[128] = "unnamed";
@@ -733,7 +734,10 @@ int backend_cuda_new_config(const struct backend_cuda_config *cfg, struct backen
 	ret = alloc_provider_cuda_new(cc->drv, cc->ordinal, &cc->prov);
 	if (ret < 0)
 		goto out;
-	ret = arena_new(cc->prov, NULL, NULL, &cc->arena);
+	arena_config_init(&acfg);
+	if (cfg->pool_bytes != 0)
+		acfg.pool_limit = cfg->pool_bytes;
+	ret = arena_new(cc->prov, NULL, &acfg, &cc->arena);
 	if (ret < 0)
 		goto out;
 	snprintf(cc->desc, sizeof(cc->desc), "%s (device %d, sm_%d, %.1f GiB, driver CUDA "
