@@ -1,12 +1,14 @@
 /*
- * dispatch.c — one request in, one response out (see dispatch.h).
+ * dispatch.c — one request in, one response out (see dispatch.h): the
+ * session-less and admin requests here, the sessions in dispatch_session.c
+ * and memory in dispatch_memory.c.
  *
  * Handlers fail the way the rest of cudaep does: a negative CEP_E* code,
- * with cep__set_error() saying what was wrong. response_encode() is the one
- * place that turns such a code and message into the wire's Status. Every
- * fd that arrives with a packet is in the request's fds array until a
- * handler takes it; dispatch_packet() closes whatever is left, so no path
- * leaks one.
+ * with cep__set_error() saying what was wrong. dispatch__response_encode()
+ * is the one place that turns such a code and message into the wire's
+ * Status. Every fd that arrives with a packet is in the request's fds
+ * array until a handler takes it; dispatch_packet() closes whatever is
+ * left, so no path leaks one.
  */
 #include "dispatch.h"
 
