@@ -59,6 +59,7 @@ int main(int argc, char **argv)
 		uv_loop_close(&loop);
 		return 1;
 	}
+	server_set_args(srv, argc, argv);
 	ret = server_listen(srv, &loop);
 	if (ret != 0)
 		status = 1;

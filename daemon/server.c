@@ -7,6 +7,8 @@
 #include "server.h"
 
 #include <errno.h>
+#include <signal.h>
+#include <stdio.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +46,8 @@ enum {
 	SERVER_H_SIGTERM = 1u << 3,
 	SERVER_H_SIGINT = 1u << 4,
 	SERVER_H_TRIM_TIMER = 1u << 5,
+	SERVER_H_SIGHUP = 1u << 6,
+	SERVER_H_WATCHDOG = 1u << 7,
 };
 
 int server_backend_open(const struct config *cfg, const char *driver_lib,
@@ -608,8 +612,111 @@ static void server_on_trim_timer(uv_timer_t *t)
 		log_warning("idle trim: %s", cep_last_error());
 }
 
+static void server_on_sighup(uv_signal_t *h, int signum)
+{
+	struct server *s = h->data;
+
+	log_notice("SIGHUP received: reloading the configuration");
+	(void)server_reload(s);
+}
+
+/* systemd's watchdog: a wedged loop stops these and gets restarted. */
+static void server_on_watchdog(uv_timer_t *t)
+{
+	sd_notify(0, "WATCHDOG=1");
+}
+
+static int trim_timer_apply(struct server *s)
+{
+	uv_timer_stop(&s->trim_timer);
+	if (s->cfg.trim_idle_ms == 0 || s->backend->arena == NULL)
+		return 0;
+	return uv_timer_start(&s->trim_timer, server_on_trim_timer,
+			      s->cfg.trim_idle_ms, s->cfg.trim_idle_ms);
+}
+
+void server_set_args(struct server *s, int argc, char **argv)
+{
+	s->argc = argc;
+	s->argv = argv;
+}
+
+/* A key that only a restart applies: say so when it changed. */
+#define RELOAD_FIXED(field, name)                                            \
+	do {                                                                 \
+		if (memcmp(&nc.field, &s->cfg.field, sizeof(nc.field)) != 0) \
+			log_warning("%s changed: it takes effect when cudaepd " \
+				    "restarts", name);                       \
+	} while (0)
+
+int server_reload(struct server *s)
+{
+	struct config nc;
+	struct region_limits limits;
+	struct conn *c;
+	char *msg = NULL;
+	size_t msg_len = 0;
+	FILE *err;
+	int ret;
+
+	if (s->argv == NULL) {
+		log_warning("no command line to reload the configuration from");
+		return 0;
+	}
+	err = open_memstream(&msg, &msg_len);
+	if (err == NULL)
+		return 2;
+	ret = config_load(&nc, s->argc, s->argv, err, err);
+	fclose(err);
+	if (ret != CONFIG_RUN) {
+		msg_len = strcspn(msg ? msg : "", "\n");
+		log_err("configuration not reloaded, the old one stays: %.*s",
+			(int)msg_len, msg ? msg : "");
+		free(msg);
+		return ret;
+	}
+	free(msg);
+	RELOAD_FIXED(socket, "socket");
+	RELOAD_FIXED(socket_mode, "socket_mode");
+	RELOAD_FIXED(socket_gid, "socket_group");
+	RELOAD_FIXED(backend, "backend");
+	RELOAD_FIXED(device, "device");
+	RELOAD_FIXED(cache_dir, "cache_dir");
+	RELOAD_FIXED(pool_bytes, "pool_bytes");
+	s->cfg.log_level = nc.log_level;
+	log_level_set(nc.log_level);
+	s->cfg.max_connections = nc.max_connections;
+	s->cfg.max_regions_per_client = nc.max_regions_per_client;
+	s->cfg.region_bytes_per_client = nc.region_bytes_per_client;
+	s->cfg.region_bytes_total = nc.region_bytes_total;
+	limits.max_per_client = nc.max_regions_per_client;
+	limits.bytes_per_client = nc.region_bytes_per_client;
+	limits.bytes_total = nc.region_bytes_total;
+	s->regions.limits = limits;
+	s->cfg.memory_limit = nc.memory_limit;
+	account_limit_set_global(s->account, nc.memory_limit != 0 ?
+				 nc.memory_limit : s->backend->device_memory);
+	s->cfg.client_memory_limit = nc.client_memory_limit;
+	for (c = s->conns; c != NULL; c = c->next)
+		if (c->sessions.count > 0)
+			(void)account_limit_set(s->account,
+						(struct alloc_owner){ c->id, 0 },
+						nc.client_memory_limit);
+	s->cfg.admin_gid = nc.admin_gid;
+	memcpy(s->cfg.admin_group, nc.admin_group, sizeof(nc.admin_group));
+	if (s->cfg.trim_idle_ms != nc.trim_idle_ms) {
+		s->cfg.trim_idle_ms = nc.trim_idle_ms;
+		if ((s->handles & SERVER_H_TRIM_TIMER) && trim_timer_apply(s) != 0)
+			log_warning("cannot restart the idle trim timer");
+	}
+	log_notice("configuration reloaded%s%s", nc.file[0] ? " from " : "",
+		   nc.file);
+	return 0;
+}
+
 static int server_handles_start(struct server *s)
 {
+	uint64_t watchdog_us = 0;
 	int ret;
 
 	ret = uv_poll_init(s->loop, &s->listen_poll, s->listen_fd);
@@ -641,6 +748,27 @@ static int server_handles_start(struct server *s)
 	ret = uv_signal_start(&s->sigterm, server_on_signal, SIGTERM);
 	if (ret != 0)
 		return ret;
+	ret = uv_signal_init(s->loop, &s->sighup);
+	if (ret != 0)
+		return ret;
+	s->handles |= SERVER_H_SIGHUP;
+	s->sighup.data = s;
+	ret = uv_signal_start(&s->sighup, server_on_sighup, SIGHUP);
+	if (ret != 0)
+		return ret;
+	uv_timer_init(s->loop, &s->watchdog_timer);
+	s->handles |= SERVER_H_WATCHDOG;
+	if (sd_watchdog_enabled(0, &watchdog_us) > 0 && watchdog_us > 0) {
+		/* Twice per period, as sd_watchdog_enabled(3) suggests. */
+		uint64_t ms = watchdog_us / 2000 ? watchdog_us / 2000 : 1;
+
+		ret = uv_timer_start(&s->watchdog_timer, server_on_watchdog, ms, ms);
+		if (ret != 0)
+			return ret;
+		uv_unref((uv_handle_t *)&s->watchdog_timer);
+		log_info("systemd watchdog: WATCHDOG=1 every %llu ms",
+			 (unsigned long long)ms);
+	}
 	ret = uv_signal_init(s->loop, &s->sigint);
 	if (ret != 0)
 		return ret;
@@ -664,6 +792,11 @@ static void server_handles_close(struct server *s)
 	server_handle_close(s, SERVER_H_SIGTERM, (uv_handle_t *)&s->sigterm,
 			    server_on_handle_close);
 	server_handle_close(s, SERVER_H_SIGINT, (uv_handle_t *)&s->sigint,
+			    server_on_handle_close);
+	server_handle_close(s, SERVER_H_SIGHUP, (uv_handle_t *)&s->sighup,
+			    server_on_handle_close);
+	server_handle_close(s, SERVER_H_WATCHDOG,
+			    (uv_handle_t *)&s->watchdog_timer,
 			    server_on_handle_close);
 }
 
@@ -726,6 +859,11 @@ void server_stop(struct server *s)
 	server_handle_close(s, SERVER_H_SIGTERM, (uv_handle_t *)&s->sigterm,
 			    server_on_handle_close);
 	server_handle_close(s, SERVER_H_SIGINT, (uv_handle_t *)&s->sigint,
+			    server_on_handle_close);
+	server_handle_close(s, SERVER_H_SIGHUP, (uv_handle_t *)&s->sighup,
+			    server_on_handle_close);
+	server_handle_close(s, SERVER_H_WATCHDOG,
+			    (uv_handle_t *)&s->watchdog_timer,
 			    server_on_handle_close);
 	for (c = s->conns; c != NULL; c = next) {
 		next = c->next;

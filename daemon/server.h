@@ -69,7 +69,29 @@ struct server {
 	uint64_t trim_clock_ns;         /* its arena_tick() clock */
 	uv_signal_t sigterm;
 	uv_signal_t sigint;
+	uv_signal_t sighup;             /* reloads the configuration */
+	uv_timer_t watchdog_timer;      /* WATCHDOG=1 while the loop turns */
+	int argc;                       /* the command line, for reloads */
+	char **argv;
 };
+
+/*
+ * Gives s the command line the configuration came from (it outlives s), so
+ * that SIGHUP can read the configuration again: the --config file and the
+ * flags, which still win over the file. Without it SIGHUP only logs.
+ */
+void server_set_args(struct server *s, int argc, char **argv);
+
+/*
+ * Reads the configuration again from s's command line and applies what can
+ * change while serving: log_level, max_connections, the region limits,
+ * memory_limit, client_memory_limit, trim_idle_ms and admin_group. A
+ * changed key that cannot (socket, socket_mode, socket_group, backend,
+ * device, cache_dir, pool_bytes) is logged as needing a restart. An
+ * invalid configuration is logged and the old one kept. Returns 0 or the
+ * configuration's exit status (2).
+ */
+int server_reload(struct server *s);
 
 /*
  * Creates a server from cfg (copied) without touching any socket or loop:

@@ -302,3 +302,50 @@ Test(lifecycle, cudaepctl)
 				   "error should name the socket: %s", out);
 	}
 }
+
+/* SIGHUP reads the configuration again: a key that can change does. */
+Test(lifecycle, sighup_reloads_the_configuration)
+{
+	struct hdaemon d = {0};
+	char conf[160];
+	const char *args[] = {"--config", conf, NULL};
+	cep_client *c;
+	cep_region *r[5] = {NULL};
+	FILE *f;
+	int rc = -1;
+
+	snprintf(conf, sizeof(conf), "/tmp/cep-hup-%d.conf", (int)getpid());
+	f = fopen(conf, "w");
+	cr_assert_not_null(f);
+	fprintf(f, "[daemon]\nmax_regions_per_client = 2\n");
+	fclose(f);
+	cr_assert_eq(h_daemon_start(&d, args), 0);
+	c = h_connect(&d, "hup");
+	cr_assert_eq(cep_region_new(c, 4096, &r[0]), 0);
+	cr_assert_eq(cep_region_new(c, 4096, &r[1]), 0);
+	cr_expect_eq(cep_region_new(c, 4096, &r[2]), CEP_ELIMIT);
+
+	/* A bad file is refused and the old limit stays. */
+	f = fopen(conf, "w");
+	fprintf(f, "[daemon]\nmax_regions_per_client = many\n");
+	fclose(f);
+	kill(d.pid, SIGHUP);
+	cr_expect_eq(cep_ping(c), 0);
+	cr_expect_eq(cep_region_new(c, 4096, &r[2]), CEP_ELIMIT);
+
+	f = fopen(conf, "w");
+	fprintf(f, "[daemon]\nmax_regions_per_client = 4\n");
+	fclose(f);
+	kill(d.pid, SIGHUP);
+	/* The signal is handled by the loop, between requests. */
+	for (int64_t end = h_now_ms() + 10000; rc != 0 && h_now_ms() < end;)
+		rc = cep_region_new(c, 4096, &r[2]);
+	cr_expect_eq(rc, 0, "the new limit did not apply: %s", cep_last_error());
+	cr_expect_eq(cep_region_new(c, 4096, &r[3]), 0);
+	cr_expect_eq(cep_region_new(c, 4096, &r[4]), CEP_ELIMIT);
+	for (int i = 0; i < 5; i++)
+		cep_region_free(r[i]);
+	cep_close(c);
+	expect_clean_exit(h_daemon_stop(&d, SIGTERM), "hup");
+	unlink(conf);
+}

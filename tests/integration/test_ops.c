@@ -615,3 +615,31 @@ Test(ops, sd_notify_ready_and_stopping)
 	unlink(sa.sun_path);
 	rmdir(d.dir);
 }
+
+/* Under systemd's watchdog (WATCHDOG_USEC) the event loop pings it. */
+Test(ops, sd_notify_watchdog_while_serving)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	char msg[256];
+	int fd, watchdogs = 0;
+
+	cr_assert_eq(h_daemon_prepare(&d), 0);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/notify", d.dir);
+	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	setenv("NOTIFY_SOCKET", sa.sun_path, 1);
+	setenv("WATCHDOG_USEC", "200000", 1);
+	cr_assert_eq(h_daemon_start(&d, NULL), 0);
+	unsetenv("NOTIFY_SOCKET");
+	unsetenv("WATCHDOG_USEC");
+	for (int i = 0; i < 10 && watchdogs < 3; i++) {
+		cr_assert(notify_recv(fd, msg, sizeof(msg)), "no notification came");
+		watchdogs += strcmp(msg, "WATCHDOG=1") == 0;
+	}
+	cr_expect_geq(watchdogs, 3, "the loop sent %d WATCHDOG=1", watchdogs);
+	cr_expect_eq(h_daemon_stop(&d, SIGTERM), 0);
+	close(fd);
+	unlink(sa.sun_path);
+	rmdir(d.dir);
+}
