@@ -345,8 +345,13 @@ static int run_finish(struct job *j, struct req *r)
 					   : STATS_COUNTER_RUN_ERRORS, 1);
 	stats_count(&j->s->stats, STATS_COUNTER_RUN_NS,
 		    uv_hrtime() - j->start_ns);
-	if (ret != 0 && ret != CEP_ENOSPC)
+	if (ret != 0 && ret != CEP_ENOSPC) {
+		log_info("client %llu session %llu: run failed: %s: %s",
+			 (unsigned long long)j->c->id,
+			 (unsigned long long)j->run.sess->id, cep_err_name(ret),
+			 j->msg);
 		return cep__set_error(ret, "%s", j->msg);
+	}
 	if (ret == 0)
 		j->run.sess->runs++;
 	refs = reqarena_alloc(r->arena, sizeof(*refs) * (j->run.n_out + 1));
@@ -690,6 +695,8 @@ int dispatch__unload(struct req *r, const Cudaep__V1__Unload *m)
 	ret = session_table_remove(&r->c->sessions, m->session_id);
 	if (ret != 0)
 		return ret;
+	log_info("client %llu unloaded session %llu",
+		 (unsigned long long)r->c->id, (unsigned long long)m->session_id);
 	cudaep__v1__unload_reply__init(rep);
 	r->resp->body_case = CUDAEP__V1__RESPONSE__BODY_UNLOAD;
 	r->resp->unload = rep;
