@@ -138,8 +138,8 @@ void conn_free(struct conn *c)
 		   "client %llu disconnected after %llu requests: released "
 		   "%u regions (%llu bytes) and %u sessions",
 		   (unsigned long long)c->id, (unsigned long long)c->requests,
-		   c->regions.count, (unsigned long long)c->regions.bytes,
-		   c->sessions.count);
+		   c->regions.ids.count, (unsigned long long)c->regions.bytes,
+		   c->sessions.ids.count);
 	session_table_close(&c->sessions);
 	region_table_close(&c->regions);
 	dispatch_job_free(c->job);

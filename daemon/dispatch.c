@@ -332,9 +332,9 @@ static int handle_clients(struct req *r)
 		e->pid = c->pid;
 		e->uid = c->uid;
 		e->gid = c->gid;
-		e->regions = c->regions.count;
+		e->regions = c->regions.ids.count;
 		e->region_bytes = c->regions.bytes;
-		e->sessions = c->sessions.count;
+		e->sessions = c->sessions.ids.count;
 		e->requests = c->requests;
 		e->connected_us = since_us(c->connected_ns);
 	}
@@ -358,7 +358,7 @@ static int handle_sessions(struct req *r)
 
 	for (c = r->s->conns; c != NULL; c = c->next)
 		if (conn_visible(r, c))
-			total += c->sessions.count;
+			total += c->sessions.ids.count;
 	list = (Cudaep__V1__SessionEntry **)req_alloc_list(r,
 		total < CEP_MAX_LIST ? total : CEP_MAX_LIST, sizeof(**list));
 	if (list == NULL)
@@ -366,8 +366,8 @@ static int handle_sessions(struct req *r)
 	for (c = r->s->conns; c != NULL; c = c->next) {
 		if (!conn_visible(r, c))
 			continue;
-		for (i = 0; i < c->sessions.count && n < CEP_MAX_LIST; i++) {
-			sess = c->sessions.items[i];
+		for (i = 0; i < c->sessions.ids.count && n < CEP_MAX_LIST; i++) {
+			sess = c->sessions.ids.items[i];
 			e = list[n++];
 			cudaep__v1__session_entry__init(e);
 			e->session_id = sess->id;

@@ -65,34 +65,14 @@ void region_table_close(struct region_table *t)
 
 	if (t == NULL)
 		return;
-	for (i = 0; i < t->count; i++)
-		region_destroy(t, t->items[i]);
-	free(t->items);
-	t->items = NULL;
-	t->count = 0;
-	t->cap = 0;
-}
-
-/* Binary search: the index of id, or of where it would go. */
-static uint32_t table_index(const struct region_table *t, uint64_t id)
-{
-	uint32_t lo = 0, hi = t->count, mid;
-
-	while (lo < hi) {
-		mid = lo + (hi - lo) / 2;
-		if (t->items[mid]->id < id)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	for (i = 0; i < t->ids.count; i++)
+		region_destroy(t, t->ids.items[i]);
+	idtable_close(&t->ids);
 }
 
 struct region *region_table_find(const struct region_table *t, uint64_t id)
 {
-	uint32_t i = table_index(t, id);
-
-	return i < t->count && t->items[i]->id == id ? t->items[i] : NULL;
+	return idtable_find(&t->ids, id);
 }
 
 int region_table_get(const struct region_table *t, uint64_t id,
@@ -111,11 +91,11 @@ static int region_limits_check(const struct region_table *t, uint64_t size)
 	const struct region_pool *pool = t->pool;
 	const struct region_limits *lim = &pool->limits;
 
-	if (t->count >= lim->max_per_client)
+	if (t->ids.count >= lim->max_per_client)
 		return cep__set_error(CEP_ELIMIT, "a new region would exceed "
 				      "the per-client limit of %u regions (%u "
 				      "registered)", lim->max_per_client,
-				      t->count);
+				      t->ids.count);
 	if (size > lim->bytes_per_client ||
 	    t->bytes > lim->bytes_per_client - size)
 		return cep__set_error(CEP_ELIMIT, "region of %llu bytes would "
@@ -166,23 +146,6 @@ static int region_fd_check(int fd, uint64_t size)
 	return 0;
 }
 
-static int table_reserve(struct region_table *t)
-{
-	struct region **items;
-	uint32_t cap;
-
-	if (t->count < t->cap)
-		return 0;
-	cap = t->cap ? t->cap * 2 : 8;
-	items = realloc(t->items, (size_t)cap * sizeof(*items));
-	if (items == NULL)
-		return cep__set_error(CEP_ENOMEM, "out of memory for the "
-				      "region table");
-	t->items = items;
-	t->cap = cap;
-	return 0;
-}
-
 int region_table_register(struct region_table *t, int fd, uint64_t size,
 			  const char *name, struct region **out)
 {
@@ -204,7 +167,7 @@ int region_table_register(struct region_table *t, int fd, uint64_t size,
 		stats_count(pool->stats, STATS_COUNTER_REGION_LIMIT_HITS, 1);
 		goto out;
 	}
-	ret = table_reserve(t);
+	ret = idtable_reserve(&t->ids, "the region table");
 	if (ret != 0)
 		goto out;
 	r = calloc(1, sizeof(*r));
@@ -226,8 +189,7 @@ int region_table_register(struct region_table *t, int fd, uint64_t size,
 	if (name != NULL)
 		memcpy(r->name, name,
 		       reqarena_utf8_cut(name, sizeof(r->name) - 1));
-	/* Ids only grow, so appending keeps the array sorted. */
-	t->items[t->count++] = r;
+	idtable_append(&t->ids, r);
 	t->bytes += size;
 	if (t->bytes > t->bytes_peak)
 		t->bytes_peak = t->bytes;
@@ -249,15 +211,12 @@ out:
 
 int region_table_release(struct region_table *t, uint64_t id)
 {
-	uint32_t i = table_index(t, id);
+	struct region *r = idtable_take(&t->ids, id);
 
-	if (i >= t->count || t->items[i]->id != id)
+	if (r == NULL)
 		return cep__set_error(CEP_ENOENT, "no region %llu on this "
 				      "connection", (unsigned long long)id);
-	region_destroy(t, t->items[i]);
-	memmove(&t->items[i], &t->items[i + 1],
-		(size_t)(t->count - i - 1) * sizeof(t->items[0]));
-	t->count--;
+	region_destroy(t, r);
 	return 0;
 }
 

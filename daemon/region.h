@@ -14,10 +14,11 @@
 #include <stdint.h>
 
 #include "cep_limits.h"
+#include "idtable.h"
 #include "stats.h"
 
 struct region {
-	uint64_t id;                 /* global, never reused */
+	uint64_t id;                 /* global, never reused; first (idtable.h) */
 	int fd;                      /* the client's memfd, owned */
 	void *addr;                  /* MAP_SHARED mapping of size bytes */
 	uint64_t size;               /* bytes */
@@ -41,9 +42,7 @@ struct region_pool {
 
 struct region_table {
 	struct region_pool *pool;
-	struct region **items;       /* sorted by id (ids only grow) */
-	uint32_t count;              /* regions in items */
-	uint32_t cap;                /* slots in items */
+	struct idtable ids;          /* its struct region, by id */
 	uint64_t bytes;              /* bytes of these regions */
 	uint64_t bytes_peak;         /* most bytes this table held at once */
 };

@@ -698,7 +698,7 @@ int server_reload(struct server *s)
 				 nc.memory_limit : s->backend->device_memory);
 	s->cfg.client_memory_limit = nc.client_memory_limit;
 	for (c = s->conns; c != NULL; c = c->next)
-		if (c->sessions.count > 0)
+		if (c->sessions.ids.count > 0)
 			(void)account_limit_set(s->account,
 						(struct alloc_owner){ c->id, 0 },
 						nc.client_memory_limit);

@@ -1,6 +1,6 @@
 /*
- * session.c — the per-connection sessions table (see session.h): an array
- * sorted by id, searched by bisection, appended to because ids only grow.
+ * session.c — the per-connection sessions table (see session.h), an
+ * idtable of struct session.
  */
 #include "session.h"
 
@@ -41,44 +41,21 @@ void session_table_close(struct session_table *t)
 
 	if (t == NULL)
 		return;
-	for (i = 0; i < t->count; i++)
-		session_destroy(t, t->items[i]);
-	free(t->items);
-	t->items = NULL;
-	t->count = 0;
-	t->cap = 0;
-}
-
-static uint32_t table_index(const struct session_table *t, uint64_t id)
-{
-	uint32_t lo = 0, hi = t->count, mid;
-
-	while (lo < hi) {
-		mid = lo + (hi - lo) / 2;
-		if (t->items[mid]->id < id)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	for (i = 0; i < t->ids.count; i++)
+		session_destroy(t, t->ids.items[i]);
+	idtable_close(&t->ids);
 }
 
 int session_table_add(struct session_table *t, const char *name,
 		      uint64_t now_ns, struct session **out)
 {
-	struct session **items, *s;
-	uint32_t cap;
+	struct session *s;
+	int ret;
 
 	*out = NULL;
-	if (t->count == t->cap) {
-		cap = t->cap ? t->cap * 2 : 4;
-		items = realloc(t->items, (size_t)cap * sizeof(*items));
-		if (items == NULL)
-			return cep__set_error(CEP_ENOMEM, "out of memory for "
-					      "the session table");
-		t->items = items;
-		t->cap = cap;
-	}
+	ret = idtable_reserve(&t->ids, "the session table");
+	if (ret != 0)
+		return ret;
 	s = calloc(1, sizeof(*s));
 	if (s == NULL)
 		return cep__set_error(CEP_ENOMEM, "out of memory for a "
@@ -89,7 +66,7 @@ int session_table_add(struct session_table *t, const char *name,
 	if (name != NULL)
 		memcpy(s->name, name,
 		       reqarena_utf8_cut(name, sizeof(s->name) - 1));
-	t->items[t->count++] = s;
+	idtable_append(&t->ids, s);
 	t->pool->count++;
 	stats_gauge_add(t->pool->stats, STATS_GAUGE_SESSIONS, 1);
 	stats_count(t->pool->stats, STATS_COUNTER_SESSIONS_LOADED, 1);
@@ -100,9 +77,7 @@ int session_table_add(struct session_table *t, const char *name,
 struct session *session_table_find(const struct session_table *t,
 				   uint64_t id)
 {
-	uint32_t i = table_index(t, id);
-
-	return i < t->count && t->items[i]->id == id ? t->items[i] : NULL;
+	return idtable_find(&t->ids, id);
 }
 
 int session_table_get(const struct session_table *t, uint64_t id,
@@ -117,14 +92,11 @@ int session_table_get(const struct session_table *t, uint64_t id,
 
 int session_table_remove(struct session_table *t, uint64_t id)
 {
-	uint32_t i = table_index(t, id);
+	struct session *s = idtable_take(&t->ids, id);
 
-	if (i >= t->count || t->items[i]->id != id)
+	if (s == NULL)
 		return cep__set_error(CEP_ENOENT, "no session %llu on this "
 				      "connection", (unsigned long long)id);
-	session_destroy(t, t->items[i]);
-	memmove(&t->items[i], &t->items[i + 1],
-		(size_t)(t->count - i - 1) * sizeof(t->items[0]));
-	t->count--;
+	session_destroy(t, s);
 	return 0;
 }

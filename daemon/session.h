@@ -15,10 +15,11 @@
 
 #include "cep_limits.h"
 #include "engine.h"
+#include "idtable.h"
 #include "stats.h"
 
 struct session {
-	uint64_t id;                 /* global, never reused */
+	uint64_t id;                 /* global, never reused; first (idtable.h) */
 	uint64_t client_id;          /* the owning connection's id */
 	char name[CEP_MAX_OBJ_NAME]; /* shown by cudaepctl, may be "" */
 	uint64_t runs;               /* Run requests completed */
@@ -35,9 +36,7 @@ struct session_pool {
 struct session_table {
 	struct session_pool *pool;
 	uint64_t client_id;          /* stamped on each session */
-	struct session **items;      /* sorted by id (ids only grow) */
-	uint32_t count;              /* sessions in items */
-	uint32_t cap;                /* slots in items */
+	struct idtable ids;          /* its struct session, by id */
 };
 
 /* Initializes pool (caller memory); stats must outlive it. Ids start at 1.

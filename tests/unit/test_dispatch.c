@@ -235,7 +235,7 @@ Test(dispatch, register_unsealed_memfd_is_refused)
 			"F_SEAL_SHRINK");
 	cr_assert(!tu_fd_open(fd));
 	cr_assert_eq(tu_fd_count(), before);
-	cr_assert_eq(c->regions.count, 0);
+	cr_assert_eq(c->regions.ids.count, 0);
 	server_free(srv);
 }
 
@@ -275,7 +275,7 @@ Test(dispatch, register_needs_exactly_one_fd)
 			"RegisterRegion expects 1 fd, got 2");
 	cr_assert(!tu_fd_open(fds[0]));
 	cr_assert(!tu_fd_open(fds[1]));
-	cr_assert_eq(c->regions.count, 0);
+	cr_assert_eq(c->regions.ids.count, 0);
 	server_free(srv);
 }
 

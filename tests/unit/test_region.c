@@ -141,7 +141,7 @@ Test(region, lookups_in_a_large_table)
 	}
 	cr_assert_null(region_table_find(&tab, 0));
 	cr_assert_null(region_table_find(&tab, ids[199] + 1));
-	cr_assert_eq(tab.count, 200 - 67);
+	cr_assert_eq(tab.ids.count, 200 - 67);
 }
 
 Test(region, fd_checks_and_ownership)

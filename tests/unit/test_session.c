@@ -46,7 +46,7 @@ Test(session, add_find_remove_close)
 	cr_assert_eq(session_table_remove(&a, id1), 0);
 	cr_assert_eq(session_table_remove(&a, id1), CEP_ENOENT);
 	cr_assert_eq(session_table_find(&a, s3->id), s3);
-	cr_assert_eq(a.count, 1);
+	cr_assert_eq(a.ids.count, 1);
 
 	session_table_close(&a);
 	session_table_close(&b);
