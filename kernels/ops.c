@@ -233,6 +233,37 @@ int op_axis_normalize(const struct op_node *n, int64_t axis, int rank, int *out)
 	return 0;
 }
 
+int op_softmax_axis(const struct op_node *node, int rank, int *axis)
+{
+	int64_t dflt = node->opset < 13 ? 1 : -1;
+
+	/* A scalar has one element to normalise whatever the axis says. */
+	if (rank == 0) {
+		*axis = 0;
+		return 0;
+	}
+	return op_axis_normalize(node, op_attr_int(node, "axis", dflt), rank, axis);
+}
+
+int op_softmax_blocks(const struct op_node *node, const struct op_tensor *t,
+		      int64_t *outer, int64_t *n, int64_t *inner)
+{
+	int axis, ret;
+
+	ret = op_softmax_axis(node, t->rank, &axis);
+	if (ret < 0)
+		return ret;
+	*outer = op_dims_product(t, 0, axis);
+	if (node->opset < 13) {
+		*n = op_dims_product(t, axis, t->rank);
+		*inner = 1;
+	} else {
+		*n = t->rank ? t->dims[axis] : 1;
+		*inner = op_dims_product(t, axis + 1, t->rank);
+	}
+	return 0;
+}
+
 static int64_t broadcast_dim(int64_t a, int64_t b, bool *bad)
 {
 	if (a == b)

@@ -210,6 +210,18 @@ int op_axis_normalize(const struct op_node *n, int64_t axis, int rank,
 		      int *out);
 
 /*
+ * The axis rule of Softmax and LogSoftmax: before opset 13 the input is a
+ * matrix split at `axis` (default 1) whose rows are normalised; from 13 on
+ * only dimension `axis` (default -1) is. op_softmax_axis() normalises the
+ * axis for rank (a scalar's is 0) and fails with CEP_EMODEL when it is out
+ * of range; op_softmax_blocks() then sees t (dims fixed) as (outer, n,
+ * inner) blocks normalised along n.
+ */
+int op_softmax_axis(const struct op_node *node, int rank, int *axis);
+int op_softmax_blocks(const struct op_node *node, const struct op_tensor *t,
+		      int64_t *outer, int64_t *n, int64_t *inner);
+
+/*
  * Numpy broadcasting of a and b into out's rank and dims (dtype untouched).
  * Symbolic dims broadcast against 1 and equal dims; a fixed size other than
  * 1 wins over a symbol. Returns CEP_ESHAPE with a message when fixed sizes

@@ -17,18 +17,6 @@ struct lsm_params {
 	int64_t outer, n, inner;  /* the input as (outer, n, inner) */
 };
 
-static int lsm_axis(const struct op_node *node, int rank, int *axis)
-{
-	int64_t dflt = node->opset < 13 ? 1 : -1;
-
-	/* A scalar has one element to normalise whatever the axis says. */
-	if (rank == 0) {
-		*axis = 0;
-		return 0;
-	}
-	return op_axis_normalize(node, op_attr_int(node, "axis", dflt), rank, axis);
-}
-
 static int lsm_infer(struct op_infer *x)
 {
 	int axis, ret;
@@ -37,7 +25,7 @@ static int lsm_infer(struct op_infer *x)
 	if (ret < 0)
 		return ret;
 	if (x->in[0].rank >= 0) {
-		ret = lsm_axis(x->node, x->in[0].rank, &axis);
+		ret = op_softmax_axis(x->node, x->in[0].rank, &axis);
 		if (ret < 0)
 			return ret;
 	}
@@ -47,20 +35,11 @@ static int lsm_infer(struct op_infer *x)
 static int lsm_prepare(struct op_call *c, size_t *workspace)
 {
 	struct lsm_params *p = (struct lsm_params *)c->params;
-	const struct op_tensor *t = &c->in[0];
-	int axis, ret;
+	int ret;
 
-	ret = lsm_axis(c->node, t->rank, &axis);
+	ret = op_softmax_blocks(c->node, &c->in[0], &p->outer, &p->n, &p->inner);
 	if (ret < 0)
 		return ret;
-	p->outer = op_dims_product(t, 0, axis);
-	if (c->node->opset < 13) {
-		p->n = op_dims_product(t, axis, t->rank);
-		p->inner = 1;
-	} else {
-		p->n = t->rank ? t->dims[axis] : 1;
-		p->inner = op_dims_product(t, axis + 1, t->rank);
-	}
 	*workspace = p->inner > 1 ? 2 * (size_t)p->inner * sizeof(double) : 0;
 	return 0;
 }

@@ -12,24 +12,12 @@ struct softmax_params {
 	int64_t outer, n, inner;
 };
 
-static int softmax_axis(const struct op_node *node, int rank, int *axis)
-{
-	int64_t dflt = node->opset < 13 ? 1 : -1;
-
-	/* A scalar has one element to normalise whatever the axis says. */
-	if (rank == 0) {
-		*axis = 0;
-		return 0;
-	}
-	return op_axis_normalize(node, op_attr_int(node, "axis", dflt), rank, axis);
-}
-
 static int softmax_infer(struct op_infer *x)
 {
 	int axis;
 
 	if (x->in[0].rank >= 0) {
-		int ret = softmax_axis(x->node, x->in[0].rank, &axis);
+		int ret = op_softmax_axis(x->node, x->in[0].rank, &axis);
 
 		if (ret < 0)
 			return ret;
@@ -40,22 +28,11 @@ static int softmax_infer(struct op_infer *x)
 static int softmax_prepare(struct op_call *c, size_t *workspace)
 {
 	struct softmax_params *p = (struct softmax_params *)c->params;
-	const struct op_tensor *t = &c->in[0];
-	int axis, ret;
+	int ret;
 
-	ret = softmax_axis(c->node, t->rank, &axis);
-	if (ret < 0)
-		return ret;
-	p->outer = op_dims_product(t, 0, axis);
-	if (c->node->opset < 13) {
-		p->n = op_dims_product(t, axis, t->rank);
-		p->inner = 1;
-	} else {
-		p->n = t->rank ? t->dims[axis] : 1;
-		p->inner = op_dims_product(t, axis + 1, t->rank);
-	}
+	ret = op_softmax_blocks(c->node, &c->in[0], &p->outer, &p->n, &p->inner);
 	*workspace = 0;
-	return 0;
+	return ret;
 }
 
 static int softmax_run(struct op_call *c)

@@ -27,29 +27,16 @@ static int softmax_prepare(struct op_call *c, size_t *workspace, const char *ker
 	struct softmax_params *p = (struct softmax_params *)c->params;
 	const struct op_tensor *t = &c->in[0];
 	const char *sfx = cuda_dtype_suffix(t->dtype);
-	int64_t dflt = c->node->opset < 13 ? 1 : -1;
 	char name[40];
-	int axis = 0, ret;
+	int ret;
 
 	*workspace = 0;
 	if (sfx == NULL || !op_dtype_in(t->dtype, OP_DTS_FLOAT))
 		return cep__set_error(CEP_EDTYPE, "%s: no cuda kernel for %s", c->node->op_type,
 				      cep_dtype_name(t->dtype));
-	/* A scalar has one element to normalise whatever the axis says. */
-	if (t->rank > 0) {
-		ret = op_axis_normalize(c->node, op_attr_int(c->node, "axis", dflt), t->rank,
-					&axis);
-		if (ret < 0)
-			return ret;
-	}
-	p->sm.outer = op_dims_product(t, 0, axis);
-	if (c->node->opset < 13) {
-		p->sm.n = op_dims_product(t, axis, t->rank);
-		p->sm.inner = 1;
-	} else {
-		p->sm.n = t->rank ? t->dims[axis] : 1;
-		p->sm.inner = op_dims_product(t, axis + 1, t->rank);
-	}
+	ret = op_softmax_blocks(c->node, t, &p->sm.outer, &p->sm.n, &p->sm.inner);
+	if (ret < 0)
+		return ret;
 	if (p->sm.inner == 1) {
 		/* Rows shorter than a full block get just enough warps. */
 		p->block = p->sm.n >= CUDA_BLOCK ? CUDA_BLOCK : (unsigned)((p->sm.n + 31) / 32) * 32;
