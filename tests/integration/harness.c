@@ -228,6 +228,27 @@ int h_daemon_stop(struct hdaemon *d, int sig)
 	return st;
 }
 
+bool h_wait_log(const struct hdaemon *d, const char *text)
+{
+	int64_t deadline = h_now_ms() + H_TIMEOUT_MS;
+	static char buf[65536];
+
+	do {
+		FILE *f = fopen(d->log, "r");
+		size_t n = 0;
+
+		if (f != NULL) {
+			n = fread(buf, 1, sizeof(buf) - 1, f);
+			fclose(f);
+		}
+		buf[n] = '\0';
+		if (strstr(buf, text) != NULL)
+			return true;
+		sleep_ms(10);
+	} while (h_now_ms() < deadline);
+	return false;
+}
+
 void h_daemon_dump_log(const struct hdaemon *d)
 {
 	char buf[4096];

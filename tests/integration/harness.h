@@ -57,6 +57,10 @@ int h_daemon_stop(struct hdaemon *d, int sig);
  * -1 after timeout_ms. */
 int h_daemon_wait(struct hdaemon *d, int timeout_ms);
 
+/* Polls the daemon's log until it contains text (10 s at most); returns
+ * whether it did. */
+bool h_wait_log(const struct hdaemon *d, const char *text);
+
 /* Prints the daemon's log to stderr (for failing tests). */
 void h_daemon_dump_log(const struct hdaemon *d);
 

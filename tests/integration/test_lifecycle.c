@@ -330,6 +330,8 @@ Test(lifecycle, sighup_reloads_the_configuration)
 	fprintf(f, "[daemon]\nmax_regions_per_client = many\n");
 	fclose(f);
 	kill(d.pid, SIGHUP);
+	cr_expect(h_wait_log(&d, "configuration not reloaded"),
+		  "the bad file was not refused");
 	cr_expect_eq(cep_ping(c), 0);
 	cr_expect_eq(cep_region_new(c, 4096, &r[2]), CEP_ELIMIT);
 
