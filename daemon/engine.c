@@ -90,6 +90,7 @@ struct engine_session {
 	struct alloc_owner owner;
 	uint64_t plan_act, plan_ws;  /* bytes charged for the cached plans */
 	struct plan_cache plans;
+	unsigned call_flags;         /* enum op_call_flags from the options */
 	struct shape_binding bind;   /* per symbol */
 	int64_t *sig;                /* inputs * (1 + CEP_MAX_RANK) */
 	struct op_tensor *in_t;      /* per graph input */
@@ -589,6 +590,8 @@ int engine_session_new(engine_model *m, struct backend *be,
 	engine_model_ref(m);
 	s->m = m;
 	s->be = be;
+	if (o.precision == CEP_PRECISION_TF32)
+		s->call_flags |= OP_CALL_TF32;
 	ret = account_open(s, &o);
 	if (ret < 0)
 		goto out;
@@ -925,6 +928,7 @@ int engine_run(engine_session *s, const struct engine_input *inputs, size_t n_in
 	struct plan_env env = {
 		.g = g, .be = s->be, .stream = s->stream,
 		.const_dev = (void *const *)s->const_dev,
+		.call_flags = s->call_flags,
 	};
 	struct plan *p;
 	uint64_t hash;

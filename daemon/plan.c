@@ -612,6 +612,7 @@ static int build_calls(struct build *b)
 
 		c->node = &node->op;
 		c->be = b->env->be;
+		c->flags = b->env->call_flags;
 		c->n_in = node->n_in;
 		c->n_out = node->n_out;
 		c->in = &p->tensors[at];

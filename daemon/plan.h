@@ -99,6 +99,7 @@ struct plan_env {
 	size_t max_block_bytes;        /* refuse plans needing more; 0: no limit */
 	size_t *needed_bytes;          /* if not NULL, set to the block size of a
 	                                * plan refused for max_block_bytes */
+	unsigned call_flags;           /* enum op_call_flags of every step */
 };
 
 /*

@@ -251,6 +251,13 @@ int op_tensor_get_int(const struct op_tensor *t, int64_t i, int64_t *v);
  * a device backend, host memory for the host one), and the call is reused
  * unchanged on every run, so a kernel must not keep pointers into it.
  */
+/* How a session asks its kernels to compute (struct op_call's flags). */
+enum op_call_flags {
+	/* float32 products may use TF32 tensor cores (a session of precision
+	 * tf32); without it they are exact float32 FMAs. */
+	OP_CALL_TF32 = 1u << 0,
+};
+
 struct op_call {
 	const struct op_node *node;
 	int n_in, n_out;
@@ -264,6 +271,9 @@ struct op_call {
 	                              * NULL when evaluated on the host alone */
 	void *stream;                /* the backend's stream (a struct
 	                              * backend_stream *); NULL on the host */
+	unsigned flags;              /* enum op_call_flags, set by the planner
+	                              * from the session's options before
+	                              * prepare */
 	_Alignas(16) unsigned char params[OP_PARAMS_BYTES]; /* prepare's state */
 };
 
