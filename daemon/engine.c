@@ -933,6 +933,7 @@ int engine_run(engine_session *s, const struct engine_input *inputs, size_t n_in
 	struct plan *p;
 	uint64_t hash;
 	int sig_len = 0, ret;
+	bool had_error;
 
 	cep__clear_error();
 	ret = inputs_check(s, inputs, n_inputs, &sig_len);
@@ -951,10 +952,20 @@ int engine_run(engine_session *s, const struct engine_input *inputs, size_t n_in
 	ret = outputs_check(s, p, outputs, n_outputs);
 	if (ret < 0)
 		return ret;
+	had_error = p->capture_error != NULL;
 	ret = exec_run(g, p, s->be, s->stream, (const void *const *)s->in_ptr,
 		       (void *const *)s->out_ptr);
+	if (!had_error && p->capture_error) {
+		s->stats.capture_failures++;
+		snprintf(s->stats.capture_error, sizeof(s->stats.capture_error), "%s",
+			 p->capture_error);
+	}
 	if (ret < 0)
 		return ret;
+	if (p->graph)
+		s->stats.graph_replays++;
+	else
+		s->stats.eager_runs++;
 	outputs_describe(s, p, outputs, n_outputs);
 	s->stats.runs++;
 	s->stats.last_steps = p->n_steps;

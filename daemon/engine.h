@@ -226,6 +226,11 @@ struct engine_stats {
 	                         * uses (shared with the model's other sessions) */
 	int last_steps;         /* kernel launches of the last run's plan */
 	int last_folded;        /* nodes that plan evaluated while planning */
+	uint64_t graph_replays; /* runs that replayed a captured graph */
+	uint64_t eager_runs;    /* runs that launched their steps one by one */
+	uint64_t capture_failures; /* plans whose capture failed: they run
+	                            * eagerly (capture_error says why) */
+	char capture_error[160];   /* the last capture failure's message, or "" */
 };
 
 /* Copies the session's counters into *out. */

@@ -133,10 +133,18 @@ int exec_run(const struct graph *g, struct plan *p, struct backend *be,
 	}
 	/* The first run goes eagerly (lazy set-up inside kernels must not be
 	 * captured); the second is captured; later ones replay. */
-	if (!p->graph && (be->caps & BACKEND_CAP_GRAPHS) && p->runs >= 1 && p->n_steps > 0) {
+	if (!p->graph && !p->capture_error && (be->caps & BACKEND_CAP_GRAPHS) &&
+	    p->runs >= 1 && p->n_steps > 0) {
 		ret = capture_steps(g, p, be, s);
-		if (ret < 0)
-			return ret;
+		/* A plan that cannot be captured still runs: eagerly, for good,
+		 * keeping why for the stats. Nothing ran during the capture,
+		 * and a real fault of a step shows again in the eager launch. */
+		if (ret < 0) {
+			p->capture_error = strdup(cep_last_error());
+			if (!p->capture_error)
+				return cep__set_error(CEP_ENOMEM, NULL);
+			cep__clear_error();
+		}
 	}
 	if (p->graph)
 		ret = backend_graph_replay(be, p->graph, s);

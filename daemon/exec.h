@@ -16,7 +16,9 @@
  * p->inputs[i].bytes long) into the plan's block, launches every step, and
  * copies each graph output i whose outputs[i] is not NULL into it
  * (p->outputs[i].bytes long). On a backend with graphs, the second run
- * captures the launches and later runs replay them. Performs no allocation
+ * captures the launches and later runs replay them; when that capture
+ * fails, p->capture_error keeps why and p runs eagerly from then on.
+ * Performs no allocation
  * from the second run on (the third with graphs: capturing allocates).
  * Returns 0 or the error of a copy or kernel, the message naming the node
  * when it is known.

@@ -846,6 +846,7 @@ void plan_free(struct plan *p, struct backend *be)
 	if (!p)
 		return;
 	backend_graph_free(be, p->graph);
+	free(p->capture_error);
 	backend_mem_free(be, p->block, p->block_bytes);
 	free(p->steps);
 	free(p->tensors);

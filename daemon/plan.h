@@ -85,6 +85,9 @@ struct plan {
 	size_t workspace_bytes;        /* of which the shared workspace */
 	int folded;                    /* nodes evaluated while planning */
 	struct backend_graph *graph;   /* the captured steps, once captured */
+	char *capture_error;           /* why capturing the steps failed (then
+	                                * the plan runs eagerly for good); NULL
+	                                * while it has not failed; owned */
 	uint64_t runs;                 /* completed runs */
 	uint64_t last_used;            /* the cache's clock at the last lookup */
 };

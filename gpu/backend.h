@@ -184,6 +184,10 @@ enum backend_host_flags {
 	 * weights into the arena as it does on a GPU, so that tests of
 	 * weight sharing and accounting run on the CPU. */
 	BACKEND_HOST_UPLOAD_WEIGHTS = 1u << 1,
+	/* With BACKEND_HOST_GRAPHS: every graph_end fails, as a CUDA capture
+	 * does when a recorded operation cannot be captured, so that tests
+	 * see the executor fall back to eager launches. */
+	BACKEND_HOST_FAIL_CAPTURE = 1u << 2,
 };
 
 /*

@@ -227,6 +227,11 @@ static int host_graph_end(struct backend *b, struct backend_stream *s,
 	if (!s->capturing)
 		return cep__set_error(CEP_EINVAL, "host backend: the stream is not capturing");
 	s->capturing = false;
+	if (((struct host_ctx *)b->ctx)->flags & BACKEND_HOST_FAIL_CAPTURE) {
+		ret = cep__set_error(CEP_ENOTSUP, "host backend: captures are refused "
+				     "(BACKEND_HOST_FAIL_CAPTURE)");
+		goto out;
+	}
 	if (s->capture_err) {
 		ret = cep__set_error(s->capture_err, "host backend: the capture failed");
 		goto out;

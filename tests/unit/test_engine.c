@@ -245,6 +245,28 @@ Test(engine, captured_graph_replays_and_stays_warm)
 	fixture_close(&f);
 }
 
+Test(engine, a_plan_whose_capture_fails_runs_eagerly_and_says_why)
+{
+	struct backend_counters c;
+	struct engine_stats st;
+	struct fixture f;
+
+	fixture_open(&f, BACKEND_HOST_GRAPHS | BACKEND_HOST_FAIL_CAPTURE, 0);
+	cr_assert_lt(mlp_check(f.s, 4, 11), 1e-5f); /* eager */
+	cr_assert_lt(mlp_check(f.s, 4, 12), 1e-5f); /* capture fails: eager */
+	cr_assert_lt(mlp_check(f.s, 4, 13), 1e-5f); /* no second try */
+	engine_session_stats(f.s, &st);
+	cr_assert_eq(st.capture_failures, 1);
+	cr_assert_eq(st.eager_runs, 3);
+	cr_assert_eq(st.graph_replays, 0);
+	cr_assert(strstr(st.capture_error, "captures are refused") != NULL, "%s",
+		  st.capture_error);
+	backend_counters_get(f.be, &c);
+	cr_assert_eq(c.replays, 0);
+	cr_assert_eq(c.launches, 3 * 6 + 6, "three eager runs and the failed capture");
+	fixture_close(&f);
+}
+
 Test(engine, lru_evicts_least_recently_used_plan)
 {
 	struct engine_stats st;
