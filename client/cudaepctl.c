@@ -154,6 +154,14 @@ static const struct ctl_field session_columns[] = {
 	COLUMN(cudaep_v1_SessionEntry, session_id, "ID", CTL_TYPE_U64, CTL_FMT_PLAIN),
 	COLUMN(cudaep_v1_SessionEntry, client_id, "CLIENT", CTL_TYPE_U64, CTL_FMT_PLAIN),
 	COLUMN(cudaep_v1_SessionEntry, runs, "RUNS", CTL_TYPE_U64, CTL_FMT_PLAIN),
+	COLUMN(cudaep_v1_SessionEntry, plans, "PLANS", CTL_TYPE_U32, CTL_FMT_PLAIN),
+	COLUMN(cudaep_v1_SessionEntry, graph_replays, "REPLAYS", CTL_TYPE_U64, CTL_FMT_PLAIN),
+	COLUMN(cudaep_v1_SessionEntry, eager_runs, "EAGER", CTL_TYPE_U64, CTL_FMT_PLAIN),
+	COLUMN(cudaep_v1_SessionEntry, plan_bytes, "PLAN MEM", CTL_TYPE_U64, CTL_FMT_BYTES),
+	COLUMN(cudaep_v1_SessionEntry, plan_hits, NULL, CTL_TYPE_U64, CTL_FMT_PLAIN),
+	COLUMN(cudaep_v1_SessionEntry, capture_failures, NULL, CTL_TYPE_U64, CTL_FMT_PLAIN),
+	COLUMN(cudaep_v1_SessionEntry, capture_error, NULL, CTL_TYPE_STR, CTL_FMT_PLAIN),
+	COLUMN(cudaep_v1_SessionEntry, weight_bytes, "WEIGHTS", CTL_TYPE_U64, CTL_FMT_BYTES),
 	COLUMN(cudaep_v1_SessionEntry, loaded_us, "LOADED", CTL_TYPE_U64, CTL_FMT_USEC),
 	COLUMN(cudaep_v1_SessionEntry, name, "NAME", CTL_TYPE_STR, CTL_FMT_PLAIN),
 };
@@ -171,6 +179,14 @@ static int cmd_sessions(struct ctl *ctl, int argc, char **argv)
 	ctl_out_table(&ctl->out, "Sessions", "sessions", session_columns,
 		      N_OF(session_columns), r->sessions, sizeof(r->sessions[0]),
 		      r->sessions_count, r->total);
+	/* The JSON rows carry every field; the table says only where a
+	 * capture failed, which is rare and worth a line of its own. */
+	for (pb_size_t i = 0; !ctl->json && i < r->sessions_count; i++) {
+		if (r->sessions[i].capture_failures)
+			fprintf(ctl->out.f, "session %" PRIu64 ": runs eagerly, its graph "
+				"capture failed: %s\n", r->sessions[i].session_id,
+				r->sessions[i].capture_error);
+	}
 	return ctl_finish(ctl);
 }
 

@@ -48,7 +48,8 @@ enum ctl_fmt {
 };
 
 /* One field of a reply struct: its JSON key, its text column heading (or a
- * section's title), and where and how it is stored. */
+ * section's title; NULL: a table column shown in JSON only), and where and
+ * how it is stored. */
 struct ctl_field {
 	const char *key;
 	const char *head;

@@ -268,19 +268,38 @@ static void metrics_sessions(FILE *f, const cudaep_v1_SessionsReply *r)
 {
 	static const char *const keys[] = {"session", "client", "name"};
 
-	metrics_cut(f, "sessions", r->sessions_count, r->total);
-	prom_family(f, "cudaep_session_runs_total", "counter",
-		    "Run requests the session has completed");
-	for (pb_size_t i = 0; i < r->sessions_count; i++) {
-		const cudaep_v1_SessionEntry *e = &r->sessions[i];
-		char id[24], client[24];
-		const char *values[] = {id, client, e->name};
+	static const struct {
+		const char *metric, *type, *help;
+	} fam[] = {
+		{"cudaep_session_runs_total", "counter",
+		 "Run requests the session has completed"},
+		{"cudaep_session_graph_replays_total", "counter",
+		 "runs that replayed a captured CUDA graph"},
+		{"cudaep_session_eager_runs_total", "counter",
+		 "runs that launched their kernels one by one"},
+		{"cudaep_session_capture_failures_total", "counter",
+		 "plans whose graph capture failed (they run eagerly)"},
+		{"cudaep_session_plans", "gauge",
+		 "plans cached, one per input signature"},
+		{"cudaep_session_plan_bytes", "gauge",
+		 "device memory of the session's cached plans"},
+	};
 
-		snprintf(id, sizeof(id), "%" PRIu64, e->session_id);
-		snprintf(client, sizeof(client), "%" PRIu64, e->client_id);
-		prom_sample(f, "cudaep_session_runs_total", keys, values,
-			    N_OF(keys));
-		fprintf(f, " %" PRIu64 "\n", e->runs);
+	metrics_cut(f, "sessions", r->sessions_count, r->total);
+	for (size_t k = 0; k < N_OF(fam); k++) {
+		prom_family(f, fam[k].metric, fam[k].type, fam[k].help);
+		for (pb_size_t i = 0; i < r->sessions_count; i++) {
+			const cudaep_v1_SessionEntry *e = &r->sessions[i];
+			const uint64_t v[] = {e->runs, e->graph_replays, e->eager_runs,
+					      e->capture_failures, e->plans, e->plan_bytes};
+			char id[24], client[24];
+			const char *values[] = {id, client, e->name};
+
+			snprintf(id, sizeof(id), "%" PRIu64, e->session_id);
+			snprintf(client, sizeof(client), "%" PRIu64, e->client_id);
+			prom_sample(f, fam[k].metric, keys, values, N_OF(keys));
+			fprintf(f, " %" PRIu64 "\n", v[k]);
+		}
 	}
 }
 

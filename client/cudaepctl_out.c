@@ -373,7 +373,7 @@ void ctl_out_table(struct ctl_out *o, const char *title, const char *key,
 		   size_t stride, size_t count, uint32_t total)
 {
 	const char *base = rows;
-	size_t width[CTL_MAX_COLS];
+	size_t width[CTL_MAX_COLS], last_shown = 0;
 	char buf[256];
 
 	if (n > CTL_MAX_COLS)
@@ -383,9 +383,16 @@ void ctl_out_table(struct ctl_out *o, const char *title, const char *key,
 		return;
 	}
 	ctl_out_begin(o, title, NULL);
+	/* A field without a heading is for JSON only; the last shown
+	 * column ends the line. */
+	for (size_t i = 0; i < n; i++)
+		if (fields[i].head != NULL)
+			last_shown = i;
 	/* Two passes over the cells: widths first, then the lines, so no
 	 * row needs to be kept. */
 	for (size_t i = 0; i < n; i++) {
+		if (fields[i].head == NULL)
+			continue;
 		width[i] = strlen(fields[i].head);
 		for (size_t r = 0; r < count; r++) {
 			struct ctl_val v = field_val(&fields[i], base + r * stride);
@@ -397,8 +404,10 @@ void ctl_out_table(struct ctl_out *o, const char *title, const char *key,
 		}
 	}
 	for (size_t i = 0; i < n; i++) {
-		bool last = i + 1 == n;
+		bool last = i == last_shown;
 
+		if (fields[i].head == NULL)
+			continue;
 		if (fields[i].type == CTL_TYPE_STR)
 			fprintf(o->f, "%-*s", last ? 0 : (int)width[i],
 				fields[i].head);
@@ -409,9 +418,11 @@ void ctl_out_table(struct ctl_out *o, const char *title, const char *key,
 	for (size_t r = 0; r < count; r++) {
 		for (size_t i = 0; i < n; i++) {
 			struct ctl_val v = field_val(&fields[i], base + r * stride);
-			bool last = i + 1 == n;
+			bool last = i == last_shown;
 			int w = (int)width[i];
 
+			if (fields[i].head == NULL)
+				continue;
 			val_text(buf, sizeof(buf), v, fields[i].fmt);
 			/* Numbers line up on the right, names on the left. */
 			if (v.str != NULL)

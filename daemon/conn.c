@@ -101,6 +101,7 @@ static void conn_on_close(uv_handle_t *h)
 	struct conn *c = container_of(h, struct conn, poll);
 
 	close(c->fd);
+	stats_gauge_add(&c->server->stats, STATS_GAUGE_CONNECTIONS, -1);
 	free(c);
 }
 

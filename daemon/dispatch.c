@@ -375,6 +375,14 @@ static int handle_sessions(struct req *r)
 			e->name = sess->name;
 			e->runs = sess->runs;
 			e->loaded_us = since_us(sess->loaded_ns);
+			e->plans = (uint32_t)sess->stats.plans_cached;
+			e->plan_hits = sess->stats.plan_hits;
+			e->graph_replays = sess->stats.graph_replays;
+			e->eager_runs = sess->stats.eager_runs;
+			e->capture_failures = sess->stats.capture_failures;
+			e->capture_error = sess->stats.capture_error;
+			e->plan_bytes = sess->stats.plan_bytes;
+			e->weight_bytes = sess->stats.weight_bytes;
 		}
 	}
 	cudaep__v1__sessions_reply__init(rep);

@@ -354,6 +354,8 @@ static int run_finish(struct job *j, struct req *r)
 	}
 	if (ret == 0)
 		j->run.sess->runs++;
+	if (j->run.sess->engine)
+		engine_session_stats(j->run.sess->engine, &j->run.sess->stats);
 	refs = reqarena_alloc(r->arena, sizeof(*refs) * (j->run.n_out + 1));
 	if (refs == NULL)
 		return cep__set_error(CEP_ENOMEM, "out of request memory");

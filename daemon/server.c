@@ -205,7 +205,11 @@ void server__conn_unlink(struct server *s, struct conn *c)
 	if (s->account != NULL)
 		(void)account_forget(s->account, (struct alloc_owner){ c->id, 0 });
 	stats_count(&s->stats, STATS_COUNTER_CONNECTIONS_CLOSED, 1);
-	stats_gauge_add(&s->stats, STATS_GAUGE_CONNECTIONS, -1);
+	/* A socket's connection leaves the gauge when its fd is closed
+	 * (conn.c), so that a reader who sees the gauge drop sees the fd
+	 * gone too. */
+	if (c->fd < 0)
+		stats_gauge_add(&s->stats, STATS_GAUGE_CONNECTIONS, -1);
 	if (s->stopping && s->n_sock_conns == 0)
 		server_stop_timer_close(s);
 }

@@ -25,6 +25,10 @@ struct session {
 	uint64_t runs;               /* Run requests completed */
 	uint64_t loaded_ns;          /* uv_hrtime() when loaded */
 	engine_session *engine;      /* owned; NULL only in unit tests */
+	struct engine_stats stats;   /* the engine's counters, copied on the
+	                              * event loop after each run so that
+	                              * cudaepctl never reads them while a
+	                              * run on the thread pool writes them */
 };
 
 struct session_pool {

@@ -394,3 +394,33 @@ def test_help_and_version():
         assert opt in p.stdout
     p = run("--version")
     assert p.returncode == 0 and re.fullmatch(r"cudaep-run \d+\.\d+\.\d+\n", p.stdout)
+
+
+def test_cudaepctl_sessions_shows_the_engine_counters(daemon, tmp_path):
+    """After three runs of one input shape: one plan, three cache hits (the
+    first run learns its output sizes from a CEP_ENOSPC answer given after
+    planning, and its retry finds the plan), and every run counted as
+    eager (the host backend has no graphs)."""
+    import cudaep
+    path = mlp(str(tmp_path / "mlp.onnx"))
+    x = np.random.default_rng().standard_normal((3, 16)).astype(np.float32)
+    with cudaep.connect(daemon) as client:
+        with client.load(path, name="counted") as s:
+            for _ in range(3):
+                s.run({"x": x})
+            out = subprocess.run([os.path.join(BUILD, "bin", "cudaepctl"), "--socket",
+                                  daemon, "--json", "sessions"],
+                                 capture_output=True, text=True, timeout=30, check=True)
+            rows = json.loads(out.stdout)["sessions"]
+            row = [r for r in rows if r["name"] == "counted"][0]
+            assert row["runs"] == 3
+            assert row["plans"] == 1
+            assert row["plan_hits"] == 3
+            assert row["eager_runs"] == 3
+            assert row["graph_replays"] == 0
+            assert row["capture_failures"] == 0
+            assert row["plan_bytes"] > 0
+            text = subprocess.run([os.path.join(BUILD, "bin", "cudaepctl"), "--socket",
+                                   daemon, "sessions"],
+                                  capture_output=True, text=True, timeout=30, check=True)
+            assert "REPLAYS" in text.stdout and "counted" in text.stdout
