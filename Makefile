@@ -389,7 +389,7 @@ UNITS     := cudaepd.service cudaepd.socket cudaepd@.service cudaepd@.socket
 MAN_PAGES := daemon/cudaepd.8 daemon/cudaepd.conf.5 client/cudaepctl.8 client/cudaep-run.1
 CONF_DIR   = $(DESTDIR)$(SYSCONFDIR)/cudaep
 
-.PHONY: uninstall test-ops
+.PHONY: uninstall test-ops test-systemd
 
 install: $(ALL)
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR) \
@@ -434,6 +434,11 @@ uninstall:
 # each part says SKIP when its tool is missing.
 test-ops: $(if $(filter 1,$(NOBUILD)),,$(ALL))
 	@sh tests/ops/check_ops.sh $(BUILD)
+
+# README's systemd steps against systemd booted as PID 1 in private
+# namespaces (root; not part of `make test`: it boots an init system).
+test-systemd: $(if $(filter 1,$(NOBUILD)),,$(ALL))
+	@sh tests/ops/systemd_boot.sh $(BUILD)
 
 clean:
 	rm -rf $(filter-out build/venv build/.deps-stamp,$(wildcard build/*)) $(if $(filter-out build%,$(BUILD)),$(BUILD))
