@@ -1,0 +1,23 @@
+#!/bin/sh
+# pack.sh [BUILD] — gathers what tests/gpu/run.sh needs on the GPU machine,
+# which has no build dependencies: the programs, the client library, the
+# unit, integration and engine-conformance test binaries (stripped) into
+# .gpu-build/, and the shared libraries they load into .device-libs/ (both
+# git-ignored through .git/info/exclude). Then, with the device tool:
+#   run  carry [".gpu-build", ".device-libs"]  command "sh tests/gpu/run.sh"
+set -eu
+B=${1:-build}
+D=.gpu-build
+rm -rf "$D" .device-libs
+mkdir -p "$D/bin" "$D/lib" "$D/tests/unit" "$D/tests/integration" "$D/tests/conformance" "$D/bench"
+cp "$B"/bin/* "$D/bin/"
+cp "$B/lib/libcudaep-client.so" "$D/lib/"
+for f in "$B"/tests/unit/test_* "$B"/tests/integration/test_*; do
+	case "$f" in *.d|*.o) continue ;; esac
+	[ -x "$f" ] && cp "$f" "$D/${f#"$B"/}"
+done
+[ -x "$B/tests/conformance/engine_conf" ] && cp "$B/tests/conformance/engine_conf" "$D/tests/conformance/"
+for f in "$B"/bench/*; do [ -x "$f" ] && [ -f "$f" ] && cp "$f" "$D/bench/"; done
+find "$D" -type f -perm -u+x -exec strip --strip-unneeded {} + 2>/dev/null || true
+../shared/tools/device-libs.sh .device-libs "$D"/bin/* "$D"/lib/* "$D"/tests/unit/test_* >/dev/null
+du -sh "$D" .device-libs

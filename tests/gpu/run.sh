@@ -1,0 +1,82 @@
+#!/bin/sh
+# run.sh [PART...] — the GPU machine's check, over a tree packed by
+# tests/gpu/pack.sh (binaries in .gpu-build, libraries in .device-libs).
+# Parts (default: unit integration conformance): unit, integration (the
+# same suites as CI with CUDAEP_TEST_GPU=1: GPU tests run, daemons use the
+# CUDA backend), conformance (the ONNX node cases generated from the
+# machine's onnx, through a CUDA daemon, next to the host backend's), rtt,
+# models (bench/models.py), or a test binary name (test_cuda_conv) to run
+# only it. Full logs go to $OUT (or ./gpu-out); a summary is printed last.
+set -u
+ROOT=$(pwd)
+B=$ROOT/.gpu-build
+OUT=${OUT:-$ROOT/gpu-out}
+mkdir -p "$OUT"
+export LD_LIBRARY_PATH="$ROOT/.device-libs:$B/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export CUDAEP_BUILD_DIR="$B" CUDAEP_TEST_GPU=1
+SUMMARY=$OUT/summary.txt
+: > "$SUMMARY"
+[ $# -gt 0 ] || set -- unit integration conformance
+
+note() {
+	echo "$*" | tee -a "$SUMMARY"
+}
+
+suite() { # NAME BINARY...
+	name=$1; shift
+	fails=0
+	for t in "$@"; do
+		log="$OUT/$(basename "$t").log"
+		"$t" --jobs 4 > "$log" 2>&1
+		rc=$?
+		line=$(grep 'Synthesis' "$log" | tail -1 | sed 's/.*Synthesis: //')
+		skips=$(grep -c '^\[SKIP\]' "$log")
+		if [ $rc -ne 0 ]; then
+			fails=$((fails + 1))
+			note "FAIL $(basename "$t"): $line"
+			grep -E '^\[(FAIL|----)\]' "$log" | head -30 >> "$SUMMARY"
+		else
+			note "ok   $(basename "$t"): $line${skips:+ ($skips skip lines)}"
+		fi
+	done
+	note "$name: $fails failing binaries"
+}
+
+nvidia-smi --query-gpu=name,driver_version,memory.used,memory.total --format=csv,noheader \
+	> "$OUT/gpu.txt" 2>&1
+note "GPU: $(cat "$OUT/gpu.txt")"
+for part in "$@"; do
+	case $part in
+	unit) suite unit "$B"/tests/unit/test_* ;;
+	integration) suite integration "$B"/tests/integration/test_* ;;
+	test_*) suite "$part" "$B"/tests/*/"$part" ;;
+	conformance)
+		python3 tests/conformance/gen_cases.py "$OUT/cases" > "$OUT/gen_cases.log" 2>&1
+		for be in cuda host; do
+			python3 tests/conformance/run_conformance.py "$OUT/cases" --backend $be \
+				--expected tests/conformance/expected_pass.txt \
+				> "$OUT/conformance-$be.log" 2>&1
+			note "conformance $be: $(grep '^conformance:' "$OUT/conformance-$be.log" | tail -1)"
+		done
+		grep -E '^(FAIL|fail)' "$OUT/conformance-cuda.log" | head -40 >> "$SUMMARY"
+		rm -rf "$OUT/cases"
+		;;
+	rtt)
+		"$B/bin/cudaepd" --socket /tmp/cudaep-rtt.sock --backend cuda > "$OUT/rtt-daemon.log" 2>&1 &
+		pid=$!
+		sleep 2
+		"$B/bench/rtt" --socket /tmp/cudaep-rtt.sock --requests 100000 --clients 1,2,4,8 \
+			> "$OUT/rtt.log" 2>&1
+		kill "$pid"; wait "$pid"
+		tail -15 "$OUT/rtt.log" >> "$SUMMARY"
+		;;
+	models)
+		python3 bench/models.py --build "$B" --out "$OUT/models" > "$OUT/models.log" 2>&1
+		tail -12 "$OUT/models.log" >> "$SUMMARY"
+		rm -f "$OUT"/models/*.onnx "$OUT"/models/*.npy
+		;;
+	*) note "unknown part $part" ;;
+	esac
+done
+echo "==== summary"
+cat "$SUMMARY"
