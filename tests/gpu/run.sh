@@ -5,7 +5,7 @@
 # same suites as CI with CUDAEP_TEST_GPU=1: GPU tests run, daemons use the
 # CUDA backend), conformance (the ONNX node cases generated from the
 # machine's onnx, through a CUDA daemon, next to the host backend's), rtt,
-# models (bench/models.py), or a test binary name (test_cuda_conv) to run
+# models (bench/models.py), many (bench/many_clients.py), or a test binary name (test_cuda_conv) to run
 # only it. Full logs go to $OUT (or ./gpu-out); a summary is printed last.
 set -u
 ROOT=$(pwd)
@@ -74,6 +74,10 @@ for part in "$@"; do
 		python3 bench/models.py --build "$B" --out "$OUT/models" > "$OUT/models.log" 2>&1
 		tail -12 "$OUT/models.log" >> "$SUMMARY"
 		rm -f "$OUT"/models/*.onnx "$OUT"/models/*.npy
+		;;
+	many)
+		python3 bench/many_clients.py --build "$B" > "$OUT/many.log" 2>&1
+		tail -8 "$OUT/many.log" >> "$SUMMARY"
 		;;
 	*) note "unknown part $part" ;;
 	esac

@@ -1,0 +1,171 @@
+#!/usr/bin/env python3
+"""N client processes sharing one cudaepd, against N PyTorch processes.
+
+Run on the GPU machine, from the repository root, with a built tree:
+
+    python3 bench/many_clients.py --build build [--clients 1,4,8,16]
+                                   [--seconds 10] [--model resnet50]
+
+For each N it starts N processes that each load the same ONNX model
+(torchvision ResNet-50, random weights, exported with a dynamic batch)
+through one cudaepd on the CUDA backend, warm up, meet at a barrier, then
+run batch-1 inferences back to back for --seconds, counting completed runs
+(every run copies its input from the process's shared-memory region and
+its output back). Then N PyTorch processes each run the same model at
+batch 1 by replaying a CUDA graph for the same time. Reported per N:
+aggregate runs/s of each, and GPU memory in use (nvidia-smi's memory.used
+for the whole GPU, sampled during the timed phase, minus what was in use
+before anything started).
+"""
+import argparse
+import multiprocessing as mp
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def gpu_used_mib():
+    r = subprocess.run(["nvidia-smi", "--query-gpu=memory.used",
+                        "--format=csv,noheader,nounits"], capture_output=True, text=True)
+    return int(r.stdout.split()[0])
+
+
+def export_resnet(path):
+    import torch
+    import torchvision
+    torch.manual_seed(0)
+    m = torchvision.models.resnet50(weights=None).eval()
+    torch.onnx.export(m, (torch.randn(1, 3, 224, 224),), path, opset_version=17,
+                      dynamo=False, input_names=["x"], output_names=["logits"],
+                      dynamic_axes={"x": {0: "batch"}, "logits": {0: "batch"}})
+
+
+def cudaep_worker(build, sock, path, seconds, barrier, result, idx):
+    os.environ["CUDAEP_BUILD_DIR"] = build
+    sys.path.insert(0, os.path.join(HERE, "..", "python"))
+    import cudaep
+    x = np.random.default_rng(idx).standard_normal((1, 3, 224, 224)).astype(np.float32)
+    with cudaep.connect(sock, name="bench-%d" % idx) as c:
+        with c.load(path) as s:
+            for _ in range(20):
+                s.run({"x": x}, copy=False)
+            barrier.wait()
+            n, end = 0, time.perf_counter() + seconds
+            while time.perf_counter() < end:
+                s.run({"x": x}, copy=False)
+                n += 1
+            result[idx] = n
+            barrier.wait()  # hold the session until memory is sampled
+
+
+def torch_worker(seconds, barrier, result, idx):
+    import torch
+    import torchvision
+    torch.manual_seed(0)
+    m = torchvision.models.resnet50(weights=None).eval().cuda()
+    x = torch.randn(1, 3, 224, 224, device="cuda")
+    with torch.inference_mode():
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            for _ in range(3):
+                m(x)
+        torch.cuda.current_stream().wait_stream(s)
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            m(x)
+        for _ in range(20):
+            g.replay()
+        torch.cuda.synchronize()
+        barrier.wait()
+        n, end = 0, time.perf_counter() + seconds
+        while time.perf_counter() < end:
+            g.replay()
+            torch.cuda.synchronize()
+            n += 1
+        result[idx] = n
+        barrier.wait()
+
+
+def phase(target, args, n, seconds):
+    """Runs n workers; returns (runs/s aggregate, MiB in use while timed)."""
+    ctx = mp.get_context("spawn")
+    barrier = ctx.Barrier(n + 1)
+    result = ctx.Array("l", n)
+    procs = [ctx.Process(target=target, args=args + (seconds, barrier, result, i))
+             for i in range(n)]
+    for p in procs:
+        p.start()
+    barrier.wait(timeout=600)
+    time.sleep(seconds / 2)
+    used = gpu_used_mib()
+    barrier.wait(timeout=600 + seconds)
+    for p in procs:
+        p.join(timeout=120)
+    return sum(result) / seconds, used
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--build", default="build")
+    ap.add_argument("--clients", default="1,4,8,16")
+    ap.add_argument("--seconds", type=float, default=10.0)
+    args = ap.parse_args()
+    build = os.path.abspath(args.build)
+    work = tempfile.mkdtemp(prefix="cudaep-many-")
+    path = os.path.join(work, "resnet50.onnx")
+    export_resnet(path)
+    base = gpu_used_mib()
+    sock = os.path.join(work, "cudaep.sock")
+    logf = open(os.path.join(work, "cudaepd.log"), "wb")
+    daemon = subprocess.Popen([os.path.join(build, "bin", "cudaepd"), "--socket", sock,
+                               "--backend", "cuda"], stdout=logf, stderr=logf)
+    for _ in range(600):
+        try:
+            so = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            so.connect(sock)
+            so.close()
+            break
+        except OSError:
+            time.sleep(0.05)
+    rows = []
+    try:
+        for n in [int(v) for v in args.clients.split(",")]:
+            rate, used = phase(cudaep_worker, (build, sock, path), n, args.seconds)
+            rows.append(("cudaep", n, rate, used - base))
+            print("cudaep  N=%2d  %8.0f runs/s  %6d MiB" % rows[-1][1:], file=sys.stderr)
+    finally:
+        daemon.send_signal(signal.SIGTERM)
+        daemon.wait(timeout=60)
+    for n in [int(v) for v in args.clients.split(",")]:
+        rate, used = phase(torch_worker, (), n, args.seconds)
+        rows.append(("pytorch", n, rate, used - base))
+        print("pytorch N=%2d  %8.0f runs/s  %6d MiB" % rows[-1][1:], file=sys.stderr)
+
+    print()
+    print("ResNet-50 batch 1, fp32, %.0f s per cell; GPU memory in use above the idle %d MiB"
+          % (args.seconds, base))
+    print("%-4s %14s %12s %14s %12s %10s %10s" % ("N", "cudaep runs/s", "cudaep MiB",
+                                                 "pytorch runs/s", "pytorch MiB",
+                                                 "thrpt x", "mem vs N=1"))
+    ours = {n: (r, m) for who, n, r, m in rows if who == "cudaep"}
+    theirs = {n: (r, m) for who, n, r, m in rows if who == "pytorch"}
+    one = ours.get(min(ours))[1] if ours else 0
+    for n in sorted(ours):
+        r, m = ours[n]
+        tr, tm = theirs.get(n, (0, 0))
+        print("%-4d %14.0f %12d %14.0f %12d %9.2fx %9.2fx"
+              % (n, r, m, tr, tm, r / tr if tr else 0, m / one if one else 0))
+
+
+if __name__ == "__main__":
+    main()
