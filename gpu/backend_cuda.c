@@ -213,6 +213,42 @@ static void cuda_stream_free(struct backend *b, struct backend_stream *s)
 	free(s);
 }
 
+/* The error of a latched fault record f of a launch of op. */
+static int cuda_fault_error(const struct cuda_fault *f, const char *op)
+{
+	union {
+		int32_t i;
+		float f;
+	} ratio;
+
+	switch (f->flag) {
+	case CUDA_FAULT_INDEX:
+		return cep__set_error(CEP_EINVAL, "%s: index %" PRId64 " is out of range for "
+				      "dimension %d of size %" PRId64, op, f->value,
+				      (int)f->axis, f->limit);
+	case CUDA_FAULT_AXIS:
+		return cep__set_error(CEP_EINVAL, "%s: axes entry %d is %" PRId64 ", out of range "
+				      "for rank %" PRId64 " or repeated", op, (int)f->axis,
+				      f->value, f->limit);
+	case CUDA_FAULT_SHAPE:
+		return cep__set_error(CEP_EINVAL, "%s: the values of its inputs give %" PRId64
+				      " elements along dimension %d, where the plan made for "
+				      "the shapes has %" PRId64, op, f->value, (int)f->axis,
+				      f->limit);
+	case CUDA_FAULT_STEP:
+		return cep__set_error(CEP_EINVAL, "%s: the step along dimension %d is 0", op,
+				      (int)f->axis);
+	case CUDA_FAULT_TRAINING:
+		ratio.i = (int32_t)f->value;
+		return cep__set_error(CEP_EUNSUPPORTED, "%s: training_mode is true with ratio "
+				      "%g; only inference (training_mode false) is supported",
+				      op, (double)ratio.f);
+	default:
+		return cep__set_error(CEP_EDEVICE, "%s: the device latched fault kind %u", op,
+				      (unsigned)f->flag);
+	}
+}
+
 /* Turns the latched record into the run's error, and clears it on the
  * device (queued on s, so later work sees it clear) and here. */
 static int cuda_fault_report(struct cuda_ctx *cc, struct backend_stream *s)
@@ -229,10 +265,8 @@ static int cuda_fault_report(struct cuda_ctx *cc, struct backend_stream *s)
 	/* site is what the launcher passed to its kernel: the address of its
 	 * op_call, which lives as long as the plan, so past this sync. */
 	s->fault_call = call;
-	return cep__set_error(CEP_EINVAL, "%s: index %" PRId64 " is out of range for "
-			      "dimension %d of size %" PRId64,
-			      call != NULL && call->node != NULL ? call->node->op_type : "a kernel",
-			      f.value, (int)f.axis, f.limit);
+	return cuda_fault_error(&f, call != NULL && call->node != NULL ?
+				    call->node->op_type : "a kernel");
 }
 
 static int cuda_stream_sync(struct backend *b, struct backend_stream *s)

@@ -73,8 +73,21 @@ int cuda_source_get(const char *name, struct nvrtc_source *out);
 /* The device's fault record, as kernels/cuda/common.cuh declares it. A
  * kernel latches the first bad index of a run here; the backend reads it
  * when the stream is synced and clears it. */
+/* What a latched fault is; twin of the CEP_FAULT_ kinds of common.cuh. */
+enum cuda_fault_kind {
+	CUDA_FAULT_INDEX = 1,    /* value out of [-limit, limit) on axis */
+	CUDA_FAULT_AXIS = 2,     /* axes entry axis names value: out of range
+	                          * for rank limit, or repeated */
+	CUDA_FAULT_SHAPE = 3,    /* run-time values give value elements along
+	                          * axis where the plan has limit */
+	CUDA_FAULT_STEP = 4,     /* a Slice step of 0 on axis */
+	CUDA_FAULT_TRAINING = 5, /* Dropout in training mode; value: the
+	                          * ratio's float bits */
+};
+
 struct cuda_fault {
-	uint32_t flag;      /* 0: nothing; 1: latched (the fields below are set) */
+	uint32_t flag;      /* 0: nothing; else an enum cuda_fault_kind (the
+	                     * fields below are set) */
 	int32_t axis;       /* the dimension indexed */
 	uint64_t site;      /* the address of the op_call that launched it */
 	int64_t value;      /* the bad index */

@@ -193,18 +193,37 @@ struct cep_fault {
 	i64 limit;
 };
 
-/* Latches the first bad index of a run; later ones leave it alone. The
- * fields are read only after the stream completed, so plain stores after
- * the winning CAS are enough. */
-__device__ __forceinline__ void cep_fault_latch(cep_fault *f, u64 site, int axis,
-						i64 value, i64 limit)
+/* What a latched fault is (its flag); twin: enum cuda_fault_kind. */
+enum {
+	CEP_FAULT_INDEX = 1,    /* value is out of [-limit, limit) on axis */
+	CEP_FAULT_AXIS = 2,     /* entry axis of an axes list names value, out
+	                         * of range for rank limit or repeated */
+	CEP_FAULT_SHAPE = 3,    /* values read at run time give value elements
+	                         * along axis where the plan has limit */
+	CEP_FAULT_STEP = 4,     /* a Slice step of 0 on axis */
+	CEP_FAULT_TRAINING = 5, /* Dropout in training mode: value holds the
+	                         * ratio's float bits */
+};
+
+/* Latches the first fault of a run; later ones leave it alone. The fields
+ * are read only after the stream completed, so plain stores after the
+ * winning CAS are enough. */
+__device__ __forceinline__ void cep_fault_latch_kind(cep_fault *f, u32 kind, u64 site,
+						     int axis, i64 value, i64 limit)
 {
-	if (atomicCAS(&f->flag, 0u, 1u) == 0u) {
+	if (atomicCAS(&f->flag, 0u, kind) == 0u) {
 		f->axis = axis;
 		f->site = site;
 		f->value = value;
 		f->limit = limit;
 	}
+}
+
+/* Latches a bad index (CEP_FAULT_INDEX). */
+__device__ __forceinline__ void cep_fault_latch(cep_fault *f, u64 site, int axis,
+						i64 value, i64 limit)
+{
+	cep_fault_latch_kind(f, CEP_FAULT_INDEX, site, axis, value, limit);
 }
 
 #endif

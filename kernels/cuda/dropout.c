@@ -3,10 +3,9 @@
  * float types the reference kernel takes (kernels/cpu/dropout.c):
  * kernels/cuda/dropout.cu copies the input and writes the optional mask
  * of ones. A training_mode input is read on the device, where true with a
- * nonzero ratio fails the run through the fault record (its message then
- * reads "Dropout: index 1 is out of range for dimension 0 of size 0": the
- * record has no words of its own for it); a constant training_mode is
- * already refused when the model loads.
+ * nonzero ratio fails the run through the fault record (CUDA_FAULT_
+ * TRAINING: CEP_EUNSUPPORTED with the host kernel's words); a constant
+ * training_mode is already refused when the model loads.
  */
 #include "launch.h"
 

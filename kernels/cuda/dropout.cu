@@ -37,7 +37,7 @@ __device__ __forceinline__ void dropout(const T *x, T *y, void *mask, const cep_
 		float r = ratio != 0 ? dropout_ratio(ratio, p.ratio_type) : 0.5f;
 
 		if (r != 0.0f) {
-			cep_fault_latch(fault, site, 0, 1, 0);
+			cep_fault_latch_kind(fault, CEP_FAULT_TRAINING, site, 0, __float_as_int(r), 0);
 			return;
 		}
 	}

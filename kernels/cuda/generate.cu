@@ -66,7 +66,7 @@ __device__ __forceinline__ void range(const T *s, const T *l, const T *d, T *y, 
 	i64 want = range_count(s, l, d);
 
 	if (want != n) {
-		cep_fault_latch(fault, site, 0, want, n);
+		cep_fault_latch_kind(fault, CEP_FAULT_SHAPE, site, 0, want, n);
 		return;
 	}
 	if (cep_is_float<T>::value) {

@@ -54,7 +54,7 @@ __device__ __forceinline__ bool red_walk_init(red_walk *w, const cep_reduce &p, 
 			i64 a = axes[k];
 
 			if (a < -p.rank || a >= p.rank || (mask >> (a < 0 ? a + p.rank : a)) & 1u) {
-				cep_fault_latch(fault, site, k, a, p.rank);
+				cep_fault_latch_kind(fault, CEP_FAULT_AXIS, site, k, a, p.rank);
 				return false;
 			}
 			mask |= 1u << (a < 0 ? a + p.rank : a);
@@ -73,7 +73,7 @@ __device__ __forceinline__ bool red_walk_init(red_walk *w, const cep_reduce &p, 
 		stride *= p.dims[d];
 	}
 	if (out_n != p.out_n) {
-		cep_fault_latch(fault, site, 0, out_n, p.out_n);
+		cep_fault_latch_kind(fault, CEP_FAULT_SHAPE, site, 0, out_n, p.out_n);
 		return false;
 	}
 	return true;

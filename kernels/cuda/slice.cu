@@ -80,20 +80,24 @@ __device__ __forceinline__ bool slice_bounds(const cep_slice &p, const void *sta
 		i64 len;
 
 		if (ax < -p.rank || ax >= p.rank) {
-			cep_fault_latch(fault, site, k, ax, p.rank);
+			cep_fault_latch_kind(fault, CEP_FAULT_AXIS, site, k, ax, p.rank);
 			return false;
 		}
 		if (ax < 0)
 			ax += p.rank;
-		if (st == 0 || (seen >> ax) & 1u) {
-			cep_fault_latch(fault, site, (int)ax, st, p.idims[ax]);
+		if ((seen >> ax) & 1u) {
+			cep_fault_latch_kind(fault, CEP_FAULT_AXIS, site, k, ax, p.rank);
+			return false;
+		}
+		if (st == 0) {
+			cep_fault_latch_kind(fault, CEP_FAULT_STEP, site, (int)ax, 0, 0);
 			return false;
 		}
 		seen |= 1u << ax;
 		len = slice_clamp(p.idims[ax], slice_entry(starts, p.wide & 1, k),
 				  slice_entry(ends, p.wide & 2, k), st, &first[ax]);
 		if (len != p.odims[ax]) {
-			cep_fault_latch(fault, site, (int)ax, len, p.odims[ax]);
+			cep_fault_latch_kind(fault, CEP_FAULT_SHAPE, site, (int)ax, len, p.odims[ax]);
 			return false;
 		}
 		step[ax] = st;

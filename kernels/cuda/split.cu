@@ -30,7 +30,7 @@ __device__ __forceinline__ void split(const T *x, T *y, const cep_split &p, cons
 		for (int k = 0; k < p.part; k++)
 			at += list[k];
 		if (list[p.part] != p.size || at < 0 || at + p.size > p.dim) {
-			cep_fault_latch(fault, site, p.axis, list[p.part], p.size);
+			cep_fault_latch_kind(fault, CEP_FAULT_SHAPE, site, p.axis, list[p.part], p.size);
 			return;
 		}
 	}

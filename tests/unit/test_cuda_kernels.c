@@ -352,6 +352,31 @@ Test(gpu_kernels, a_gather_index_out_of_range_fails_the_run)
 	free(in[0].data);
 }
 
+Test(gpu_kernels, dropout_in_training_mode_fails_the_run_as_the_host_refuses_it)
+{
+	static const float ratio = 0.5f;
+	static const uint8_t training = 1;
+	unsigned seed = 19u;
+	struct op_tensor in[3];
+	struct dev_call d;
+
+	GPU_REQUIRE();
+	in[0] = host_tensor(CEP_DTYPE_FLOAT32, "4,3", &seed, false);
+	in[1] = (struct op_tensor){ .data = (void *)&ratio, .dtype = CEP_DTYPE_FLOAT32, .rank = 0 };
+	in[2] = (struct op_tensor){ .data = (void *)&training, .dtype = CEP_DTYPE_BOOL, .rank = 0 };
+	cr_assert_eq(dev_call_make(&d, "Dropout", 13, NULL, 0, in, 3), 0, "%s", cep_last_error());
+	cr_assert_eq(dev_call_launch(&d), 0, "%s", cep_last_error());
+	/* The ratio and the mode are read on the device: the fault record
+	 * carries the kind and the ratio, and the words are the host's. */
+	cr_assert_eq(backend_stream_sync(gpu_be, gpu_s), CEP_EUNSUPPORTED);
+	cr_assert_str_eq(cep_last_error(), "Dropout: training_mode is true with ratio 0.5; "
+			 "only inference (training_mode false) is supported");
+	cr_assert_eq(backend_stream_fault(gpu_be, gpu_s), d.call);
+	cr_assert_eq(backend_stream_sync(gpu_be, gpu_s), 0);
+	dev_call_free(&d);
+	free(in[0].data);
+}
+
 Test(gpu_kernels, reshaping_copies)
 {
 	static const int64_t shape[] = { -1, 6 }, axes[] = { 0, 3 };
