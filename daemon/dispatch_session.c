@@ -174,18 +174,16 @@ static int model_read(int fd, void **out, size_t *len)
 static void precision_log(const struct job *j, const engine_model *m)
 {
 	struct precision_stats st;
-	char first[32] = "";
 
 	if (engine_model_precision(m) == CEP_PRECISION_FP32)
 		return;
 	engine_model_precision_stats(m, &st);
-	if (st.float_nodes)
-		snprintf(first, sizeof(first), " (the first: node %d)", st.first_float_node);
 	log_info("client %llu: session %llu runs in %s: %d nodes in half, %d kept in "
-		 "float32%s, %d casts added", (unsigned long long)j->c->id,
+		 "float32%s%s%s, %d casts added", (unsigned long long)j->c->id,
 		 (unsigned long long)j->load.session_id,
 		 precision_name(engine_model_precision(m)), st.half_nodes, st.float_nodes,
-		 first, st.casts);
+		 st.float_nodes ? " (the first: " : "", st.first_float,
+		 st.float_nodes ? ")" : "", st.casts);
 }
 
 static int job_load(struct job *j)

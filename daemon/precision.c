@@ -652,8 +652,10 @@ int precision_model_convert(struct model *m, cep_dtype half, enum backend_kind b
 			goto out;
 		if (c.mode[n] == MODE_HALF)
 			c.st.half_nodes++;
-		if (c.mode[n] == MODE_FLOAT && c.st.float_nodes++ == 0)
+		if (c.mode[n] == MODE_FLOAT && c.st.float_nodes++ == 0) {
 			c.st.first_float_node = n;
+			graph_node_label(c.g, n, c.st.first_float, sizeof(c.st.first_float));
+		}
 	}
 	ret = consts_convert(&c);
 	if (ret < 0)

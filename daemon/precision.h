@@ -48,6 +48,8 @@ struct precision_stats {
 	int half_nodes;        /* nodes with float tensors computing in half */
 	int float_nodes;       /* nodes with float tensors kept in float32 */
 	int first_float_node;  /* the first of those in the order, -1: none */
+	char first_float[192]; /* its label: "node 0 'c1' (op Conv, domain
+	                        * ai.onnx, opset 13)", or "" */
 	int casts;             /* Cast nodes added */
 	int constants;         /* float32 constants converted (or twinned) */
 	size_t constant_bytes; /* bytes those constants took in float32 */
