@@ -40,6 +40,8 @@ struct pm_input {
 	int64_t dims[CEP_MAX_RANK];
 	int64_t hi;          /* integers: uniform in [0, hi], the first of each
 	                      * row hi (a mask keeps one position per row) */
+	float base, step;    /* floats: base + (k % 8) * step for element k when
+	                      * either is set, else uniform in [-2, 2) */
 };
 
 /* A model: its file's bytes and what to feed it. */
@@ -295,6 +297,64 @@ static PM_UNUSED struct pm_model pm_transformer(unsigned *seed)
 	return pm;
 }
 
+/*
+ * Long reductions that a half accumulator would get wrong: "ones" [4096]
+ * of 1.0 -> ReduceSum (4096: a float16 sum stalls at 2048) and ReduceMean
+ * into "sum" [2], Softmax (1/4096 each) into the first row of "p" [3,
+ * 4096]; "big" [2, 4096] of 1024 + (k % 8) * 8 (exact
+ * in both half types) -> ReduceMean (1052; the sum, 4.3e6, overflows
+ * float16), LayerNormalization over the row and Softmax. Every output is
+ * compared as a whole, so an accumulator in half fails the comparison.
+ */
+static PM_UNUSED struct pm_model pm_accumulate(void)
+{
+	static const int64_t od[1] = { 4096 }, bd[2] = { 2, 4096 }, ax[1] = { -1 }, a0[1] = { 0 };
+	struct pm_model pm = { .what = "accumulate" };
+	struct onnxb *b = onnxb_new(17);
+	float *ones = malloc(sizeof(float) * 4096), *zeros = calloc(4096, sizeof(float));
+	Onnx__NodeProto *n;
+	int i;
+
+	cr_assert(ones && zeros);
+	for (i = 0; i < 4096; i++)
+		ones[i] = 1.0f;
+	onnxb_input(b, "ones", CEP_DTYPE_FLOAT32, "4096");
+	onnxb_input(b, "big", CEP_DTYPE_FLOAT32, "2,4096");
+	onnxb_output(b, "sum", CEP_DTYPE_FLOAT32, NULL);
+	onnxb_output(b, "mean", CEP_DTYPE_FLOAT32, NULL);
+	onnxb_output(b, "p", CEP_DTYPE_FLOAT32, NULL);
+	onnxb_output(b, "ln", CEP_DTYPE_FLOAT32, NULL);
+	onnxb_init(b, "axes", CEP_DTYPE_INT64, "1", ax);
+	onnxb_init(b, "axis0", CEP_DTYPE_INT64, "1", a0);
+	onnxb_init(b, "g", CEP_DTYPE_FLOAT32, "4096", ones);
+	onnxb_init(b, "b0", CEP_DTYPE_FLOAT32, "4096", zeros);
+	onnxb_node(b, "ReduceSum", "ones,axes", "s1");
+	onnxb_node(b, "ReduceMean", "ones", "m1");
+	onnxb_attr_int(onnxb_node(b, "Softmax", "ones", "p1"), "axis", -1);
+	onnxb_node(b, "Unsqueeze", "p1,axis0", "p1r");
+	n = onnxb_node(b, "ReduceMean", "big", "m2");
+	onnxb_attr_int(n, "keepdims", 0);
+	onnxb_attr_ints(n, "axes", 1, ax);
+	onnxb_attr_int(onnxb_node(b, "Softmax", "big", "p2"), "axis", -1);
+	onnxb_attr_int(onnxb_node(b, "LayerNormalization", "big,g,b0", "ln"), "axis", -1);
+	onnxb_attr_int(onnxb_node(b, "Concat", "s1,m1", "sum"), "axis", 0);
+	onnxb_node(b, "Identity", "m2", "mean");
+	onnxb_attr_int(onnxb_node(b, "Concat", "p1r,p2", "p"), "axis", 0);
+	pm.bytes = onnxb_finish(b, &pm.len);
+	free(ones);
+	free(zeros);
+	pm_input_add(&pm, "ones", CEP_DTYPE_FLOAT32, 1, od, 0);
+	pm.in[0].base = 1.0f;
+	pm_input_add(&pm, "big", CEP_DTYPE_FLOAT32, 2, bd, 0);
+	pm.in[1].base = 1024.0f;
+	pm.in[1].step = 8.0f;
+	pm.out[pm.n_out++] = "sum";
+	pm.out[pm.n_out++] = "mean";
+	pm.out[pm.n_out++] = "p";
+	pm.out[pm.n_out++] = "ln";
+	return pm;
+}
+
 /* ------------------------------------------------------------ comparing */
 
 /* Fresh random values for the inputs of pm: floats uniform in [-2, 2),
@@ -316,7 +376,9 @@ static PM_UNUSED void pm_inputs_make(const struct pm_model *pm, unsigned *seed,
 		data[i] = malloc(bytes ? bytes : 1);
 		cr_assert_not_null(data[i]);
 		for (k = 0; k < n; k++) {
-			if (p->dtype == CEP_DTYPE_FLOAT32)
+			if (p->dtype == CEP_DTYPE_FLOAT32 && (p->base != 0.0f || p->step != 0.0f))
+				((float *)data[i])[k] = p->base + (float)(k % 8) * p->step;
+			else if (p->dtype == CEP_DTYPE_FLOAT32)
 				((float *)data[i])[k] = 2.0f * pm_uniform(seed);
 			else if (p->dtype == CEP_DTYPE_INT64)
 				((int64_t *)data[i])[k] = k % row == 0 ? p->hi :

@@ -6,10 +6,13 @@
  * (relative to each output's norm, printed); a large MatMul shows TF32
  * at work (tf32 off the host by more than fp32 is, and within 1e-3) and
  * that a tf32 GEMM is a cuBLASLt plan of its own; fp16 weights take half
- * the device bytes of float32 ones.
+ * the device bytes of float32 ones; long reductions (ReduceSum,
+ * ReduceMean, Softmax, LayerNormalization over 4096 elements) in half
+ * match, as their kernels accumulate in float32 or wider.
  *
- * Everywhere: the MLP and the transformer convert for the device's
- * kernels with every node in half (the registry alone decides, no device
+ * Everywhere: the MLP, the transformer and the reductions convert for
+ * the device's kernels with every node in half and every node a plan
+ * launches has a device kernel (the registry alone decides, no device
  * needed). On a GPU machine with CUDAEP_TEST_GPU=1 the rest runs;
  * elsewhere it skips, visibly.
  */
@@ -75,13 +78,14 @@ static struct precision_stats converted_for_cuda(const struct pm_model *pm, cep_
 Test(cuda_precision, the_models_convert_for_the_device_with_every_node_in_half)
 {
 	unsigned seed = fresh_seed("convert");
-	struct pm_model mlp = pm_mlp(&seed), tf = pm_transformer(&seed);
+	struct pm_model mlp = pm_mlp(&seed), tf = pm_transformer(&seed), acc = pm_accumulate();
 	cep_precision p;
 
 	for (p = CEP_PRECISION_FP16; p <= CEP_PRECISION_BF16; p++) {
 		struct precision_stats a = converted_for_cuda(&mlp, p);
 		struct precision_stats b = converted_for_cuda(&tf, p);
 
+		cr_assert_eq(converted_for_cuda(&acc, p).float_nodes, 0);
 		cr_assert_eq(a.float_nodes, 0, "%s: node %d stays float32 on cuda",
 			     precision_name(p), a.first_float_node);
 		cr_assert_eq(a.half_nodes, 5);
@@ -91,6 +95,7 @@ Test(cuda_precision, the_models_convert_for_the_device_with_every_node_in_half)
 	}
 	pm_model_free(&mlp);
 	pm_model_free(&tf);
+	pm_model_free(&acc);
 }
 
 /* ---------------------------------------------------------------- device */
@@ -157,6 +162,20 @@ Test(gpu_precision, a_cnn_in_every_precision_matches_the_host)
 	backend_free(h);
 	pm_model_free(&pm13);
 	pm_model_free(&pm22);
+}
+
+Test(gpu_precision, long_reductions_accumulate_in_float32)
+{
+	struct pm_model pm = pm_accumulate();
+	struct backend *h;
+	unsigned seed = 1;
+
+	GPU_REQUIRE();
+	h = host_ref();
+	pm_compare(&pm, gpu_be, CEP_PRECISION_FP16, h, &seed, 1, 1e-2);
+	pm_compare(&pm, gpu_be, CEP_PRECISION_BF16, h, &seed, 1, 1e-2);
+	backend_free(h);
+	pm_model_free(&pm);
 }
 
 #define BIG_M 256
