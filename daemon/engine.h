@@ -107,8 +107,9 @@ void engine_model_cache_free(engine_model_cache *c);
  * from the same bytes (same XXH3-64 hash and length, then compared byte by
  * byte) for the same precision (fp32 and tf32 count as one; a half one
  * also for the same backend kind) and, on a hit, returns another
- * reference to it with *shared set to true. A new model is added to c (which keeps a copy of the bytes for the
- * comparison, and drops the entry when the model's last reference goes).
+ * reference to it with *shared set to true. A new model is added to c
+ * (which keeps a copy of the bytes for the comparison, and drops the
+ * entry when the model's last reference goes).
  * Concurrent loads of one file wait for the first to finish parsing and
  * then share its model. A model that references external data is never
  * shared (the data files below each client's directory may differ); one
@@ -191,10 +192,10 @@ struct engine_session_options {
  * for (be, account), uploaded and charged by its first session. opts may
  * be NULL (defaults). On success *out is the caller's, released with
  * engine_session_free(). Fails with CEP_EINVAL for a precision the model
- * was not loaded for ("an fp16 session needs the model loaded for fp16 on
- * the host backend; it was loaded for fp32"), CEP_ELIMIT when uploading
- * the weights would pass the global limit (the account's message),
- * CEP_EDEVMEM / CEP_ENOMEM.
+ * was not loaded for ("a session of precision fp16 needs its model loaded
+ * for fp16 on the host backend; this one was loaded for fp32"), CEP_ELIMIT
+ * when uploading the weights would pass the global limit (the account's
+ * message), CEP_EDEVMEM / CEP_ENOMEM.
  */
 int engine_session_new(engine_model *m, struct backend *be,
 		       const struct engine_session_options *opts,
