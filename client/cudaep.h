@@ -126,11 +126,14 @@ const char *cep_dtype_name(cep_dtype dtype);
 
 #define CEP_MAX_RANK 8 /* dimensions of a tensor */
 
+/* How a session computes (README.md, "Precision"). Inputs and outputs
+ * keep the model's types in every precision. */
 typedef enum cep_precision {
   CEP_PRECISION_FP32 = 0, /* the default; TF32 off */
-  CEP_PRECISION_TF32 = 1,
-  CEP_PRECISION_FP16 = 2,
-  CEP_PRECISION_BF16 = 3,
+  CEP_PRECISION_TF32 = 1, /* float32 GEMMs and convolutions on TF32 tensor
+                           * cores (the GPU); about 1e-3 relative */
+  CEP_PRECISION_FP16 = 2, /* the model converted to float16 */
+  CEP_PRECISION_BF16 = 3, /* the model converted to bfloat16 */
 } cep_precision;
 
 typedef enum cep_priority {

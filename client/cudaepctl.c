@@ -163,6 +163,8 @@ static const struct ctl_field session_columns[] = {
 	COLUMN(cudaep_v1_SessionEntry, capture_error, NULL, CTL_TYPE_STR, CTL_FMT_PLAIN),
 	COLUMN(cudaep_v1_SessionEntry, weight_bytes, "WEIGHTS", CTL_TYPE_U64, CTL_FMT_BYTES),
 	COLUMN(cudaep_v1_SessionEntry, loaded_us, "LOADED", CTL_TYPE_U64, CTL_FMT_USEC),
+	COLUMN(cudaep_v1_SessionEntry, precision, "PRECISION", CTL_TYPE_PRECISION,
+	       CTL_FMT_PLAIN),
 	COLUMN(cudaep_v1_SessionEntry, name, "NAME", CTL_TYPE_STR, CTL_FMT_PLAIN),
 };
 

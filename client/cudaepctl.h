@@ -37,6 +37,8 @@ enum ctl_type {
 	CTL_TYPE_U64,
 	CTL_TYPE_I32,
 	CTL_TYPE_I64,
+	CTL_TYPE_PRECISION, /* a cudaep_v1_Precision, shown by name ("fp16")
+	                     * in text and JSON alike */
 };
 
 /* How a number reads in text; JSON always carries the raw number. */

@@ -20,10 +20,19 @@ struct ctl_val {
 	uint64_t u;
 };
 
+/* The name of a session precision, as cudaep-run's --precision takes it. */
+static const char *precision_text(cudaep_v1_Precision p)
+{
+	static const char *const names[] = {"fp32", "tf32", "fp16", "bf16"};
+
+	return (unsigned)p < sizeof(names) / sizeof(names[0]) ? names[p] : "?";
+}
+
 static struct ctl_val field_val(const struct ctl_field *fld, const void *p)
 {
 	const char *at = (const char *)p + fld->offset;
 	struct ctl_val v = {0};
+	cudaep_v1_Precision prec;
 	uint32_t u32;
 	int32_t i32;
 
@@ -46,6 +55,10 @@ static struct ctl_val field_val(const struct ctl_field *fld, const void *p)
 	case CTL_TYPE_I64:
 		memcpy(&v.i, at, sizeof(v.i));
 		v.is_signed = true;
+		break;
+	case CTL_TYPE_PRECISION:
+		memcpy(&prec, at, sizeof(prec));
+		v.str = precision_text(prec);
 		break;
 	case CTL_TYPE_SECTION:
 		break;
@@ -408,7 +421,8 @@ void ctl_out_table(struct ctl_out *o, const char *title, const char *key,
 
 		if (fields[i].head == NULL)
 			continue;
-		if (fields[i].type == CTL_TYPE_STR)
+		/* Headings align as their column's values do. */
+		if (fields[i].type == CTL_TYPE_STR || fields[i].type == CTL_TYPE_PRECISION)
 			fprintf(o->f, "%-*s", last ? 0 : (int)width[i],
 				fields[i].head);
 		else

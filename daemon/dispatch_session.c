@@ -24,6 +24,7 @@
  */
 #include <errno.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -36,6 +37,7 @@
 #include "engine.h"
 #include "error.h"
 #include "log.h"
+#include "precision.h"
 #include "server.h"
 
 /* Protobuf messages cannot exceed 2 GiB; larger models keep their weights
@@ -167,8 +169,29 @@ static int model_read(int fd, void **out, size_t *len)
 	return 0;
 }
 
+/* Logs what converting a half session's model did: which nodes compute
+ * in half, and whether some stay float32 (no half kernel here). */
+static void precision_log(const struct job *j, const engine_model *m)
+{
+	struct precision_stats st;
+
+	if (engine_model_precision(m) == CEP_PRECISION_FP32)
+		return;
+	engine_model_precision_stats(m, &st);
+	log_info("client %llu: session %llu runs in %s: %d nodes in half, %d kept in "
+		 "float32%s%s%s, %d casts added", (unsigned long long)j->c->id,
+		 (unsigned long long)j->load.session_id,
+		 precision_name(engine_model_precision(m)), st.half_nodes, st.float_nodes,
+		 st.float_nodes ? " (the first: " : "", st.first_float,
+		 st.float_nodes ? ")" : "", st.casts);
+}
+
 static int job_load(struct job *j)
 {
+	const struct engine_model_options mo = {
+		.precision = j->load.opts.precision,
+		.backend = j->s->backend->kind,
+	};
 	engine_model *m = NULL;
 	void *owned = NULL;
 	const void *bytes = j->load.bytes;
@@ -182,8 +205,8 @@ static int job_load(struct job *j)
 			return ret;
 		bytes = owned;
 	}
-	ret = engine_model_load_shared(j->s->models, bytes, len, j->load.dir_fd, &m,
-				       &shared);
+	ret = engine_model_load_shared(j->s->models, bytes, len, j->load.dir_fd, &mo,
+				       &m, &shared);
 	free(owned);
 	if (ret != 0)
 		return ret;
@@ -191,6 +214,8 @@ static int job_load(struct job *j)
 		log_debug("client %llu: the model of session %llu is already "
 			  "loaded; sharing it", (unsigned long long)j->c->id,
 			  (unsigned long long)j->load.session_id);
+	else
+		precision_log(j, m);
 	ret = engine_session_new(m, j->s->backend, &j->load.opts, &j->load.es);
 	engine_model_unref(m);
 	return ret;
@@ -482,6 +507,7 @@ static int memory_owner_open(struct req *r, struct job *j)
 	if (ret != 0)
 		return ret;
 	j->load.session_id = sess->id;
+	sess->precision = j->load.opts.precision;
 	j->load.opts.account = r->s->account;
 	j->load.opts.owner = (struct alloc_owner){ r->c->id, sess->id };
 	return 0;

@@ -10,6 +10,11 @@
  * bindings, the pointer arrays) is allocated when the session opens, so a
  * run that hits the cache allocates nothing.
  *
+ * Precision: a model is loaded for fp32 (which tf32 sessions use too) or
+ * converted for fp16 or bf16 on one backend kind (daemon/precision.h);
+ * the cache keys models by that as well as by their bytes, and a session
+ * opens only a model loaded for its precision.
+ *
  * Memory: plan blocks are charged to the session's owner when a plan is
  * cached and uncharged when it leaves the cache; a model's device copy of
  * its constants (a "home", one per backend and account) is charged to the
@@ -32,6 +37,7 @@
 #include "exec.h"
 #include "model.h"
 #include "plan.h"
+#include "precision.h"
 #include "shape.h"
 
 /* A model's constants on one device backend, for one account: one block
@@ -48,6 +54,9 @@ struct model_home {
 struct engine_model {
 	atomic_int refs;
 	struct model *model;
+	struct engine_model_options key;    /* what it was loaded for, as
+	                                     * model_key() writes it */
+	struct precision_stats pstats;      /* of the conversion to half */
 	struct engine_tensor_info *inputs;  /* (graph inputs) */
 	struct engine_tensor_info *outputs; /* (graph outputs) */
 	pthread_mutex_t homes_lock;         /* guards homes, held while uploading */
@@ -67,6 +76,7 @@ struct cache_flight {
 	uint64_t hash;
 	size_t len;
 	const void *bytes;                  /* the loader's, valid while listed */
+	struct engine_model_options key;    /* as model_key() writes it */
 	struct cache_flight *next;
 };
 
@@ -88,6 +98,7 @@ struct engine_session {
 	struct account *acc;         /* what is charged */
 	struct account *own_acc;     /* acc when the caller gave none; owned */
 	struct alloc_owner owner;
+	cep_precision precision;     /* as opened */
 	uint64_t plan_act, plan_ws;  /* bytes charged for the cached plans */
 	struct plan_cache plans;
 	unsigned call_flags;         /* enum op_call_flags from the options */
@@ -118,11 +129,40 @@ static void info_fill(const struct graph *g, int v, struct engine_tensor_info *i
 	}
 }
 
+/* What a model loaded with o is, as the cache compares it: tf32 is fp32
+ * (the same graph), and only a half graph depends on the backend kind.
+ * Fails with CEP_EINVAL for a precision out of range. */
+static int model_key(const struct engine_model_options *o, struct engine_model_options *key)
+{
+	memset(key, 0, sizeof(*key));
+	if (!o)
+		return 0;
+	if ((unsigned)o->precision > CEP_PRECISION_BF16)
+		return cep__set_error(CEP_EINVAL, "unknown precision %d", (int)o->precision);
+	if (precision_half_dtype(o->precision) == CEP_DTYPE_UNDEFINED)
+		return 0;
+	key->precision = o->precision;
+	key->backend = o->backend;
+	return 0;
+}
+
+static bool key_equal(const struct engine_model_options *a, const struct engine_model_options *b)
+{
+	return a->precision == b->precision && a->backend == b->backend;
+}
+
 int engine_model_load(const void *bytes, size_t len, int dir_fd,
 		      engine_model **out)
 {
+	return engine_model_load_as(bytes, len, dir_fd, NULL, out);
+}
+
+int engine_model_load_as(const void *bytes, size_t len, int dir_fd,
+			 const struct engine_model_options *o, engine_model **out)
+{
 	engine_model *m = NULL;
 	const struct graph *g;
+	cep_dtype half;
 	int i, ret;
 
 	*out = NULL;
@@ -132,9 +172,19 @@ int engine_model_load(const void *bytes, size_t len, int dir_fd,
 		return cep__set_error(CEP_ENOMEM, NULL);
 	atomic_init(&m->refs, 1);
 	pthread_mutex_init(&m->homes_lock, NULL);
+	m->pstats.first_float_node = -1;
+	ret = model_key(o, &m->key);
+	if (ret < 0)
+		goto out;
 	ret = model_load(bytes, len, dir_fd, &m->model);
 	if (ret < 0)
 		goto out;
+	half = precision_half_dtype(m->key.precision);
+	if (half != CEP_DTYPE_UNDEFINED) {
+		ret = precision_model_convert(m->model, half, m->key.backend, &m->pstats);
+		if (ret < 0)
+			goto out;
+	}
 	g = &m->model->g;
 	m->inputs = calloc((size_t)g->n_inputs + 1, sizeof(*m->inputs));
 	m->outputs = calloc((size_t)g->n_outputs + 1, sizeof(*m->outputs));
@@ -237,6 +287,16 @@ int engine_model_node_count(const engine_model *m)
 	return graph_live_nodes(&m->model->g);
 }
 
+cep_precision engine_model_precision(const engine_model *m)
+{
+	return m->key.precision;
+}
+
+void engine_model_precision_stats(const engine_model *m, struct precision_stats *out)
+{
+	*out = m->pstats;
+}
+
 /* ------------------------------------------------------------ model cache */
 
 int engine_model_cache_new(engine_model_cache **out)
@@ -265,15 +325,17 @@ void engine_model_cache_free(engine_model_cache *c)
 	free(c);
 }
 
-/* A live model of c loaded from these bytes, with a new reference; NULL
- * when there is none. Called with c->lock held. */
+/* A live model of c loaded from these bytes for key, with a new
+ * reference; NULL when there is none. Called with c->lock held. */
 static engine_model *cache_find(engine_model_cache *c, uint64_t hash,
-				const void *bytes, size_t len)
+				const void *bytes, size_t len,
+				const struct engine_model_options *key)
 {
 	engine_model *m;
 
 	for (m = c->models; m; m = m->next) {
-		if (m->hash != hash || m->len != len || memcmp(m->bytes, bytes, len) != 0)
+		if (m->hash != hash || m->len != len || !key_equal(&m->key, key) ||
+		    memcmp(m->bytes, bytes, len) != 0)
 			continue;
 		if (model_ref_try(m))
 			return m;
@@ -281,14 +343,16 @@ static engine_model *cache_find(engine_model_cache *c, uint64_t hash,
 	return NULL;
 }
 
-/* Whether a load of these bytes is in progress. Called with c->lock held. */
+/* Whether a load of these bytes for key is in progress. Called with
+ * c->lock held. */
 static bool flight_find(const engine_model_cache *c, uint64_t hash, const void *bytes,
-			size_t len)
+			size_t len, const struct engine_model_options *key)
 {
 	const struct cache_flight *f;
 
 	for (f = c->flights; f; f = f->next) {
-		if (f->hash == hash && f->len == len && memcmp(f->bytes, bytes, len) == 0)
+		if (f->hash == hash && f->len == len && key_equal(&f->key, key) &&
+		    memcmp(f->bytes, bytes, len) == 0)
 			return true;
 	}
 	return false;
@@ -308,7 +372,8 @@ static void flight_land(engine_model_cache *c, struct cache_flight *me)
 }
 
 int engine_model_load_shared(engine_model_cache *c, const void *bytes, size_t len,
-			     int dir_fd, engine_model **out, bool *shared)
+			     int dir_fd, const struct engine_model_options *o,
+			     engine_model **out, bool *shared)
 {
 	struct cache_flight me = { 0 };
 	engine_model *m = NULL;
@@ -318,7 +383,10 @@ int engine_model_load_shared(engine_model_cache *c, const void *bytes, size_t le
 	*out = NULL;
 	*shared = false;
 	if (!c)
-		return engine_model_load(bytes, len, dir_fd, out);
+		return engine_model_load_as(bytes, len, dir_fd, o, out);
+	ret = model_key(o, &me.key);
+	if (ret < 0)
+		return ret;
 	me.hash = XXH3_64bits(bytes, len);
 	me.len = len;
 	me.bytes = bytes;
@@ -327,8 +395,8 @@ int engine_model_load_shared(engine_model_cache *c, const void *bytes, size_t le
 	 * it, the others wait and share its model (or, if it failed, one of
 	 * them tries in turn). */
 	for (;;) {
-		m = cache_find(c, me.hash, bytes, len);
-		if (m || !flight_find(c, me.hash, bytes, len))
+		m = cache_find(c, me.hash, bytes, len, &me.key);
+		if (m || !flight_find(c, me.hash, bytes, len, &me.key))
 			break;
 		pthread_cond_wait(&c->landed, &c->lock);
 	}
@@ -347,12 +415,12 @@ int engine_model_load_shared(engine_model_cache *c, const void *bytes, size_t le
 	 * what it is can be shared; one with external data cannot (another
 	 * client's directory may hold other data), so it is loaded again
 	 * below for this client only and never cached. */
-	ret = engine_model_load(bytes, len, -1, &m);
+	ret = engine_model_load_as(bytes, len, -1, o, &m);
 	if (ret != 0 && dir_fd >= 0 && model_wanted_dir()) {
 		pthread_mutex_lock(&c->lock);
 		flight_land(c, &me);
 		pthread_mutex_unlock(&c->lock);
-		return engine_model_load(bytes, len, dir_fd, out);
+		return engine_model_load_as(bytes, len, dir_fd, o, out);
 	}
 	if (ret == 0) {
 		copy = malloc(len ? len : 1);
@@ -566,6 +634,32 @@ static int account_open(engine_session *s, const struct engine_session_options *
 	return account_limit_set(s->acc, s->owner, o->memory_limit);
 }
 
+/* Checks that m was loaded for sessions of precision p on be. */
+static int precision_check(const engine_model *m, const struct backend *be, cep_precision p)
+{
+	const struct engine_model_options asked = { .precision = p, .backend = be->kind };
+	const struct engine_model_options *has = &m->key;
+	struct engine_model_options want;
+	char what[64] = "";
+	int ret;
+
+	ret = model_key(&asked, &want);
+	if (ret < 0)
+		return ret;
+	if (key_equal(&want, has))
+		return 0;
+	if (precision_half_dtype(has->precision) != CEP_DTYPE_UNDEFINED)
+		snprintf(what, sizeof(what), " on the %s backend", backend_kind_name(has->backend));
+	if (precision_half_dtype(p) == CEP_DTYPE_UNDEFINED)
+		return cep__set_error(CEP_EINVAL, "a session of precision %s needs its model "
+				      "loaded for fp32; this one was loaded for %s%s",
+				      precision_name(p), precision_name(has->precision), what);
+	return cep__set_error(CEP_EINVAL, "a session of precision %s needs its model loaded "
+			      "for %s on the %s backend; this one was loaded for %s%s",
+			      precision_name(p), precision_name(p), backend_kind_name(be->kind),
+			      precision_name(has->precision), what);
+}
+
 int engine_session_new(engine_model *m, struct backend *be,
 		       const struct engine_session_options *opts,
 		       engine_session **out)
@@ -581,15 +675,16 @@ int engine_session_new(engine_model *m, struct backend *be,
 		o = *opts;
 	if (o.max_plans <= 0)
 		o.max_plans = ENGINE_DEFAULT_PLANS;
-	if (o.precision == CEP_PRECISION_FP16 || o.precision == CEP_PRECISION_BF16)
-		return cep__set_error(CEP_EUNSUPPORTED, "precision %s is not implemented yet",
-				      o.precision == CEP_PRECISION_FP16 ? "fp16" : "bf16");
+	ret = precision_check(m, be, o.precision);
+	if (ret < 0)
+		return ret;
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return cep__set_error(CEP_ENOMEM, NULL);
 	engine_model_ref(m);
 	s->m = m;
 	s->be = be;
+	s->precision = o.precision;
 	if (o.precision == CEP_PRECISION_TF32)
 		s->call_flags |= OP_CALL_TF32;
 	ret = account_open(s, &o);
@@ -655,6 +750,11 @@ void engine_session_free(engine_session *s)
 engine_model *engine_session_model(const engine_session *s)
 {
 	return s->m;
+}
+
+cep_precision engine_session_precision(const engine_session *s)
+{
+	return s->precision;
 }
 
 /* --------------------------------------------------------------------- run */

@@ -27,8 +27,15 @@
  *
  * Sharing models: engine_model_load_shared() returns the model already
  * loaded from identical bytes (XXH3-64 and length, then a byte compare)
- * from a cache, so two clients loading one file share one engine_model
- * and therefore one device copy of its weights.
+ * for the same precision from a cache, so two clients loading one file
+ * share one engine_model and therefore one device copy of its weights.
+ *
+ * Precision: a model is loaded for a precision. fp32 and tf32 sessions
+ * run the graph as the file has it (tf32 only lets float32 GEMMs and
+ * convolutions use TF32 tensor cores: OP_CALL_TF32); fp16 and bf16
+ * sessions run a converted graph (daemon/precision.h), which is a model
+ * of its own, loaded with engine_model_load_as() for the precision and
+ * the backend kind whose kernels it is converted for.
  *
  * Threads: a model is immutable once loaded and may be shared by sessions
  * on any threads (its reference count is atomic; its device copies and a
@@ -44,6 +51,8 @@
 #include "account.h"
 #include "backend.h"
 #include "cudaep.h"
+
+struct precision_stats;
 
 typedef struct engine_model engine_model;
 typedef struct engine_session engine_session;
@@ -64,6 +73,24 @@ typedef struct engine_model_cache engine_model_cache;
 int engine_model_load(const void *bytes, size_t len, int dir_fd,
 		      engine_model **out);
 
+/* How a model is loaded. Zeroed: for fp32 (and tf32) sessions. */
+struct engine_model_options {
+	cep_precision precision;    /* FP32 and TF32: the graph as it is;
+	                             * FP16, BF16: converted to that half type */
+	enum backend_kind backend;  /* half only: whose kernels decide which
+	                             * nodes compute in half (daemon/precision.h) */
+};
+
+/*
+ * As engine_model_load(), for the precision and backend in o (NULL: fp32):
+ * an fp16 or bf16 model is converted after it is optimized, and only
+ * sessions of that precision on a backend of that kind may open it.
+ * Fails as engine_model_load(), and with CEP_EINVAL for a precision out
+ * of range.
+ */
+int engine_model_load_as(const void *bytes, size_t len, int dir_fd,
+			 const struct engine_model_options *o, engine_model **out);
+
 /* ------------------------------------------------------------ model cache */
 
 /* Makes an empty cache of loaded models. On success *out is the caller's,
@@ -76,11 +103,13 @@ int engine_model_cache_new(engine_model_cache **out);
 void engine_model_cache_free(engine_model_cache *c);
 
 /*
- * As engine_model_load(), but first looks in c for a live model loaded
+ * As engine_model_load_as(), but first looks in c for a live model loaded
  * from the same bytes (same XXH3-64 hash and length, then compared byte by
- * byte) and, on a hit, returns another reference to it with *shared set to
- * true. A new model is added to c (which keeps a copy of the bytes for the
- * comparison, and drops the entry when the model's last reference goes).
+ * byte) for the same precision (fp32 and tf32 count as one; a half one
+ * also for the same backend kind) and, on a hit, returns another
+ * reference to it with *shared set to true. A new model is added to c
+ * (which keeps a copy of the bytes for the comparison, and drops the
+ * entry when the model's last reference goes).
  * Concurrent loads of one file wait for the first to finish parsing and
  * then share its model. A model that references external data is never
  * shared (the data files below each client's directory may differ); one
@@ -88,7 +117,8 @@ void engine_model_cache_free(engine_model_cache *c);
  * be NULL (no sharing). Fails as engine_model_load().
  */
 int engine_model_load_shared(engine_model_cache *c, const void *bytes, size_t len,
-			     int dir_fd, engine_model **out, bool *shared);
+			     int dir_fd, const struct engine_model_options *o,
+			     engine_model **out, bool *shared);
 
 /* What a cache holds and has done. */
 struct engine_model_cache_stats {
@@ -128,12 +158,21 @@ const struct engine_tensor_info *engine_model_output(const engine_model *m, int 
 /* Live nodes after optimization (for logs and tests). */
 int engine_model_node_count(const engine_model *m);
 
+/* The precision m was loaded for: CEP_PRECISION_FP32 (for fp32 and tf32
+ * sessions), CEP_PRECISION_FP16 or CEP_PRECISION_BF16. */
+cep_precision engine_model_precision(const engine_model *m);
+
+/* What converting m to half did (daemon/precision.h); nothing (zero
+ * counts, first_float_node -1) for an fp32 model. */
+void engine_model_precision_stats(const engine_model *m, struct precision_stats *out);
+
 /* ---------------------------------------------------------------- sessions */
 
 struct engine_session_options {
 	int max_plans;          /* plans cached; 0: ENGINE_DEFAULT_PLANS */
-	cep_precision precision; /* CEP_PRECISION_FP32 (TF32 is the same on the
-	                          * host); FP16/BF16 are not implemented yet */
+	cep_precision precision; /* FP32 (default) or TF32 on a model loaded
+	                          * for fp32; FP16 or BF16 on a model loaded
+	                          * for that precision and backend kind */
 	cep_priority priority;  /* of the session's stream */
 	uint64_t memory_limit;  /* bytes of backend memory for the session's
 	                         * plans, set as the session's limit in the
@@ -152,9 +191,11 @@ struct engine_session_options {
  * place on a backend of host memory, else the model's shared device copy
  * for (be, account), uploaded and charged by its first session. opts may
  * be NULL (defaults). On success *out is the caller's, released with
- * engine_session_free(). Fails with CEP_EUNSUPPORTED for a precision not
- * implemented, CEP_ELIMIT when uploading the weights would pass the
- * global limit (the account's message), CEP_EDEVMEM / CEP_ENOMEM.
+ * engine_session_free(). Fails with CEP_EINVAL for a precision the model
+ * was not loaded for ("a session of precision fp16 needs its model loaded
+ * for fp16 on the host backend; this one was loaded for fp32"), CEP_ELIMIT
+ * when uploading the weights would pass the global limit (the account's
+ * message), CEP_EDEVMEM / CEP_ENOMEM.
  */
 int engine_session_new(engine_model *m, struct backend *be,
 		       const struct engine_session_options *opts,
@@ -168,6 +209,9 @@ void engine_session_free(engine_session *s);
 
 /* The session's model (no new reference). */
 engine_model *engine_session_model(const engine_session *s);
+
+/* The session's precision, as opened. */
+cep_precision engine_session_precision(const engine_session *s);
 
 /* --------------------------------------------------------------------- run */
 

@@ -24,6 +24,7 @@ struct session {
 	char name[CEP_MAX_OBJ_NAME]; /* shown by cudaepctl, may be "" */
 	uint64_t runs;               /* Run requests completed */
 	uint64_t loaded_ns;          /* uv_hrtime() when loaded */
+	cep_precision precision;     /* asked for when loading */
 	engine_session *engine;      /* owned; NULL only in unit tests */
 	struct engine_stats stats;   /* the engine's counters, copied on the
 	                              * event loop after each run so that

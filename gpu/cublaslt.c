@@ -224,6 +224,12 @@ static bool gemm_type(cep_dtype t, cudaDataType_t *out)
 	}
 }
 
+/* The compute type of d: float32 sums always; TF32 products when asked. */
+static cublasComputeType_t gemm_compute(const struct cublaslt_gemm_desc *d)
+{
+	return d->tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+}
+
 static bool align_ok(uint32_t a)
 {
 	return a >= 1 && a <= 256 && (a & (a - 1)) == 0;
@@ -237,6 +243,9 @@ static int gemm_check(const struct cublaslt_gemm_desc *d)
 	if (!gemm_type(d->dtype, &t))
 		return cep__set_error(CEP_EINVAL, "cuBLASLt GEMM: no %s GEMM (float32, float16 "
 				      "and bfloat16 only)", cep_dtype_name(d->dtype));
+	if (d->tf32 && d->dtype != CEP_DTYPE_FLOAT32)
+		return cep__set_error(CEP_EINVAL, "cuBLASLt GEMM: TF32 is for float32 GEMMs, "
+				      "not %s", cep_dtype_name(d->dtype));
 	if (d->m < 1 || d->n < 1 || d->k < 1 || d->batch < 1 || d->batch > INT32_MAX)
 		return cep__set_error(CEP_EINVAL, "cuBLASLt GEMM: bad sizes m %lld n %lld k %lld "
 				      "batch %lld", (long long)d->m, (long long)d->n,
@@ -378,9 +387,9 @@ static int gemm_build(struct cublaslt *lt, const struct cublaslt_gemm_desc *d,
 		return cep__set_error(CEP_ENOMEM, NULL);
 	g->d = *d;
 	gemm_type(d->dtype, &t);
-	/* CUBLAS_COMPUTE_32F (not _FAST_TF32): float32 products keep their
-	 * 24-bit mantissas, as the host reference does. */
-	ret = CEP_LT_CHECK(lib, lib->cublasLtMatmulDescCreate(&g->op, CUBLAS_COMPUTE_32F,
+	/* CUBLAS_COMPUTE_32F unless the session is tf32: float32 products
+	 * keep their 24-bit mantissas, as the host reference does. */
+	ret = CEP_LT_CHECK(lib, lib->cublasLtMatmulDescCreate(&g->op, gemm_compute(d),
 							       CUDA_R_32F));
 	if (ret == 0)
 		ret = gemm_op_set(lib, g->op, d);
@@ -462,7 +471,7 @@ int cublaslt_gemm_run(struct cublaslt *lt, const struct cublaslt_gemm *g, CUstre
 		 * descriptor of its own in stack memory (no allocation). */
 		op = &storage;
 		ret = CEP_LT_CHECK(lib, lib->cublasLtMatmulDescInit_internal(op, sizeof(storage),
-									      CUBLAS_COMPUTE_32F,
+									      gemm_compute(&g->d),
 									      CUDA_R_32F));
 		if (ret == 0)
 			ret = gemm_op_set(lib, op, &g->d);

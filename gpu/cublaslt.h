@@ -136,6 +136,9 @@ struct cublaslt_gemm_desc {
 	cep_dtype dtype;             /* of A, B, C, D and bias: float32, float16
 	                              * or bfloat16; computed in float32 */
 	int32_t trans_a, trans_b;    /* 1: op(X) = X^T */
+	int32_t tf32;                /* 1: float32 products on TF32 tensor cores
+	                              * (CUBLAS_COMPUTE_32F_FAST_TF32: 10-bit
+	                              * mantissas in, float32 sums); float32 only */
 	int64_t m, n, k;             /* >= 1 each */
 	int64_t lda, ldb, ldd;       /* elements between columns as stored */
 	int64_t batch;               /* matrices; 1: a single product */
@@ -161,12 +164,13 @@ struct cublaslt_gemm;
 /*
  * Stores in *out the plan of d, built on first use: descriptors, layouts
  * and the best algorithm of cuBLASLt's heuristic that needs at most
- * max_workspace bytes of workspace (float32 runs with TF32 off:
- * CUBLAS_COMPUTE_32F). The plan belongs to lt and lives until
- * cublaslt_free(). For prepare() functions: the context must be current.
- * Fails with CEP_EINVAL for a description it cannot take (a type other
- * than the three float types, a dimension or leading dimension out of
- * range), CEP_ENOTSUP ("cuBLASLt has no algorithm for ...") when the
+ * max_workspace bytes of workspace (CUBLAS_COMPUTE_32F: float32 runs with
+ * TF32 off, unless d->tf32 asks for CUBLAS_COMPUTE_32F_FAST_TF32). The
+ * plan belongs to lt and lives until cublaslt_free(). For prepare()
+ * functions: the context must be current. Fails with CEP_EINVAL for a
+ * description it cannot take (a type other than the three float types,
+ * tf32 with another type than float32, a dimension or leading dimension
+ * out of range), CEP_ENOTSUP ("cuBLASLt has no algorithm for ...") when the
  * heuristic finds none, CEP_ENOMEM, or a library error.
  */
 int cublaslt_gemm_get(struct cublaslt *lt, const struct cublaslt_gemm_desc *d,

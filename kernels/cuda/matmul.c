@@ -1,8 +1,9 @@
 /*
  * matmul.c — the CUDA kernels of MatMul and Gemm (opset 7 on, float32,
- * float16 and bfloat16, computed in float32 with TF32 off) through
- * cuBLASLt (gpu/cublaslt.h); kernels/cuda/matmul.cu only fills an output
- * before the GEMM adds to it.
+ * float16 and bfloat16, computed in float32; float32 products use TF32
+ * tensor cores only for a call flagged OP_CALL_TF32, a tf32 session's)
+ * through cuBLASLt (gpu/cublaslt.h); kernels/cuda/matmul.cu only fills an
+ * output before the GEMM adds to it.
  *
  * Row-major tensors are column-major transposes, so Y = A B is computed
  * as Y^T = B^T A^T: cuBLASLt's first operand is always B. MatMul's batch
@@ -80,6 +81,12 @@ static int matmul_fill(struct op_call *c, CUfunction fn, void *o, const void *cp
 	return cuda_launch(c->be, c->stream, fn, cuda_grid(m * n), CUDA_BLOCK, 0, args);
 }
 
+/* Whether the call's float32 products may use TF32 tensor cores. */
+static int32_t matmul_tf32(const struct op_call *c)
+{
+	return (c->flags & OP_CALL_TF32) && c->out[0].dtype == CEP_DTYPE_FLOAT32;
+}
+
 /* ------------------------------------------------------------------ MatMul */
 
 #define MATMUL_OUTER (CEP_MAX_RANK - 2)
@@ -152,6 +159,7 @@ static int matmul_prepare(struct op_call *c, size_t *workspace)
 	p->group_bytes = inner * M * N * es;
 	cublaslt_gemm_desc_init(&d);
 	d.dtype = o->dtype;
+	d.tf32 = matmul_tf32(c);
 	d.m = N;
 	d.n = M;
 	d.k = K;
@@ -310,6 +318,7 @@ static int gemm_prepare(struct op_call *c, size_t *workspace)
 	/* Operand order swapped (Y^T = op(B)^T op(A)^T); each stored matrix's
 	 * row length is its leading dimension whether transposed or not. */
 	d.dtype = c->out[0].dtype;
+	d.tf32 = matmul_tf32(c);
 	d.trans_a = tb;
 	d.trans_b = ta;
 	d.m = p->n;

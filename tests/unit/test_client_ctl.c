@@ -151,6 +151,9 @@ static void ctl_run(struct ctl_result *r, const char *const *args)
 
 static const char odd_name[] = "a\"b\\c\nd\x01\xff";
 
+/* Whether the fake lists two sessions (else none). */
+static bool with_sessions;
+
 static enum fake_action admin(struct fake_daemon *f,
 			      const cudaep_v1_Request *req, int *fds, int nfds,
 			      cudaep_v1_Response *resp)
@@ -193,6 +196,27 @@ static enum fake_action admin(struct fake_daemon *f,
 		return FAKE_REPLY;
 	case cudaep_v1_Request_sessions_tag:
 		resp->which_body = cudaep_v1_Response_sessions_tag;
+		if (!with_sessions)
+			return FAKE_REPLY;
+		resp->body.sessions.sessions_count = 2;
+		resp->body.sessions.total = 2;
+		resp->body.sessions.sessions[0].session_id = 3;
+		resp->body.sessions.sessions[0].client_id = 7;
+		resp->body.sessions.sessions[0].precision =
+			cudaep_v1_Precision_PRECISION_FP16;
+		snprintf(resp->body.sessions.sessions[0].name,
+			 sizeof(resp->body.sessions.sessions[0].name), "bert");
+		resp->body.sessions.sessions[1].session_id = 4;
+		resp->body.sessions.sessions[1].client_id = 8;
+		resp->body.sessions.sessions[1].runs = 12;
+		resp->body.sessions.sessions[1].plans = 2;
+		resp->body.sessions.sessions[1].graph_replays = 9;
+		resp->body.sessions.sessions[1].eager_runs = 3;
+		resp->body.sessions.sessions[1].plan_bytes = 3 << 20;
+		resp->body.sessions.sessions[1].weight_bytes = 1536;
+		resp->body.sessions.sessions[1].capture_failures = 1;
+		snprintf(resp->body.sessions.sessions[1].capture_error,
+			 sizeof(resp->body.sessions.sessions[1].capture_error), "no graphs here");
 		return FAKE_REPLY;
 	case cudaep_v1_Request_memory_tag:
 		resp->which_body = cudaep_v1_Response_memory_tag;
@@ -310,7 +334,8 @@ Test(client_ctl, empty_sessions_and_memory_limits)
 	start(NULL);
 	ctl_run(&r, (const char *[]){"--socket", fake.path, "sessions", NULL});
 	cr_expect_eq(r.status, 0, "%s", r.err);
-	cr_expect_str_eq(r.out, "# Sessions\nID  CLIENT  RUNS  LOADED  NAME\n(none)\n");
+	cr_expect_str_eq(r.out, "# Sessions\nID  CLIENT  RUNS  PLANS  REPLAYS  EAGER  PLAN MEM  "
+				"WEIGHTS  LOADED  PRECISION  NAME\n(none)\n");
 	ctl_run(&r, (const char *[]){"--socket", fake.path, "mem", NULL});
 	cr_expect_eq(r.status, 0, "%s", r.err);
 	cr_expect_str_eq(r.out, "# Memory\n"
@@ -321,6 +346,32 @@ Test(client_ctl, empty_sessions_and_memory_limits)
 				"\"regions\",\"current\":4096,\"peak\":8192,"
 				"\"limit\":0}],\"total\":1}\n");
 	fake_stop(&fake);
+}
+
+Test(client_ctl, sessions_show_their_precision_counters_and_capture_failures)
+{
+	struct ctl_result r;
+
+	with_sessions = true;
+	start(NULL);
+	ctl_run(&r, (const char *[]){"--socket", fake.path, "sessions", NULL});
+	cr_expect_eq(r.status, 0, "%s", r.err);
+	cr_expect_str_eq(r.out, "# Sessions\n"
+				"ID  CLIENT  RUNS  PLANS  REPLAYS  EAGER  PLAN MEM  WEIGHTS  "
+				"LOADED  PRECISION  NAME\n"
+				" 3       7     0      0        0      0       0 B      0 B  "
+				"   0us  fp16       bert\n"
+				" 4       8    12      2        9      3   3.0 MiB  1.5 KiB  "
+				"   0us  fp32       \n"
+				"session 4: runs eagerly, its graph capture failed: no graphs here\n");
+	ctl_run(&r, (const char *[]){"--socket", fake.path, "--json", "sessions", NULL});
+	cr_expect_not_null(strstr(r.out, "\"loaded_us\":0,\"precision\":\"fp16\","
+				  "\"name\":\"bert\"}"), "%s", r.out);
+	cr_expect_not_null(strstr(r.out, "\"precision\":\"fp32\""), "%s", r.out);
+	cr_expect_not_null(strstr(r.out, "\"plan_hits\":0,\"capture_failures\":1,"
+				  "\"capture_error\":\"no graphs here\""), "%s", r.out);
+	fake_stop(&fake);
+	with_sessions = false;
 }
 
 Test(client_ctl, stats_json_keys_by_name)

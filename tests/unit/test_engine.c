@@ -397,7 +397,7 @@ Test(engine, model_outlives_unref_while_a_session_holds_it)
 	backend_free(be);
 }
 
-Test(engine, fp16_and_bf16_precision_are_refused_for_now)
+Test(engine, a_half_session_needs_a_model_loaded_for_it)
 {
 	struct engine_session_options o = { .precision = CEP_PRECISION_FP16 };
 	struct backend *be;
@@ -405,8 +405,9 @@ Test(engine, fp16_and_bf16_precision_are_refused_for_now)
 	engine_session *s;
 
 	cr_assert_eq(backend_host_new(0, &be), 0);
-	cr_assert_eq(engine_session_new(m, be, &o, &s), CEP_EUNSUPPORTED);
+	cr_assert_eq(engine_session_new(m, be, &o, &s), CEP_EINVAL);
 	cr_assert_null(s);
+	cr_assert_not_null(strstr(cep_last_error(), "loaded for fp16"), "%s", cep_last_error());
 	engine_model_unref(m);
 	backend_free(be);
 }

@@ -53,7 +53,7 @@ static engine_model *model_load(engine_model_cache *c, unsigned seed, bool *shar
 	size_t len;
 	uint8_t *bytes = model_bytes(seed, &len);
 
-	cr_assert_eq(engine_model_load_shared(c, bytes, len, -1, &m, shared), 0, "%s",
+	cr_assert_eq(engine_model_load_shared(c, bytes, len, -1, NULL, &m, shared), 0, "%s",
 		     cep_last_error());
 	free(bytes);
 	return m;
@@ -342,7 +342,8 @@ static void *racer_main(void *arg)
 	bool shared;
 
 	pthread_barrier_wait(r->start);
-	r->ret = engine_model_load_shared(r->cache, r->bytes, r->len, -1, &r->m, &shared);
+	r->ret = engine_model_load_shared(r->cache, r->bytes, r->len, -1, NULL, &r->m,
+					  &shared);
 	if (r->ret == 0)
 		r->ret = engine_session_new(r->m, r->be, &o, &r->s);
 	return NULL;

@@ -673,9 +673,9 @@ Test(external, models_with_external_data_are_not_shared)
 	tmpdir_write(&db, "w.bin", b, sizeof(b));
 	buf = onnxb_finish(external_model("w.bin", "0", "24"), &len);
 	cr_assert_eq(engine_model_cache_new(&cache), 0);
-	cr_assert_eq(engine_model_load_shared(cache, buf, len, da.fd, &ma, &shared), 0,
+	cr_assert_eq(engine_model_load_shared(cache, buf, len, da.fd, NULL, &ma, &shared), 0,
 		     "%s", cep_last_error());
-	cr_assert_eq(engine_model_load_shared(cache, buf, len, db.fd, &mb, &shared), 0,
+	cr_assert_eq(engine_model_load_shared(cache, buf, len, db.fd, NULL, &mb, &shared), 0,
 		     "%s", cep_last_error());
 	cr_assert(!shared, "a model with external data was shared");
 	cr_assert_neq(ma, mb);
@@ -689,9 +689,11 @@ Test(external, models_with_external_data_are_not_shared)
 	onnxb_init(pb, "w", CEP_DTYPE_FLOAT32, "2,3", a);
 	onnxb_node(pb, "Add", "x,w", "y");
 	plain = onnxb_finish(pb, &plain_len);
-	cr_assert_eq(engine_model_load_shared(cache, plain, plain_len, da.fd, &mc, &shared), 0,
+	cr_assert_eq(engine_model_load_shared(cache, plain, plain_len, da.fd, NULL, &mc,
+					      &shared), 0,
 		     "%s", cep_last_error());
-	cr_assert_eq(engine_model_load_shared(cache, plain, plain_len, db.fd, &md, &shared), 0,
+	cr_assert_eq(engine_model_load_shared(cache, plain, plain_len, db.fd, NULL, &md,
+					      &shared), 0,
 		     "%s", cep_last_error());
 	cr_assert(shared, "a model without external data was not shared");
 	cr_assert_eq(mc, md);
