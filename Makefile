@@ -325,7 +325,8 @@ conformance-update: $(CONF_CASES)/.stamp $(ALL)
 # The same binaries with the GPU tests switched on; run on the GPU machine
 # with NOBUILD=1 (it has no libuv or protobuf-c headers to build with).
 test-gpu: $(TEST_PREREQ)
-	$(Q)CUDAEP_TEST_GPU=1 $(MAKE) --no-print-directory -j1 test-unit test-integration NOBUILD=1
+	$(Q)CUDAEP_TEST_GPU=1 $(MAKE) --no-print-directory -j1 test-unit test-integration NOBUILD=1 \
+	  CRITERION_FLAGS=--jobs=1
 
 # ---------------------------------------------------------------- fuzzing
 

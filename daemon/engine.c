@@ -466,8 +466,13 @@ static bool const_needed(const struct graph_value *v)
 	       (v->n_uses > 0 || (v->flags & GRAPH_VALUE_OUTPUT));
 }
 
+/* The room of a constant of n bytes in the weights block: an empty one
+ * (a Shape with start past end, folded) still gets an address of its own,
+ * since a plan reads "no device copy" into a NULL one. */
 static size_t align_up(size_t n)
 {
+	if (n == 0)
+		n = 1;
 	return (n + BACKEND_ALIGN - 1) & ~(size_t)(BACKEND_ALIGN - 1);
 }
 

@@ -354,17 +354,23 @@ Test(gpu_kernels, a_gather_index_out_of_range_fails_the_run)
 
 Test(gpu_kernels, dropout_in_training_mode_fails_the_run_as_the_host_refuses_it)
 {
-	static const float ratio = 0.5f;
-	static const uint8_t training = 1;
+	static const float plan_ratio = 0.0f, ratio = 0.5f;
+	static const uint8_t plan_training = 0, training = 1;
 	unsigned seed = 19u;
 	struct op_tensor in[3];
 	struct dev_call d;
 
 	GPU_REQUIRE();
+	/* Planned with values that pass (as a plan is, when the values are
+	 * not known), then run with others, as inputs read at run time. */
 	in[0] = host_tensor(CEP_DTYPE_FLOAT32, "4,3", &seed, false);
-	in[1] = (struct op_tensor){ .data = (void *)&ratio, .dtype = CEP_DTYPE_FLOAT32, .rank = 0 };
-	in[2] = (struct op_tensor){ .data = (void *)&training, .dtype = CEP_DTYPE_BOOL, .rank = 0 };
+	in[1] = (struct op_tensor){ .data = (void *)&plan_ratio, .dtype = CEP_DTYPE_FLOAT32,
+				    .rank = 0 };
+	in[2] = (struct op_tensor){ .data = (void *)&plan_training, .dtype = CEP_DTYPE_BOOL,
+				    .rank = 0 };
 	cr_assert_eq(dev_call_make(&d, "Dropout", 13, NULL, 0, in, 3), 0, "%s", cep_last_error());
+	cr_assert_eq(backend_copy_h2d(gpu_be, gpu_s, d.in[1].data, &ratio, sizeof(ratio)), 0);
+	cr_assert_eq(backend_copy_h2d(gpu_be, gpu_s, d.in[2].data, &training, 1), 0);
 	cr_assert_eq(dev_call_launch(&d), 0, "%s", cep_last_error());
 	/* The ratio and the mode are read on the device: the fault record
 	 * carries the kind and the ratio, and the words are the host's. */

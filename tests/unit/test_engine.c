@@ -382,6 +382,42 @@ Test(engine, symbols_must_agree_across_inputs)
 	backend_free(be);
 }
 
+Test(engine, an_empty_folded_constant_output_has_a_device_home)
+{
+	struct onnxb *b = onnxb_new(15);
+	struct backend *be;
+	engine_model *m;
+	engine_session *s;
+	float x[6] = { 0 };
+	int64_t dx[2] = { 2, 3 }, y[1] = { -1 };
+	struct engine_input in = { "x", CEP_DTYPE_FLOAT32, 2, dx, x, sizeof(x) };
+	struct engine_output out = { .name = "y", .data = y, .capacity = sizeof(y) };
+	Onnx__NodeProto *n;
+	uint8_t *buf;
+	size_t len;
+
+	/* Shape with start past end folds into a constant of no elements:
+	 * on a backend that uploads weights it still needs an address. */
+	onnxb_input(b, "x", CEP_DTYPE_FLOAT32, "2,3");
+	onnxb_output(b, "y", CEP_DTYPE_INT64, NULL);
+	n = onnxb_node(b, "Shape", "x", "y");
+	onnxb_attr_int(n, "start", 2);
+	onnxb_attr_int(n, "end", 1);
+	buf = onnxb_finish(b, &len);
+	cr_assert_eq(engine_model_load(buf, len, -1, &m), 0, "%s", cep_last_error());
+	free(buf);
+	cr_assert_eq(backend_host_new(BACKEND_HOST_UPLOAD_WEIGHTS, &be), 0);
+	cr_assert_eq(engine_session_new(m, be, NULL, &s), 0, "%s", cep_last_error());
+	cr_assert_eq(engine_run(s, &in, 1, &out, 1), 0, "%s", cep_last_error());
+	cr_assert_eq(out.rank, 1);
+	cr_assert_eq(out.dims[0], 0);
+	cr_assert_eq(out.bytes, 0);
+	cr_assert_eq(y[0], -1, "nothing written");
+	engine_session_free(s);
+	engine_model_unref(m);
+	backend_free(be);
+}
+
 Test(engine, model_outlives_unref_while_a_session_holds_it)
 {
 	struct backend *be;
