@@ -655,6 +655,10 @@ static int node_connect(struct load_ctx *c, int n)
 					       "model-local functions are not supported");
 		return graph_node_wrap(g, n, ret);
 	}
+	if (s->flags & OP_INTERNAL)
+		return graph_node_fail(g, n, CEP_EMODEL, "%s of domain %s is internal to cudaep "
+				       "(made by its optimizer); a model may not use it",
+				       node->op.op_type, op_domain_name(node->op.domain));
 	node->schema = s;
 	if (node->n_in < s->min_in)
 		return graph_node_fail(g, n, CEP_EMODEL, "%d inputs, %s needs at least %d",

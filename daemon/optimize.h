@@ -2,9 +2,10 @@
  * optimize.h — graph rewrites run once per model at load: constant folding
  * (nodes whose inputs are all known run once on the host kernels; Shape of
  * a value with fixed dims folds too, so exported Shape -> Gather -> Concat
- * -> Reshape chains disappear), then Identity and dead-node removal. The
- * fusions of the design (Conv+BatchNorm, GEMM epilogues, attention) join
- * here later.
+ * -> Reshape chains disappear), then Identity and dead-node removal, then
+ * the fusions of daemon/fuse.h (BatchNormalization folded into a Conv;
+ * Conv + Relu and Conv + Add + Relu as the internal FusedConv). The GEMM
+ * epilogues and attention fusions of the design join here later.
  */
 #ifndef CEP_DAEMON_OPTIMIZE_H
 #define CEP_DAEMON_OPTIMIZE_H

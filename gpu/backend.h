@@ -211,6 +211,10 @@ struct backend_cuda_config {
 	                          * (nvrtc_cache_dir_default()); "": none */
 	const char *driver_lib;  /* NULL: libcuda.so.1 */
 	const char *nvrtc_lib;   /* NULL: the search of nvrtc_lib_open() */
+	const char *cudnn_lib;   /* NULL: the search of cudnn_lib_open();
+	                          * opened when a plan first convolves, so a
+	                          * path that does not load refuses Conv
+	                          * then, and nothing else */
 	size_t pool_bytes;       /* bytes of unmapped physical memory the
 	                          * arena keeps for reuse; 0: the arena's
 	                          * default (alloc/arena.h) */

@@ -35,6 +35,7 @@
 #include "cuda_driver.h"
 #include "cuda_kernels.h"
 #include "cudaep.h"
+#include "cudnn.h"
 #include "error.h"
 #include "nvrtc.h"
 #include "ops.h"
@@ -81,6 +82,13 @@ struct cuda_ctx {
 	int blas_err;                      /* why it could not open; 0: it did,
 	                                    * or nobody asked yet */
 	char blas_why[400];                /* that failure's message */
+	pthread_mutex_t dnn_lock;          /* guards the three below */
+	struct cudnn *dnn;                 /* owned; opened by the first plan
+	                                    * with a convolution (cuda_dnn_get()) */
+	int dnn_err;                       /* why it could not open; 0: it did,
+	                                    * or nobody asked yet */
+	char dnn_why[400];                 /* that failure's message */
+	char dnn_path[512];                /* the configured library; "": search */
 };
 
 static int cuda_launch_op(struct backend *b, struct backend_stream *s,
@@ -639,15 +647,44 @@ int cuda_blas_get(struct backend *be, struct cublaslt **out)
 	return ret;
 }
 
+/* cuDNN is larger still, and only models with convolutions need it: it
+ * opens on first use like cuBLASLt, and a failure is kept and repeated. */
+int cuda_dnn_get(struct backend *be, struct cudnn **out)
+{
+	struct cuda_ctx *cc;
+	int ret;
+
+	*out = NULL;
+	if (!cuda_backend_is(be))
+		return not_cuda(be);
+	cc = be->ctx;
+	pthread_mutex_lock(&cc->dnn_lock);
+	/* Every caller goes on to use the handle at plan time, which needs
+	 * the context current on its thread. */
+	ret = cuda_current(cc);
+	if (ret == 0 && cc->dnn == NULL && cc->dnn_err == 0 &&
+	    (ret = cudnn_new(cc->dnn_path[0] ? cc->dnn_path : NULL, &cc->dnn)) < 0) {
+		cc->dnn_err = ret;
+		snprintf(cc->dnn_why, sizeof(cc->dnn_why), "%s", cep_last_error());
+	}
+	if (ret == 0 && cc->dnn_err != 0)
+		ret = cep__set_error(cc->dnn_err, "%s", cc->dnn_why);
+	*out = cc->dnn;
+	pthread_mutex_unlock(&cc->dnn_lock);
+	return ret;
+}
+
 /* ------------------------------------------------------------- the backend */
 
 static void cuda_ctx_close(struct cuda_ctx *cc)
 {
 	if (cc->ctx != NULL && cuda_current(cc) == 0) {
 		cublaslt_free(cc->blas);
+		cudnn_free(cc->dnn);
 		nvrtc_cache_free(cc->kernels);
 	}
 	pthread_mutex_destroy(&cc->blas_lock);
+	pthread_mutex_destroy(&cc->dnn_lock);
 	nvrtc_lib_free(cc->nvrtc);
 	arena_free(cc->arena);
 	alloc_provider_free(cc->prov);
@@ -739,6 +776,9 @@ int backend_cuda_new_config(const struct backend_cuda_config *cfg, struct backen
 	}
 	cc->ordinal = cfg->device;
 	pthread_mutex_init(&cc->blas_lock, NULL);
+	pthread_mutex_init(&cc->dnn_lock, NULL);
+	if (cfg->cudnn_lib != NULL)
+		snprintf(cc->dnn_path, sizeof(cc->dnn_path), "%s", cfg->cudnn_lib);
 	ret = cuda_driver_new(cfg->driver_lib, &cc->drv);
 	if (ret < 0)
 		goto out;

@@ -151,4 +151,18 @@ struct cublaslt;
  */
 int cuda_blas_get(struct backend *be, struct cublaslt **out);
 
+struct cudnn;
+
+/*
+ * Stores in *out the cuDNN handle of be (gpu/cudnn.h), which be owns:
+ * opened on the first call (the library loaded from the backend's
+ * configured cudnn_lib or the usual places, a handle created on be's
+ * device) and freed with be. Leaves be's context current on the calling
+ * thread, as the handle's plan building needs. For prepare() functions.
+ * Fails with CEP_EINVAL when be is not the CUDA backend, or with the
+ * failure of cudnn_new() ("no cuDNN: ..."), which is remembered and
+ * repeated on later calls without trying again.
+ */
+int cuda_dnn_get(struct backend *be, struct cudnn **out);
+
 #endif

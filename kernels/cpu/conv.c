@@ -1,7 +1,12 @@
 /*
  * conv.c — Conv (opset 7 on): 1-D, 2-D and 3-D convolution with groups
  * (depthwise included), strides, dilations, explicit pads or auto_pad, and
- * an optional bias; float32 and float16, bfloat16 from opset 22.
+ * an optional bias; float32 and float16, bfloat16 from opset 22. Also the
+ * internal FusedConv of domain com.cudaep (opset 1), which the optimizer
+ * makes of a Conv and the Relu after it, or of a Conv, an Add of a tensor
+ * Z of the same shape and a Relu (daemon/fuse.c): the same convolution,
+ * with Z added and the Relu applied in float32 before the one rounding to
+ * the output type.
  *
  * Each group of each image is one matrix product: the group's weights
  * (Mg x K, K = Cg times the kernel size) times the input unrolled into
@@ -14,7 +19,7 @@
  * would mostly compute padding. Half types are widened while packing and
  * narrowed on the final store: everything is computed in float32.
  */
-#include "window.h"
+#include "conv_geom.h"
 
 #include <inttypes.h>
 
@@ -36,18 +41,17 @@ struct conv_params {
 	int64_t p;             /* output positions per image */
 	int64_t chunk;         /* columns per chunk, a multiple of CONV_NR */
 	int64_t panels;        /* weight panels per group: ceil(mg / CONV_MR) */
+	bool relu;             /* FusedConv: the activation is Relu */
+};
+
+/* What is done to a row of outputs, in float32, before it is stored:
+ * FusedConv's Z added (z laid out like Y) and its Relu. */
+struct conv_post {
+	const struct op_tensor *z;   /* NULL: none */
+	bool relu;
 };
 
 /* ---------------------------------------------------------------- inference */
-
-/* The kernel size the weights imply, when W's rank is known. */
-static void conv_kernel_from_w(const struct op_tensor *wt, int n, int64_t *kernel)
-{
-	int i;
-
-	for (i = 0; i < n && i < CPU_WINDOW_MAX; i++)
-		kernel[i] = wt->rank == n + 2 ? wt->dims[2 + i] : OP_DIM_UNKNOWN;
-}
 
 static int conv_infer(struct op_infer *x)
 {
@@ -79,7 +83,7 @@ static int conv_infer(struct op_infer *x)
 	if (wt->rank >= 0 && wt->rank != rank)
 		return cep__set_error(CEP_ESHAPE, "Conv: W has rank %d but X has rank %d",
 				      wt->rank, rank);
-	conv_kernel_from_w(wt, rank - 2, kernel);
+	conv_geom_kernel(wt, rank - 2, kernel);
 	ret = cpu_window_parse(x->node, rank - 2, kernel, CPU_WINDOW_DILATIONS, &w);
 	if (ret < 0)
 		return ret;
@@ -116,27 +120,21 @@ static int conv_infer(struct op_infer *x)
 static int conv_prepare(struct op_call *c, size_t *workspace)
 {
 	struct conv_params *p = (struct conv_params *)c->params;
-	const struct op_tensor *xt = &c->in[0], *wt = &c->in[1];
-	int64_t kernel[CPU_WINDOW_MAX] = { 0 }, out, floats;
-	int n = xt->rank - 2, i, ret;
+	struct conv_geom geo;
+	int64_t floats;
+	int ret;
 
 	_Static_assert(sizeof(*p) <= OP_PARAMS_BYTES, "params too large");
-	conv_kernel_from_w(wt, n, kernel);
-	ret = cpu_window_parse(c->node, n, kernel, CPU_WINDOW_DILATIONS, &p->w);
+	memset(p, 0, sizeof(*p));
+	ret = conv_geom_init(c->node, &c->in[0], &c->in[1], &geo);
 	if (ret < 0)
 		return ret;
-	p->ks = 1;
-	p->p = 1;
-	for (i = 0; i < n; i++) {
-		ret = cpu_window_out_dim(c->node, &p->w, i, xt->dims[2 + i], &out);
-		if (ret < 0)
-			return ret;
-		p->ks *= kernel[i];
-		p->p *= out;
-	}
-	p->group = op_attr_int(c->node, "group", 1);
-	p->cg = wt->dims[1];
-	p->mg = wt->dims[0] / p->group;
+	p->w = geo.w;
+	p->ks = geo.ks;
+	p->p = geo.positions;
+	p->group = geo.group;
+	p->cg = geo.cg;
+	p->mg = geo.mg;
 	p->k = p->cg * p->ks;
 	p->panels = (p->mg + CONV_MR - 1) / CONV_MR;
 	/* As many columns as fit the chunk budget, in whole tiles, but no
@@ -298,25 +296,50 @@ static void conv_tile(int64_t k, const float *restrict a, const float *restrict 
 	memcpy(acc, t, sizeof(t));
 }
 
+/* Applies q to the n outputs in v whose first element is y0 of Y. */
+static void conv_post_apply(const struct conv_post *q, float *v, int64_t y0, int64_t n)
+{
+	int64_t j;
+
+	if (q->z != NULL) {
+		for (j = 0; j < n; j++)
+			v[j] += cpu_load_f(q->z->data, q->z->dtype, y0 + j);
+	}
+	if (q->relu) {
+		/* As the Relu kernel: NaN becomes 0, like anything not above 0. */
+		for (j = 0; j < n; j++)
+			v[j] = v[j] > 0.0f ? v[j] : 0.0f;
+	}
+}
+
+/* Stores n floats of v as elements y0.. of Y. */
+static void conv_row_store(const struct op_tensor *yt, int64_t y0, const float *v, int64_t n)
+{
+	int64_t j;
+
+	if (yt->dtype == CEP_DTYPE_FLOAT32) {
+		memcpy((float *)yt->data + y0, v, (size_t)n * sizeof(float));
+		return;
+	}
+	for (j = 0; j < n; j++)
+		cpu_store_f(yt->data, yt->dtype, y0 + j, v[j]);
+}
+
 /* Stores rows [0, mr) and columns [0, nr) of acc plus the bias of each row
- * into y (element y0 of row 0, rows ldy apart). */
+ * into y (element y0 of row 0, rows ldy apart), through q. */
 static void conv_store(float acc[CONV_MR][CONV_NR], int mr, int nr, const float *bias,
-		       const struct op_tensor *yt, int64_t y0, int64_t ldy)
+		       const struct conv_post *q, const struct op_tensor *yt, int64_t y0,
+		       int64_t ldy)
 {
 	int i, j;
 
 	for (i = 0; i < mr; i++) {
 		float b = bias ? bias[i] : 0.0f;
 
-		if (yt->dtype == CEP_DTYPE_FLOAT32) {
-			float *y = (float *)yt->data + y0 + i * ldy;
-
-			for (j = 0; j < nr; j++)
-				y[j] = acc[i][j] + b;
-		} else {
-			for (j = 0; j < nr; j++)
-				cpu_store_f(yt->data, yt->dtype, y0 + i * ldy + j, acc[i][j] + b);
-		}
+		for (j = 0; j < nr; j++)
+			acc[i][j] += b;
+		conv_post_apply(q, acc[i], y0 + i * ldy, nr);
+		conv_row_store(yt, y0 + i * ldy, acc[i], nr);
 	}
 }
 
@@ -324,7 +347,7 @@ static void conv_store(float acc[CONV_MR][CONV_NR], int mr, int nr, const float 
  * accumulation of scaled column rows (vectorizes along the columns). */
 static void conv_rows(const struct conv_params *p, const float *ap, const float *cols,
 		      int64_t ld, int64_t nc, const float *bias, float *acc,
-		      const struct op_tensor *yt, int64_t y0)
+		      const struct conv_post *q, const struct op_tensor *yt, int64_t y0)
 {
 	int64_t m, kk, j;
 
@@ -340,12 +363,8 @@ static void conv_rows(const struct conv_params *p, const float *ap, const float 
 			for (j = 0; j < nc; j++)
 				acc[j] += wv * ck[j];
 		}
-		if (yt->dtype == CEP_DTYPE_FLOAT32) {
-			memcpy((float *)yt->data + y0 + m * p->p, acc, (size_t)nc * sizeof(float));
-		} else {
-			for (j = 0; j < nc; j++)
-				cpu_store_f(yt->data, yt->dtype, y0 + m * p->p + j, acc[j]);
-		}
+		conv_post_apply(q, acc, y0 + m * p->p, nc);
+		conv_row_store(yt, y0 + m * p->p, acc, nc);
 	}
 }
 
@@ -357,26 +376,26 @@ static void conv_rows(const struct conv_params *p, const float *ap, const float 
  */
 static void conv_chunk(const struct conv_params *p, const float *ap, const float *cols,
 		       int64_t ld, int64_t nc, const float *bias, float *acc,
-		       const struct op_tensor *yt, int64_t y0)
+		       const struct conv_post *q, const struct op_tensor *yt, int64_t y0)
 {
-	int64_t jb, q;
+	int64_t jb, k;
 
 	if (p->mg < CONV_MR) {
-		conv_rows(p, ap, cols, ld, nc, bias, acc, yt, y0);
+		conv_rows(p, ap, cols, ld, nc, bias, acc, q, yt, y0);
 		return;
 	}
 	/* Each column block stays in cache while every panel passes it. */
 	for (jb = 0; jb < nc; jb += CONV_NR) {
 		int nr = nc - jb < CONV_NR ? (int)(nc - jb) : CONV_NR;
 
-		for (q = 0; q < p->panels; q++) {
+		for (k = 0; k < p->panels; k++) {
 			float tile[CONV_MR][CONV_NR];
-			int64_t m0 = q * CONV_MR;
+			int64_t m0 = k * CONV_MR;
 			int mr = p->mg - m0 < CONV_MR ? (int)(p->mg - m0) : CONV_MR;
 
 			conv_tile(p->k, ap + m0 * p->k, cols + jb, ld, tile);
-			conv_store(tile, mr, nr, bias ? bias + m0 : NULL, yt, y0 + m0 * p->p + jb,
-				   p->p);
+			conv_store(tile, mr, nr, bias ? bias + m0 : NULL, q, yt,
+				   y0 + m0 * p->p + jb, p->p);
 		}
 	}
 }
@@ -386,6 +405,10 @@ static int conv_run(struct op_call *c)
 	const struct conv_params *p = (const struct conv_params *)c->params;
 	const struct op_tensor *xt = &c->in[0], *wt = &c->in[1], *yt = &c->out[0];
 	const struct op_tensor *bt = c->n_in > 2 && op_tensor_present(&c->in[2]) ? &c->in[2] : NULL;
+	struct conv_post q = {
+		.z = c->n_in > 3 && op_tensor_present(&c->in[3]) ? &c->in[3] : NULL,
+		.relu = p->relu,
+	};
 	float *ap = c->workspace;
 	float *cols = ap + p->group * p->panels * CONV_MR * p->k;
 	float *acc = cols + p->k * p->chunk;
@@ -411,23 +434,77 @@ static int conv_run(struct op_call *c)
 
 				conv_im2col(p, &geo, xt, x0, j0, nc, ld, cols);
 				conv_chunk(p, ap + g * p->panels * CONV_MR * p->k, cols, ld, nc,
-					   bt ? bias + g * p->mg : NULL, acc, yt, y0 + j0);
+					   bt ? bias + g * p->mg : NULL, acc, &q, yt, y0 + j0);
 			}
 		}
 	}
 	return 0;
 }
 
+/* ---------------------------------------------------------------- FusedConv */
+
+/* Inputs X, W, B as Conv's, and Z; the attributes of Conv and activation. */
+static int fused_infer(struct op_infer *x)
+{
+	struct op_infer conv = *x;
+	const struct op_tensor *z = x->n_in > 3 && op_tensor_present(&x->in[3]) ? &x->in[3] : NULL;
+	const struct op_tensor *y = &x->out[0];
+	int i, ret;
+
+	ret = conv_fused_activation(x->node, NULL);
+	if (ret < 0)
+		return ret;
+	conv.n_in = x->n_in > 3 ? 3 : x->n_in;
+	ret = conv_infer(&conv);
+	if (ret < 0 || z == NULL)
+		return ret;
+	if (z->dtype != y->dtype)
+		return cep__set_error(CEP_EDTYPE, "FusedConv: Z is %s but Y is %s",
+				      cep_dtype_name(z->dtype), cep_dtype_name(y->dtype));
+	if (z->rank < 0 || y->rank < 0)
+		return 0;
+	if (z->rank != y->rank)
+		return cep__set_error(CEP_ESHAPE, "FusedConv: Z has rank %d but Y has rank %d",
+				      z->rank, y->rank);
+	for (i = 0; i < y->rank; i++) {
+		if (op_dim_fixed(z->dims[i]) && op_dim_fixed(y->dims[i]) && z->dims[i] != y->dims[i])
+			return cep__set_error(CEP_ESHAPE, "FusedConv: Z has %" PRId64 " in dimension %d "
+					      "but Y has %" PRId64, z->dims[i], i, y->dims[i]);
+	}
+	return 0;
+}
+
+static int fused_prepare(struct op_call *c, size_t *workspace)
+{
+	struct conv_params *p = (struct conv_params *)c->params;
+	const struct op_tensor *z = c->n_in > 3 && op_tensor_present(&c->in[3]) ? &c->in[3] : NULL;
+	bool relu = false;
+	int ret;
+
+	ret = conv_fused_activation(c->node, &relu);
+	if (ret < 0)
+		return ret;
+	/* Z is read with Y's indices: it must have Y's very shape. */
+	if (z != NULL && (z->rank != c->out[0].rank ||
+			  memcmp(z->dims, c->out[0].dims, sizeof(int64_t) * (size_t)z->rank) != 0))
+		return cep__set_error(CEP_ESHAPE, "FusedConv: Z does not have the shape of Y");
+	ret = conv_prepare(c, workspace);
+	p->relu = relu;
+	return ret;
+}
+
 /* ------------------------------------------------------------------- table */
 
 static const struct op_schema schemas[] = {
 	{ "", "Conv", 7, OP_OPSET_MAX, 2, 3, 1, 1, 0, 0, conv_infer },
+	{ OP_DOMAIN_CUDAEP, "FusedConv", 1, 1, 3, 4, 1, 1, 0, OP_INTERNAL, fused_infer },
 };
 
 static const struct op_kernel kernels[] = {
 	{ "", "Conv", 7, 21, BACKEND_HOST, OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_FLOAT16),
 	  conv_prepare, conv_run },
 	{ "", "Conv", 22, OP_OPSET_MAX, BACKEND_HOST, OP_DTS_FLOAT, conv_prepare, conv_run },
+	{ OP_DOMAIN_CUDAEP, "FusedConv", 1, 1, BACKEND_HOST, OP_DTS_FLOAT, fused_prepare, conv_run },
 };
 
 const struct op_family op_family_cpu_conv = {
