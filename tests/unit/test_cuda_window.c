@@ -1,0 +1,295 @@
+/*
+ * test_cuda_window.c — the CUDA kernels of the windowed and resampling
+ * operators (kernels/cuda/pool, lrn, pad, resize) against the reference
+ * kernels of kernels/cpu on fresh random data, specials included, printing
+ * the worst absolute and relative error of each case: MaxPool (with its
+ * Indices in both storage orders) and AveragePool over 1-D, 2-D and 3-D
+ * windows with strides, pads, dilations, ceil_mode, auto_pad and
+ * count_include_pad; GlobalAveragePool and GlobalMaxPool on planes small
+ * and large; LRN of several sizes; Pad in every mode with pads as an
+ * attribute or as inputs (negative ones and axes included); Resize and
+ * Upsample in every mode, coordinate transformation and rounding, up and
+ * down, from scales or sizes.
+ *
+ * Everywhere: the registry gives every one of these operators a CUDA
+ * kernel for each type and opset the host has one for. On a GPU machine
+ * with CUDAEP_TEST_GPU=1 the rest runs; elsewhere it skips, visibly.
+ */
+#include "cuda_util.h"
+
+static const char *const window_ops[] = {
+	"MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "LRN",
+};
+
+static const cep_dtype all_types[] = {
+	CEP_DTYPE_FLOAT32, CEP_DTYPE_FLOAT16, CEP_DTYPE_BFLOAT16, CEP_DTYPE_INT64,
+	CEP_DTYPE_INT32, CEP_DTYPE_INT8, CEP_DTYPE_UINT8, CEP_DTYPE_BOOL,
+};
+
+#define N_TYPES (sizeof(all_types) / sizeof(all_types[0]))
+#define N_FLOAT_TYPES 3 /* the first three of all_types */
+
+/* ------------------------------------------------------------ everywhere */
+
+Test(cuda_window, the_device_covers_what_the_host_covers)
+{
+	const struct op_schema *s;
+	const struct op_kernel *host, *dev;
+	size_t i, t;
+	int opset, checked = 0;
+
+	for (i = 0; i < sizeof(window_ops) / sizeof(window_ops[0]); i++) {
+		for (opset = 7; opset <= OP_OPSET_MAX; opset++) {
+			if (op_schema_find("", window_ops[i], opset, &s) != 0)
+				continue;
+			for (t = 0; t < N_TYPES; t++) {
+				bool has_host = op_kernel_find(s, opset, BACKEND_HOST, all_types[t],
+							       &host) == 0;
+				bool has_dev = op_kernel_find(s, opset, BACKEND_CUDA, all_types[t],
+							      &dev) == 0;
+
+				cr_assert_eq(has_dev, has_host, "%s/%d %s: host %d, cuda %d",
+					     window_ops[i], opset, cep_dtype_name(all_types[t]),
+					     has_host, has_dev);
+				if (has_dev) {
+					cr_assert_eq(dev->backend, BACKEND_CUDA);
+					checked++;
+				}
+			}
+		}
+	}
+	cr_assert_gt(checked, 100);
+}
+
+/* ------------------------------------------------------- on the GPU machine */
+
+TestSuite(gpu_window, .init = gpu_setup, .fini = gpu_teardown, .timeout = 600);
+
+/* Whether the host has a kernel of op at opset for dtype. */
+static bool host_takes(const char *op, int opset, cep_dtype dtype)
+{
+	const struct op_schema *s;
+	const struct op_kernel *k;
+
+	return op_schema_find("", op, opset, &s) == 0 &&
+	       op_kernel_find(s, opset, BACKEND_HOST, dtype, &k) == 0;
+}
+
+/* An INTS attribute of the first n values of v. */
+static struct op_attr ints_attr(const char *name, const int64_t *v, int n)
+{
+	return (struct op_attr){ .name = name, .type = OP_ATTR_INTS, .n = n, .ints = v };
+}
+
+static struct op_attr int_attr(const char *name, int64_t v)
+{
+	return (struct op_attr){ .name = name, .type = OP_ATTR_INT, .i = v };
+}
+
+static struct op_attr float_attr(const char *name, float v)
+{
+	return (struct op_attr){ .name = name, .type = OP_ATTR_FLOAT, .f = v };
+}
+
+static struct op_attr string_attr(const char *name, const char *v)
+{
+	return (struct op_attr){ .name = name, .type = OP_ATTR_STRING, .s = v };
+}
+
+/* ----------------------------------------------------------------- pools */
+
+static const struct {
+	const char *x;
+	int n;                          /* spatial dims */
+	int64_t k[3], s[3], d[3];
+	int64_t pads[6];                /* begins, then ends */
+	int ceil;
+	const char *auto_pad;           /* NULL: NOTSET */
+} pool_cases[] = {
+	{ "2,3,17", 1, { 3 }, { 2 }, { 1 }, { 1, 1 }, 0, NULL },
+	{ "2,3,9,11", 2, { 3, 3 }, { 2, 2 }, { 1, 1 }, { 1, 1, 1, 1 }, 1, NULL },
+	{ "1,4,10,10", 2, { 3, 2 }, { 1, 3 }, { 2, 2 }, { 0, 1, 2, 0 }, 0, NULL },
+	{ "1,2,5,6,7", 3, { 2, 3, 2 }, { 1, 2, 2 }, { 1, 1, 1 }, { 1, 0, 1, 0, 1, 1 }, 1, NULL },
+	{ "2,2,8,7", 2, { 3, 3 }, { 2, 3 }, { 1, 1 }, { 0 }, 0, "SAME_UPPER" },
+	{ "2,2,8,7", 2, { 4, 2 }, { 3, 2 }, { 1, 1 }, { 0 }, 0, "SAME_LOWER" },
+	{ "1,3,12,13", 2, { 5, 4 }, { 2, 3 }, { 1, 1 }, { 0 }, 1, "VALID" },
+	/* Pads wider than the window: some windows hold no element. */
+	{ "1,2,4,4", 2, { 2, 2 }, { 2, 2 }, { 1, 1 }, { 3, 3, 3, 3 }, 0, NULL },
+	{ "1,1,33,65", 2, { 7, 7 }, { 1, 1 }, { 3, 1 }, { 3, 3, 3, 3 }, 0, NULL },
+};
+
+/* The attributes of pool case c at opset (what exists there). */
+static int pool_attrs(size_t c, const char *op, int opset, int cip, int order,
+		      struct op_attr *a)
+{
+	int n = 0, sp = pool_cases[c].n;
+	bool dil = opset >= (strcmp(op, "MaxPool") == 0 ? 10 : 19);
+
+	a[n++] = ints_attr("kernel_shape", pool_cases[c].k, sp);
+	a[n++] = ints_attr("strides", pool_cases[c].s, sp);
+	if (pool_cases[c].auto_pad)
+		a[n++] = string_attr("auto_pad", pool_cases[c].auto_pad);
+	else
+		a[n++] = ints_attr("pads", pool_cases[c].pads, 2 * sp);
+	if (dil)
+		a[n++] = ints_attr("dilations", pool_cases[c].d, sp);
+	if (opset >= 10)
+		a[n++] = int_attr("ceil_mode", pool_cases[c].ceil);
+	if (strcmp(op, "AveragePool") == 0)
+		a[n++] = int_attr("count_include_pad", cip);
+	else if (opset >= 8)
+		a[n++] = int_attr("storage_order", order);
+	return n;
+}
+
+/* Whether case c means what it says at opset: without dilations or
+ * ceil_mode there, only cases that do not need them. */
+static bool pool_case_fits(size_t c, const char *op, int opset)
+{
+	bool dil = opset >= (strcmp(op, "MaxPool") == 0 ? 10 : 19);
+	int i;
+
+	for (i = 0; i < pool_cases[c].n && !dil; i++) {
+		if (pool_cases[c].d[i] != 1)
+			return false;
+	}
+	return opset >= 10 || !pool_cases[c].ceil;
+}
+
+Test(gpu_window, maxpool_with_indices_and_averagepool)
+{
+	static const struct {
+		const char *op;
+		int opset, n_out;
+	} runs[] = {
+		{ "MaxPool", 8, 2 }, { "MaxPool", 12, 2 }, { "MaxPool", 22, 1 }, { "MaxPool", 22, 2 },
+		{ "AveragePool", 7, 1 }, { "AveragePool", 11, 1 }, { "AveragePool", 19, 1 },
+		{ "AveragePool", 22, 1 },
+	};
+	unsigned seed = 101u ^ (unsigned)getpid();
+	struct op_attr attrs[8];
+	struct op_tensor in;
+	char label[200];
+	int64_t bad = 0;
+	size_t r, c, t;
+	int flag, n_attrs;
+
+	GPU_REQUIRE();
+	for (r = 0; r < sizeof(runs) / sizeof(runs[0]); r++) {
+		for (c = 0; c < sizeof(pool_cases) / sizeof(pool_cases[0]); c++) {
+			if (!pool_case_fits(c, runs[r].op, runs[r].opset))
+				continue;
+			for (t = 0; t < N_TYPES; t++) {
+				if (!host_takes(runs[r].op, runs[r].opset, all_types[t]))
+					continue;
+				/* count_include_pad, or storage_order. */
+				for (flag = 0; flag < 2; flag++) {
+					n_attrs = pool_attrs(c, runs[r].op, runs[r].opset, flag, flag,
+							     attrs);
+					in = host_tensor(all_types[t], pool_cases[c].x, &seed, c % 2 == 0);
+					snprintf(label, sizeof(label), "%s [%s] case %zu %s%s",
+						 cep_dtype_name(all_types[t]), pool_cases[c].x, c,
+						 runs[r].op[0] == 'A' ? "count_include_pad=" : "storage_order=",
+						 flag ? "1" : "0");
+					bad += gpu_check(runs[r].op, runs[r].opset, attrs, n_attrs, &in, 1,
+							 runs[r].n_out, label);
+					free(in.data);
+				}
+			}
+		}
+	}
+	cr_assert_eq(bad, 0, "%lld mismatches", (long long)bad);
+}
+
+Test(gpu_window, maxpool_indices_left_unnamed)
+{
+	unsigned seed = 103u ^ (unsigned)getpid();
+	struct op_attr attrs[8];
+	struct op_tensor in;
+	int n_attrs;
+	int64_t bad;
+
+	GPU_REQUIRE();
+	n_attrs = pool_attrs(1, "MaxPool", 12, 0, 0, attrs);
+	in = host_tensor(CEP_DTYPE_FLOAT32, pool_cases[1].x, &seed, true);
+	bad = gpu_check_absent("MaxPool", 12, attrs, n_attrs, &in, 1, 2, 1,
+			       "float32 case 1, Indices unnamed");
+	free(in.data);
+	cr_assert_eq(bad, 0, "%lld mismatches", (long long)bad);
+}
+
+Test(gpu_window, global_pools_on_small_and_large_planes)
+{
+	static const char *const shapes[] = {
+		"2,3,5,5", "1,4,300", "2,2,16,16", "3,2", "2,3,0", "1,1,127", "1,2,1000,3",
+	};
+	static const char *const ops[] = { "GlobalAveragePool", "GlobalMaxPool" };
+	static const int opsets[] = { 7, 22 };
+	unsigned seed = 107u ^ (unsigned)getpid();
+	struct op_tensor in;
+	char label[160];
+	int64_t bad = 0;
+	size_t o, v, c, t;
+
+	GPU_REQUIRE();
+	for (o = 0; o < 2; o++) {
+		for (v = 0; v < 2; v++) {
+			for (c = 0; c < sizeof(shapes) / sizeof(shapes[0]); c++) {
+				for (t = 0; t < N_FLOAT_TYPES; t++) {
+					if (!host_takes(ops[o], opsets[v], all_types[t]))
+						continue;
+					in = host_tensor(all_types[t], shapes[c], &seed, c % 2 == 0);
+					snprintf(label, sizeof(label), "%s [%s]",
+						 cep_dtype_name(all_types[t]), shapes[c]);
+					bad += gpu_check(ops[o], opsets[v], NULL, 0, &in, 1, 1, label);
+					free(in.data);
+				}
+			}
+		}
+	}
+	cr_assert_eq(bad, 0, "%lld mismatches", (long long)bad);
+}
+
+/* ------------------------------------------------------------------- LRN */
+
+Test(gpu_window, lrn_of_several_sizes_and_exponents)
+{
+	static const struct {
+		const char *x;
+		int64_t size;
+		float alpha, beta, bias;
+	} cases[] = {
+		{ "2,7,3,4", 3, 1e-4f, 0.75f, 1.0f }, { "2,7,3,4", 5, 2.0f, 0.75f, 2.0f },
+		{ "1,16,5", 2, 0.5f, 0.5f, 1.0f }, { "1,16,5", 6, 1.0f, 1.3f, 1.5f },
+		{ "3,5", 1, 1.0f, 0.75f, 1.0f }, { "1,1,4,4", 4, 3.0f, 0.75f, 1.0f },
+		{ "2,64,14,14", 5, 1e-3f, 0.75f, 1.0f }, { "1,9,2,2,2", 9, 1.0f, 2.0f, 1.0f },
+	};
+	static const int opsets[] = { 7, 13 };
+	unsigned seed = 109u ^ (unsigned)getpid();
+	struct op_attr attrs[4];
+	struct op_tensor in;
+	char label[160];
+	int64_t bad = 0;
+	size_t c, t, v;
+
+	GPU_REQUIRE();
+	for (v = 0; v < 2; v++) {
+		for (c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+			for (t = 0; t < N_FLOAT_TYPES; t++) {
+				if (!host_takes("LRN", opsets[v], all_types[t]))
+					continue;
+				attrs[0] = int_attr("size", cases[c].size);
+				attrs[1] = float_attr("alpha", cases[c].alpha);
+				attrs[2] = float_attr("beta", cases[c].beta);
+				attrs[3] = float_attr("bias", cases[c].bias);
+				in = host_tensor(all_types[t], cases[c].x, &seed, c % 2 == 1);
+				snprintf(label, sizeof(label), "%s [%s] size %lld beta %g",
+					 cep_dtype_name(all_types[t]), cases[c].x,
+					 (long long)cases[c].size, cases[c].beta);
+				bad += gpu_check("LRN", opsets[v], attrs, 4, &in, 1, 1, label);
+				free(in.data);
+			}
+		}
+	}
+	cr_assert_eq(bad, 0, "%lld mismatches", (long long)bad);
+}
