@@ -18,7 +18,7 @@
 #include "cuda_util.h"
 
 static const char *const window_ops[] = {
-	"MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "LRN",
+	"MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "LRN", "Pad",
 };
 
 static const cep_dtype all_types[] = {
@@ -292,4 +292,136 @@ Test(gpu_window, lrn_of_several_sizes_and_exponents)
 		}
 	}
 	cr_assert_eq(bad, 0, "%lld mismatches", (long long)bad);
+}
+
+/* ------------------------------------------------------------------- Pad */
+
+static const struct {
+	const char *x;
+	int n;                          /* values per side */
+	int has_axes;                   /* opset 18 on: the axes input */
+	int64_t axes[3];
+	int64_t pads[6];                /* begins, then ends */
+} pad_cases[] = {
+	{ "3,4", 2, 0, { 0 }, { 1, 2, 2, 1 } },
+	{ "3,4", 2, 0, { 0 }, { -1, 0, 0, -2 } },
+	{ "2,3,5", 3, 0, { 0 }, { 0, -1, 3, 1, 2, -2 } },
+	/* Wider than the dimensions: reflect and wrap go round again. */
+	{ "2,3,5", 3, 0, { 0 }, { 0, 7, 9, 0, 8, 11 } },
+	{ "7", 1, 0, { 0 }, { 10, -3 } },
+	{ "", 0, 0, { 0 }, { 0 } },
+	{ "4,1,3", 3, 0, { 0 }, { 0, 2, 1, 0, 3, 0 } },
+	{ "1,1,33", 3, 0, { 0 }, { 0, 0, 40, 0, 0, -30 } },
+	{ "2,3,5", 2, 1, { -1, 0 }, { 2, 1, -1, 0 } },
+	{ "3,4", 1, 1, { 1 }, { 3, 3 } },
+	{ "64,130", 2, 0, { 0 }, { 3, 5, 2, 4 } },
+};
+
+static const char *const pad_modes[] = { "constant", "reflect", "edge", "wrap" };
+
+/* The pads of case c as an input of dtype (int64, or int32). */
+static struct op_tensor pad_list(const int64_t *v, int n, cep_dtype dtype)
+{
+	struct op_tensor t = int64_tensor(v, n);
+	int i;
+
+	if (dtype == CEP_DTYPE_INT32) {
+		t.dtype = CEP_DTYPE_INT32;
+		for (i = 0; i < n; i++)
+			((int32_t *)t.data)[i] = (int32_t)v[i];
+	}
+	return t;
+}
+
+Test(gpu_window, pad_in_every_mode_with_pads_as_attribute_or_inputs)
+{
+	static const int opsets[] = { 10, 11, 13, 18, 19 };
+	unsigned seed = 113u ^ (unsigned)getpid();
+	struct op_attr attrs[3];
+	struct op_tensor in[4], cval = { .rank = 0 };
+	unsigned char cbuf[8];
+	char label[200];
+	int64_t bad = 0;
+	size_t v, c, t, m;
+	int n_in, with_cval;
+
+	GPU_REQUIRE();
+	for (v = 0; v < sizeof(opsets) / sizeof(opsets[0]); v++) {
+		int opset = opsets[v];
+
+		for (c = 0; c < sizeof(pad_cases) / sizeof(pad_cases[0]); c++) {
+			if (pad_cases[c].has_axes && opset < 18)
+				continue;
+			for (m = 0; m < 4; m++) {
+				if (m == 3 && opset < 19)
+					continue;
+				for (t = 0; t < N_TYPES; t++) {
+					if (!host_takes("Pad", opset, all_types[t]))
+						continue;
+					for (with_cval = 0; with_cval < (m == 0 && opset >= 11 ? 2 : 1);
+					     with_cval++) {
+						attrs[0] = string_attr("mode", pad_modes[m]);
+						in[0] = host_tensor(all_types[t], pad_cases[c].x, &seed,
+								    true);
+						n_in = 1;
+						if (opset < 11) {
+							attrs[1] = ints_attr("pads", pad_cases[c].pads,
+									     2 * pad_cases[c].n);
+							attrs[2] = float_attr("value", -2.5f);
+						} else {
+							in[n_in++] = pad_list(pad_cases[c].pads,
+									      2 * pad_cases[c].n,
+									      c % 2 ? CEP_DTYPE_INT32
+										    : CEP_DTYPE_INT64);
+							cval.dtype = all_types[t];
+							cval.data = cbuf;
+							fill_random(&cval, &seed, false);
+							in[n_in++] = with_cval ? cval : (struct op_tensor){ 0 };
+							if (pad_cases[c].has_axes)
+								in[n_in++] = pad_list(pad_cases[c].axes,
+										      pad_cases[c].n,
+										      c % 2 ? CEP_DTYPE_INT64
+											    : CEP_DTYPE_INT32);
+						}
+						snprintf(label, sizeof(label), "%s [%s] case %zu %s%s",
+							 cep_dtype_name(all_types[t]), pad_cases[c].x, c,
+							 pad_modes[m], with_cval ? " with constant_value" : "");
+						bad += gpu_check("Pad", opset, attrs, opset < 11 ? 3 : 1,
+								 in, n_in, 1, label);
+						free(in[0].data);
+						if (opset >= 11)
+							free(in[1].data);
+						if (pad_cases[c].has_axes && opset >= 11)
+							free(in[3].data);
+					}
+				}
+			}
+		}
+	}
+	cr_assert_eq(bad, 0, "%lld mismatches", (long long)bad);
+}
+
+Test(gpu_window, pads_that_change_after_planning_fail_the_run)
+{
+	static const int64_t pads[4] = { 1, 0, 1, 0 }, moved[4] = { 1, 0, 2, 0 };
+	unsigned seed = 127u ^ (unsigned)getpid();
+	struct op_attr mode = { .name = "mode", .type = OP_ATTR_STRING, .s = "reflect" };
+	struct op_tensor in[2];
+	struct gpu_call d;
+
+	GPU_REQUIRE();
+	in[0] = host_tensor(CEP_DTYPE_FLOAT32, "3,4", &seed, false);
+	in[1] = int64_tensor(pads, 4);
+	gpu_call_make(&d, "Pad", 13, &mode, 1, in, 2, 1, -1);
+	cr_assert_eq(backend_copy_h2d(gpu_be, gpu_s, d.in[1].data, moved, sizeof(moved)), 0);
+	cr_assert_eq(backend_launch(gpu_be, gpu_s, d.kernel->run, &d.call), 0);
+	cr_assert_eq(backend_stream_sync(gpu_be, gpu_s), CEP_EINVAL);
+	cr_assert_str_eq(cep_last_error(), "Pad: index 6 is out of range for dimension 0 of size 5");
+	printf("  moved pads: %s\n", cep_last_error());
+	/* The record was cleared: the stream carries on. */
+	cr_assert_eq(backend_copy_h2d(gpu_be, gpu_s, d.in[1].data, pads, sizeof(pads)), 0);
+	cr_assert_eq(backend_launch(gpu_be, gpu_s, d.kernel->run, &d.call), 0);
+	cr_assert_eq(backend_stream_sync(gpu_be, gpu_s), 0, "%s", cep_last_error());
+	gpu_call_free(&d);
+	free_all(in, 2);
 }
