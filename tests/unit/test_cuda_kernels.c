@@ -26,7 +26,8 @@ static const char *const cuda_ops[] = {
 	"LeakyRelu", "Elu", "HardSigmoid", "HardSwish", "Softplus", "Gelu", "PRelu", "Clip",
 	"Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "And", "Or", "Not",
 	"Where", "Min", "Max", "Sum", "Mean", "Pow", "Mod",
-	"MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "LRN", "Pad",
+	"MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "LRN", "Pad", "Resize",
+	"Upsample",
 };
 
 static const cep_dtype all_types[] = {

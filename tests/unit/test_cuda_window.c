@@ -18,7 +18,8 @@
 #include "cuda_util.h"
 
 static const char *const window_ops[] = {
-	"MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "LRN", "Pad",
+	"MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "LRN", "Pad", "Resize",
+	"Upsample",
 };
 
 static const cep_dtype all_types[] = {
@@ -424,4 +425,255 @@ Test(gpu_window, pads_that_change_after_planning_fail_the_run)
 	cr_assert_eq(backend_stream_sync(gpu_be, gpu_s), 0, "%s", cep_last_error());
 	gpu_call_free(&d);
 	free_all(in, 2);
+}
+
+/* ---------------------------------------------------------------- Resize */
+
+/* A float32 host tensor of the n values v (rank 1). */
+static struct op_tensor f32_tensor(const float *v, int n)
+{
+	struct op_tensor t = { .dtype = CEP_DTYPE_FLOAT32, .rank = 1, .dims = { n } };
+
+	t.data = calloc(1, sizeof(float) * (size_t)(n ? n : 1));
+	cr_assert_not_null(t.data);
+	memcpy(t.data, v, sizeof(float) * (size_t)n);
+	return t;
+}
+
+/* One Resize: the attributes that differ from the defaults, and the
+ * scales (or sizes) and roi as inputs. */
+struct rs_case {
+	const char *op;                 /* NULL: "Resize" */
+	int opset;
+	const char *x;
+	const char *mode, *coord, *nearest;      /* NULL: the default */
+	float cubic_a;                  /* 0: the default */
+	int exclude, antialias;
+	const char *policy;
+	int n_axes;                     /* of the axes attribute; 0: none */
+	int64_t axes[4];
+	int n;                          /* values of scales or sizes */
+	float scales[5];                /* used when sizes[0] is 0 */
+	int64_t sizes[5];
+	int n_roi;
+	float roi[10];
+};
+
+/* The tolerance of a case: cubic and antialiased weights go through more
+ * roundings than float32's last bit on the way. */
+static double rs_rtol(const struct rs_case *r)
+{
+	return (r->mode && strcmp(r->mode, "cubic") == 0) || r->antialias ? 1e-4 : 0.0;
+}
+
+/* Runs case r for dtype; returns the mismatches. */
+static int64_t rs_run(const struct rs_case *r, cep_dtype dtype, unsigned *seed)
+{
+	const char *op = r->op ? r->op : "Resize";
+	bool upsample = strcmp(op, "Upsample") == 0, legacy = upsample || r->opset < 11;
+	struct op_attr attrs[12];
+	struct op_tensor in[4] = { { 0 } };
+	int n_attrs = 0, n_in;
+	char label[240];
+	int64_t bad;
+
+	if (r->mode)
+		attrs[n_attrs++] = string_attr("mode", r->mode);
+	if (r->coord)
+		attrs[n_attrs++] = string_attr("coordinate_transformation_mode", r->coord);
+	if (r->nearest)
+		attrs[n_attrs++] = string_attr("nearest_mode", r->nearest);
+	if (r->cubic_a != 0.0f)
+		attrs[n_attrs++] = float_attr("cubic_coeff_a", r->cubic_a);
+	if (r->exclude)
+		attrs[n_attrs++] = int_attr("exclude_outside", 1);
+	if (r->antialias)
+		attrs[n_attrs++] = int_attr("antialias", 1);
+	if (r->policy)
+		attrs[n_attrs++] = string_attr("keep_aspect_ratio_policy", r->policy);
+	if (r->n_axes)
+		attrs[n_attrs++] = ints_attr("axes", r->axes, r->n_axes);
+	if (r->n_roi)
+		attrs[n_attrs++] = float_attr("extrapolation_value", 7.5f);
+	if (upsample && r->opset < 9)
+		attrs[n_attrs++] = (struct op_attr){ .name = "scales", .type = OP_ATTR_FLOATS,
+						     .n = r->n, .floats = r->scales };
+	in[0] = host_tensor(dtype, r->x, seed, true);
+	if (upsample && r->opset < 9) {
+		n_in = 1;
+	} else if (legacy) {
+		in[1] = f32_tensor(r->scales, r->n);
+		n_in = 2;
+	} else {
+		if (r->n_roi)
+			in[1] = f32_tensor(r->roi, r->n_roi);
+		if (r->sizes[0] == 0)
+			in[2] = f32_tensor(r->scales, r->n);
+		else
+			in[3] = int64_tensor(r->sizes, r->n);
+		n_in = r->sizes[0] == 0 ? 3 : 4;
+	}
+	snprintf(label, sizeof(label), "%s [%s] %s%s%s%s%s%s%s%s%s by %s%s",
+		 cep_dtype_name(dtype), r->x, r->mode ? r->mode : "nearest",
+		 r->coord ? " " : "", r->coord ? r->coord : "",
+		 r->nearest ? " " : "", r->nearest ? r->nearest : "",
+		 r->exclude ? " exclude_outside" : "", r->antialias ? " antialias" : "",
+		 r->policy ? " " : "", r->policy ? r->policy : "",
+		 r->sizes[0] ? "sizes" : "scales", r->n_axes ? " on axes" : "");
+	bad = gpu_check_tol(op, r->opset, attrs, n_attrs, in, n_in, 1, -1, rs_rtol(r), label);
+	free_all(in, 4);
+	return bad;
+}
+
+/* Runs r for every type the host takes (float16 and an integer type
+ * only where cover_types, to keep the sweep short). */
+static int64_t rs_sweep(const struct rs_case *r, bool cover_types, unsigned *seed)
+{
+	const char *op = r->op ? r->op : "Resize";
+	bool nearest = r->mode == NULL || strcmp(r->mode, "nearest") == 0;
+	int64_t bad = 0;
+	size_t t;
+
+	for (t = 0; t < N_TYPES; t++) {
+		cep_dtype dt = all_types[t];
+
+		if (!host_takes(op, r->opset, dt) || (dt == CEP_DTYPE_BOOL && !nearest))
+			continue;
+		if (!cover_types && dt != CEP_DTYPE_FLOAT32 && dt != CEP_DTYPE_BFLOAT16 &&
+		    dt != CEP_DTYPE_UINT8)
+			continue;
+		bad += rs_run(r, dt, seed);
+	}
+	return bad;
+}
+
+Test(gpu_window, resize_every_mode_and_coordinate_transformation)
+{
+	static const char *const coords[] = {
+		"half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric",
+		"tf_crop_and_resize", "half_pixel_symmetric",
+	};
+	static const char *const modes[] = { "nearest", "linear", "cubic" };
+	static const char *const rounds[] = {
+		"round_prefer_floor", "round_prefer_ceil", "floor", "ceil",
+	};
+	static const float scales[][4] = {
+		{ 1, 1, 2, 1.5f }, { 1, 1, 0.5f, 0.6f }, { 1, 1, 1.7f, 0.4f }, { 1, 2, 3, 1 },
+	};
+	/* Crops reaching outside the input, in the last dimension or the
+	 * one before it: the extrapolation value, taken whole or weighted. */
+	static const float rois[2][8] = {
+		{ 0, 0, 0.1f, -0.2f, 1, 1, 0.8f, 1.3f }, { 0, 0, -0.3f, 0.2f, 1, 1, 1.2f, 0.9f },
+	};
+	unsigned seed = 131u ^ (unsigned)getpid();
+	int64_t bad = 0;
+	size_t c, m, s;
+	int k = 0;
+
+	GPU_REQUIRE();
+	for (c = 0; c < sizeof(coords) / sizeof(coords[0]); c++) {
+		for (m = 0; m < 3; m++) {
+			for (s = 0; s < sizeof(scales) / sizeof(scales[0]); s++, k++) {
+				struct rs_case r = {
+					.opset = c == 5 ? 19 : 13, .x = "2,3,5,7", .mode = modes[m],
+					.coord = coords[c], .n = 4,
+				};
+
+				memcpy(r.scales, scales[s], sizeof(scales[s]));
+				if (m == 0)
+					r.nearest = rounds[k % 4];
+				if (m == 2) {
+					r.cubic_a = k % 2 ? -0.5f : 0.0f;
+					r.exclude = k % 3 == 0;
+				}
+				if (c == 4) {
+					r.n_roi = 8;
+					memcpy(r.roi, rois[k % 2], sizeof(rois[0]));
+				}
+				bad += rs_sweep(&r, s == 0, &seed);
+			}
+		}
+	}
+	cr_assert_eq(bad, 0, "%lld mismatches", (long long)bad);
+}
+
+Test(gpu_window, resize_by_sizes_axes_antialias_and_older_forms)
+{
+	static const struct rs_case cases[] = {
+		/* Sizes, with each keep_aspect_ratio_policy. */
+		{ .opset = 18, .x = "1,2,6,8", .mode = "linear", .n = 4, .sizes = { 1, 2, 9, 4 } },
+		{ .opset = 18, .x = "1,2,6,8", .mode = "cubic", .policy = "not_larger", .n = 4,
+		  .sizes = { 1, 2, 9, 20 } },
+		{ .opset = 18, .x = "1,2,6,8", .mode = "nearest", .policy = "not_smaller", .n = 4,
+		  .sizes = { 1, 2, 3, 5 } },
+		{ .opset = 18, .x = "1,2,6,8", .mode = "linear", .n_axes = 2, .axes = { 3, 2 },
+		  .n = 2, .sizes = { 11, 4 } },
+		{ .opset = 18, .x = "2,6,8", .mode = "cubic", .n_axes = 1, .axes = { -1 }, .n = 1,
+		  .scales = { 2.5f } },
+		/* Antialiased shrinking: more taps than the kernel's width. */
+		{ .opset = 18, .x = "1,2,13,17", .mode = "linear", .antialias = 1, .n_axes = 2,
+		  .axes = { -2, -1 }, .n = 2, .scales = { 0.3f, 0.45f } },
+		{ .opset = 18, .x = "1,2,13,17", .mode = "cubic", .antialias = 1, .n = 4,
+		  .scales = { 1, 1, 0.25f, 0.6f } },
+		{ .opset = 19, .x = "1,1,12", .mode = "cubic", .antialias = 1, .exclude = 1,
+		  .coord = "half_pixel_symmetric", .n = 3, .sizes = { 1, 1, 5 } },
+		/* Same size, scale not 1: interpolated all the same. */
+		{ .opset = 13, .x = "1,1,10", .mode = "linear", .n = 3, .scales = { 1, 1, 1.05f } },
+		/* Three dimensions at once; a rank-1 input. */
+		{ .opset = 13, .x = "1,3,4,5", .mode = "cubic", .n = 4,
+		  .scales = { 1, 1.5f, 2, 0.5f } },
+		{ .opset = 13, .x = "2,3,4,3", .mode = "linear", .coord = "align_corners", .n = 4,
+		  .scales = { 2, 1.5f, 0.5f, 3 } },
+		{ .opset = 13, .x = "9", .mode = "nearest", .nearest = "ceil", .n = 1,
+		  .scales = { 2.5f } },
+		{ .opset = 13, .x = "1,4,1", .mode = "linear", .coord = "pytorch_half_pixel", .n = 3,
+		  .sizes = { 1, 4, 1 } },
+		/* Opset 11: tf_half_pixel_for_nn; 10: the first form. */
+		{ .opset = 11, .x = "1,2,5,6", .mode = "nearest", .coord = "tf_half_pixel_for_nn",
+		  .n = 4, .scales = { 1, 1, 1.6f, 0.5f } },
+		{ .opset = 10, .x = "1,2,5,6", .mode = "nearest", .n = 4,
+		  .scales = { 1, 1, 0.6f, 2.5f } },
+		{ .opset = 10, .x = "1,2,5,6", .mode = "linear", .n = 4, .scales = { 1, 1, 0.6f, 2.5f } },
+		/* Upsample: scales an attribute at 7, an input at 9. */
+		{ .op = "Upsample", .opset = 7, .x = "1,2,3,4", .mode = "nearest", .n = 4,
+		  .scales = { 1, 1, 2, 3 } },
+		{ .op = "Upsample", .opset = 7, .x = "1,2,3,4", .mode = "linear", .n = 4,
+		  .scales = { 1, 1, 2.5f, 1.5f } },
+		{ .op = "Upsample", .opset = 9, .x = "2,3,4", .mode = "linear", .n = 3,
+		  .scales = { 1, 2, 1.25f } },
+	};
+	unsigned seed = 137u ^ (unsigned)getpid();
+	int64_t bad = 0;
+	size_t c;
+
+	GPU_REQUIRE();
+	for (c = 0; c < sizeof(cases) / sizeof(cases[0]); c++)
+		bad += rs_sweep(&cases[c], true, &seed);
+	cr_assert_eq(bad, 0, "%lld mismatches", (long long)bad);
+}
+
+Test(gpu_window, resize_scales_that_change_after_planning_fail_the_run)
+{
+	static const float scales[4] = { 1, 1, 2, 2 }, moved[4] = { 1, 1, 3, 2 };
+	unsigned seed = 139u ^ (unsigned)getpid();
+	struct op_attr mode = { .name = "mode", .type = OP_ATTR_STRING, .s = "linear" };
+	struct op_tensor in[3] = { { 0 } };
+	struct gpu_call d;
+
+	GPU_REQUIRE();
+	in[0] = host_tensor(CEP_DTYPE_FLOAT32, "1,1,3,4", &seed, false);
+	in[2] = f32_tensor(scales, 4);
+	gpu_call_make(&d, "Resize", 13, &mode, 1, in, 3, 1, -1);
+	cr_assert_eq(backend_copy_h2d(gpu_be, gpu_s, d.in[2].data, moved, sizeof(moved)), 0);
+	cr_assert_eq(backend_launch(gpu_be, gpu_s, d.kernel->run, &d.call), 0);
+	cr_assert_eq(backend_stream_sync(gpu_be, gpu_s), CEP_EINVAL);
+	cr_assert_str_eq(cep_last_error(),
+			 "Resize: index 9 is out of range for dimension 2 of size 6");
+	printf("  moved scales: %s\n", cep_last_error());
+	/* The record was cleared: the stream carries on. */
+	cr_assert_eq(backend_copy_h2d(gpu_be, gpu_s, d.in[2].data, scales, sizeof(scales)), 0);
+	cr_assert_eq(backend_launch(gpu_be, gpu_s, d.kernel->run, &d.call), 0);
+	cr_assert_eq(backend_stream_sync(gpu_be, gpu_s), 0, "%s", cep_last_error());
+	gpu_call_free(&d);
+	free_all(in, 3);
 }
