@@ -398,8 +398,10 @@ __device__ __forceinline__ void resize_interp(const T *x, T *y, const cep_resize
 			r = q;
 		}
 		for (int d = 0; d < p.rank; d++) {
+			/* A dim left as it is has as many outputs as inputs, but
+			 * a header a fault left unwritten may say so of any. */
 			if (p.taps_max[d] == 0 || head[d].identity) {
-				base += c[d] * p.istride[d];
+				base += rs_clamp(c[d], p.idims[d]) * p.istride[d];
 				continue;
 			}
 			i64 tmax = p.taps_max[d], out = p.odims[d];
