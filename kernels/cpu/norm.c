@@ -18,6 +18,7 @@
  * the squares of the `size` neighbouring channels around it.
  */
 #include "chunk.h"
+#include "norm.h"
 
 #include <inttypes.h>
 
@@ -390,12 +391,6 @@ static int bn_run(struct op_call *c)
 
 /* --------------------------------------------------------------------- LRN */
 
-struct lrn_params {
-	int64_t batch, channels, inner;  /* X as (N, C, D1 * ... * Dn) */
-	int64_t before, after;           /* channels summed below and above */
-	double alpha_over_size, beta, bias;
-};
-
 static int lrn_infer(struct op_infer *x)
 {
 	const struct op_node *node = x->node;
@@ -418,20 +413,25 @@ static int lrn_infer(struct op_infer *x)
 	return op_infer_like_input(x);
 }
 
-static int lrn_prepare(struct op_call *c, size_t *workspace)
+void cpu_lrn_read(const struct op_node *node, const struct op_tensor *x, struct cpu_lrn *p)
 {
-	struct lrn_params *p = (struct lrn_params *)c->params;
-	const struct op_tensor *x = &c->in[0];
-	int64_t size = op_attr_int(c->node, "size", 1);
+	int64_t size = op_attr_int(node, "size", 1);
 
 	p->batch = x->dims[0];
 	p->channels = x->dims[1];
 	p->inner = op_dims_product(x, 2, x->rank);
 	p->before = (size - 1) / 2;
 	p->after = size / 2; /* ceil((size - 1) / 2) */
-	p->alpha_over_size = op_attr_float(c->node, "alpha", 1e-4f) / (double)size;
-	p->beta = op_attr_float(c->node, "beta", 0.75f);
-	p->bias = op_attr_float(c->node, "bias", 1.0f);
+	p->alpha_over_size = op_attr_float(node, "alpha", 1e-4f) / (double)size;
+	p->beta = op_attr_float(node, "beta", 0.75f);
+	p->bias = op_attr_float(node, "bias", 1.0f);
+}
+
+static int lrn_prepare(struct op_call *c, size_t *workspace)
+{
+	struct cpu_lrn *p = (struct cpu_lrn *)c->params;
+
+	cpu_lrn_read(c->node, &c->in[0], p);
 	/* One row of square sums. */
 	*workspace = (size_t)p->inner * sizeof(double);
 	return 0;
@@ -439,7 +439,7 @@ static int lrn_prepare(struct op_call *c, size_t *workspace)
 
 static int lrn_run(struct op_call *c)
 {
-	const struct lrn_params *p = (const struct lrn_params *)c->params;
+	const struct cpu_lrn *p = (const struct cpu_lrn *)c->params;
 	const struct op_tensor *x = &c->in[0], *y = &c->out[0];
 	double *sq = c->workspace, v[CHUNK_N];
 	int64_t n, ch, k, j0, lo, hi;

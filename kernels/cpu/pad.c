@@ -11,27 +11,16 @@
  * reflection and wrapping continue periodically when the pads are wider
  * than the dimension, as numpy.pad does. The kernel copies bytes, so every
  * stored type is exact; rows of the innermost dimension are copied whole.
+ * The mode and the pads are read by functions of kernels/cpu/pad.h, which
+ * the CUDA kernel of kernels/cuda/pad.c shares.
  */
-#include "cpu.h"
+#include "pad.h"
 
 #include <inttypes.h>
 
-enum pad_mode {
-	PAD_CONSTANT,
-	PAD_REFLECT,
-	PAD_EDGE,
-	PAD_WRAP,
-};
-
-/* Pads and crops of one tensor, per dimension. */
-struct pad_amounts {
-	int64_t begin[CEP_MAX_RANK]; /* elements added before; negative crops */
-	int64_t end[CEP_MAX_RANK];   /* elements added after; negative crops */
-};
-
 /* ------------------------------------------------------------------ reading */
 
-static int pad_mode_get(const struct op_node *node, enum pad_mode *mode)
+int cpu_pad_mode_get(const struct op_node *node, enum cpu_pad_mode *mode)
 {
 	const char *s;
 	int ret;
@@ -41,13 +30,13 @@ static int pad_mode_get(const struct op_node *node, enum pad_mode *mode)
 		return ret;
 	s = op_attr_string(node, "mode", "constant");
 	if (strcmp(s, "constant") == 0)
-		*mode = PAD_CONSTANT;
+		*mode = CPU_PAD_CONSTANT;
 	else if (strcmp(s, "reflect") == 0)
-		*mode = PAD_REFLECT;
+		*mode = CPU_PAD_REFLECT;
 	else if (strcmp(s, "edge") == 0)
-		*mode = PAD_EDGE;
+		*mode = CPU_PAD_EDGE;
 	else if (strcmp(s, "wrap") == 0 && node->opset >= 19)
-		*mode = PAD_WRAP;
+		*mode = CPU_PAD_WRAP;
 	else if (strcmp(s, "wrap") == 0)
 		return cep__set_error(CEP_EMODEL, "Pad: mode 'wrap' needs opset 19 (the model has %d)",
 				      node->opset);
@@ -102,13 +91,8 @@ static int pad_axes(const struct op_node *node, const struct op_tensor *in, int 
 	return (int)n;
 }
 
-/*
- * Reads the pads of a node whose data has the given rank into *a. Returns
- * 1 when they are not known yet (an input computed at run time), 0 when
- * they are, or an error naming what is wrong.
- */
-static int pad_amounts_get(const struct op_node *node, const struct op_tensor *in,
-			   int n_in, int rank, struct pad_amounts *a)
+int cpu_pad_amounts_get(const struct op_node *node, const struct op_tensor *in, int n_in,
+			int rank, struct cpu_pad_amounts *a)
 {
 	const struct op_tensor *t = n_in > 1 ? &in[1] : NULL;
 	int64_t v[2 * CEP_MAX_RANK];
@@ -176,13 +160,13 @@ static int pad_infer(struct op_infer *x)
 {
 	const struct op_tensor *data = &x->in[0];
 	struct op_tensor *out = &x->out[0];
-	struct pad_amounts a;
-	enum pad_mode mode;
+	struct cpu_pad_amounts a;
+	enum cpu_pad_mode mode;
 	int i, ret;
 
 	out->dtype = data->dtype;
 	out->rank = data->rank;
-	ret = pad_mode_get(x->node, &mode);
+	ret = cpu_pad_mode_get(x->node, &mode);
 	if (ret < 0)
 		return ret;
 	if (x->node->opset >= 11 && x->n_in > 2 && op_tensor_present(&x->in[2])) {
@@ -196,7 +180,7 @@ static int pad_infer(struct op_infer *x)
 	}
 	if (data->rank < 0)
 		return 0;
-	ret = pad_amounts_get(x->node, x->in, x->n_in, data->rank, &a);
+	ret = cpu_pad_amounts_get(x->node, x->in, x->n_in, data->rank, &a);
 	if (ret < 0)
 		return ret;
 	for (i = 0; i < data->rank; i++) {
@@ -216,7 +200,7 @@ static int pad_infer(struct op_infer *x)
 			if (left < 0)
 				return cep__set_error(CEP_ESHAPE, "Pad: the crops of dimension %d "
 						      "exceed its size %" PRId64, i, d);
-			if (mode != PAD_CONSTANT && left == 0 && (a.begin[i] > 0 || a.end[i] > 0))
+			if (mode != CPU_PAD_CONSTANT && left == 0 && (a.begin[i] > 0 || a.end[i] > 0))
 				return cep__set_error(CEP_ESHAPE, "Pad: mode %s cannot fill dimension %d: "
 						      "nothing of it is left to copy",
 						      op_attr_string(x->node, "mode", ""), i);
@@ -233,18 +217,18 @@ static int pad_infer(struct op_infer *x)
  * are left after the crop, starting at input index first; pad elements
  * come before them. -1 means the constant.
  */
-static int64_t pad_map(enum pad_mode mode, int64_t o, int64_t pad, int64_t n, int64_t first)
+static int64_t pad_map(enum cpu_pad_mode mode, int64_t o, int64_t pad, int64_t n, int64_t first)
 {
 	int64_t i = o - pad, period, m;
 
 	if (i >= 0 && i < n)
 		return first + i;
 	switch (mode) {
-	case PAD_CONSTANT:
+	case CPU_PAD_CONSTANT:
 		return -1;
-	case PAD_EDGE:
+	case CPU_PAD_EDGE:
 		return first + (i < 0 ? 0 : n - 1);
-	case PAD_REFLECT:
+	case CPU_PAD_REFLECT:
 		if (n == 1)
 			return first;
 		period = 2 * (n - 1);
@@ -252,7 +236,7 @@ static int64_t pad_map(enum pad_mode mode, int64_t o, int64_t pad, int64_t n, in
 		if (m < 0)
 			m += period;
 		return first + (m < n ? m : period - m);
-	case PAD_WRAP:
+	case CPU_PAD_WRAP:
 		m = i % n;
 		return first + (m < 0 ? m + n : m);
 	}
@@ -276,14 +260,14 @@ static int pad_run(struct op_call *c)
 	struct pad_dim dim[CEP_MAX_RANK];
 	int64_t idx[CEP_MAX_RANK] = { 0 }, stride[CEP_MAX_RANK];
 	int64_t rows, row, o, inner, numel;
-	struct pad_amounts a;
-	enum pad_mode mode;
+	struct cpu_pad_amounts a;
+	enum cpu_pad_mode mode;
 	int r = data->rank, i, ret;
 
-	ret = pad_mode_get(c->node, &mode);
+	ret = cpu_pad_mode_get(c->node, &mode);
 	if (ret < 0)
 		return ret;
-	ret = pad_amounts_get(c->node, c->in, c->n_in, r, &a);
+	ret = cpu_pad_amounts_get(c->node, c->in, c->n_in, r, &a);
 	if (ret < 0)
 		return ret;
 	if (ret == 1)
@@ -296,7 +280,7 @@ static int pad_run(struct op_call *c)
 		/* Inference checked all this at plan time; the pads are
 		 * constants, but a kernel never trusts a shape it did not see. */
 		if (dim[i].n < 0 || out->dims[i] != data->dims[i] + a.begin[i] + a.end[i] ||
-		    (dim[i].n == 0 && mode != PAD_CONSTANT && out->dims[i] > 0))
+		    (dim[i].n == 0 && mode != CPU_PAD_CONSTANT && out->dims[i] > 0))
 			return cep__set_error(CEP_ESHAPE, "Pad: pads do not fit dimension %d", i);
 	}
 	if (c->node->opset < 11)

@@ -11,19 +11,14 @@
  * types are widened into the workspace first, which is exact for every
  * type a pool takes, so a maximum is always one of the input values.
  * Indices are flat positions in the input tensor, batch and channel
- * included, with the spatial part in row- or column-major order.
+ * included, with the spatial part in row- or column-major order. The
+ * attributes are read by cpu_pool_read() (kernels/cpu/pool.h), which the
+ * CUDA kernels of kernels/cuda/pool.c share.
  */
-#include "window.h"
+#include "pool.h"
 
 #include <float.h>
 #include <inttypes.h>
-
-struct pool_params {
-	struct cpu_window w;    /* pads resolved */
-	bool is_max;
-	bool count_include_pad; /* AveragePool: divide by the window size */
-	bool column_major;      /* MaxPool: storage_order 1 for Indices */
-};
 
 /* ---------------------------------------------------------------- inference */
 
@@ -108,23 +103,34 @@ static int pool_infer(struct op_infer *x)
 
 /* ------------------------------------------------------------------ kernels */
 
+int cpu_pool_read(const struct op_node *node, const struct op_tensor *x, struct cpu_pool *p)
+{
+	struct op_tensor y = *x;
+	int ret;
+
+	memset(p, 0, sizeof(*p));
+	ret = cpu_window_parse(node, x->rank - 2, NULL, pool_flags(node), &p->w);
+	if (ret < 0)
+		return ret;
+	ret = cpu_window_out_dims(node, &p->w, x, &y);
+	if (ret < 0)
+		return ret;
+	p->is_max = pool_is_max(node);
+	p->count_include_pad = !p->is_max && op_attr_int(node, "count_include_pad", 0);
+	p->column_major = p->is_max && op_attr_int(node, "storage_order", 0);
+	return 0;
+}
+
 static int pool_prepare(struct op_call *c, size_t *workspace)
 {
-	struct pool_params *p = (struct pool_params *)c->params;
+	struct cpu_pool *p = (struct cpu_pool *)c->params;
 	const struct op_tensor *xt = &c->in[0];
-	struct op_tensor y = c->out[0];
 	int ret;
 
 	_Static_assert(sizeof(*p) <= OP_PARAMS_BYTES, "params too large");
-	ret = cpu_window_parse(c->node, xt->rank - 2, NULL, pool_flags(c->node), &p->w);
+	ret = cpu_pool_read(c->node, xt, p);
 	if (ret < 0)
 		return ret;
-	ret = cpu_window_out_dims(c->node, &p->w, xt, &y);
-	if (ret < 0)
-		return ret;
-	p->is_max = pool_is_max(c->node);
-	p->count_include_pad = !p->is_max && op_attr_int(c->node, "count_include_pad", 0);
-	p->column_major = p->is_max && op_attr_int(c->node, "storage_order", 0);
 	*workspace = 0;
 	if (xt->dtype != CEP_DTYPE_FLOAT32)
 		*workspace = (size_t)op_dims_product(xt, 2, xt->rank) * sizeof(float);
@@ -174,7 +180,7 @@ static float pool_lowest(cep_dtype t)
 /* Pools one plane src (float32, g->in sized) into elements y0.. of y and,
  * unless idx is NULL, the plane's indices into idx; in0 is where the plane
  * starts in the input, the base of its indices. */
-static void pool_plane(const struct pool_params *p, const struct cpu_window_geom *g,
+static void pool_plane(const struct cpu_pool *p, const struct cpu_window_geom *g,
 		       const float *src, const struct op_tensor *yt, int64_t y0,
 		       int64_t *idx, int64_t in0)
 {
@@ -232,7 +238,7 @@ static void pool_plane(const struct pool_params *p, const struct cpu_window_geom
 
 static int pool_run(struct op_call *c)
 {
-	const struct pool_params *p = (const struct pool_params *)c->params;
+	const struct cpu_pool *p = (const struct cpu_pool *)c->params;
 	const struct op_tensor *xt = &c->in[0], *yt = &c->out[0];
 	const struct op_tensor *it = c->n_out > 1 && c->out[1].data ? &c->out[1] : NULL;
 	struct cpu_window_geom g;

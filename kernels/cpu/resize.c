@@ -18,51 +18,13 @@
  * are separable: one pass per resized dimension, each output position a
  * weighted sum of a few input positions (edge ones repeated), computed in
  * float64 like the reference and rounded half to even into integer types.
+ * The attributes and the target sizes are read by functions of
+ * kernels/cpu/resize.h, which the CUDA kernels of kernels/cuda/resize.c
+ * share.
  */
-#include "cpu.h"
+#include "resize.h"
 
 #include <inttypes.h>
-
-enum resize_mode { RESIZE_NEAREST, RESIZE_LINEAR, RESIZE_CUBIC };
-
-enum resize_coord {
-	RESIZE_HALF_PIXEL,
-	RESIZE_HALF_PIXEL_SYMMETRIC,
-	RESIZE_PYTORCH_HALF_PIXEL,
-	RESIZE_ALIGN_CORNERS,
-	RESIZE_ASYMMETRIC,
-	RESIZE_TF_HALF_PIXEL_FOR_NN,
-	RESIZE_TF_CROP_AND_RESIZE,
-};
-
-enum resize_round {
-	RESIZE_ROUND_PREFER_FLOOR,
-	RESIZE_ROUND_PREFER_CEIL,
-	RESIZE_FLOOR,
-	RESIZE_CEIL,
-	RESIZE_ROUND_OPSET10, /* ceil when shrinking, floor otherwise */
-};
-
-enum resize_policy { RESIZE_STRETCH, RESIZE_NOT_LARGER, RESIZE_NOT_SMALLER };
-
-/* The attributes of a node, read and checked. */
-struct resize_attrs {
-	enum resize_mode mode;
-	enum resize_coord coord;
-	enum resize_round round;
-	enum resize_policy policy;
-	bool antialias, exclude_outside;
-	double cubic_a, extrapolation;
-	int n_axes;                /* the dimensions scales, sizes and roi are for */
-	int axes[CEP_MAX_RANK];    /* (n_axes); all of them without the attribute */
-};
-
-/* Where the output comes from, per dimension of the input. */
-struct resize_target {
-	double scale[CEP_MAX_RANK];     /* output over input; 1 where not resized */
-	int64_t out[CEP_MAX_RANK];      /* output size, possibly symbolic */
-	bool resized[CEP_MAX_RANK];     /* named by axes */
-};
 
 /* ---------------------------------------------------------------- attributes */
 
@@ -104,18 +66,15 @@ static int resize_since(const struct op_node *node, const char *name, int since)
 			      node->op_type, name, since, node->opset);
 }
 
-/* Whether node has Resize's first form: Resize 10, or the Upsample
- * (7 to 9) it replaced, which means the same. */
-static bool resize_legacy(const struct op_node *node)
+bool cpu_resize_legacy(const struct op_node *node)
 {
 	return node->opset < 11 || strcmp(node->op_type, "Upsample") == 0;
 }
 
-/* Reads the attributes of node; rank (-1: unknown) normalizes axes. */
-static int resize_attrs_get(const struct op_node *node, int rank, struct resize_attrs *a)
+int cpu_resize_attrs_get(const struct op_node *node, int rank, struct cpu_resize_attrs *a)
 {
 	static const char *const modes[] = { "nearest", "linear", "cubic" };
-	/* In enum resize_coord's order; the last is valid at 11 and 12 only,
+	/* In enum cpu_resize_coord's order; the last is valid at 11 and 12 only,
 	 * half_pixel_symmetric from 19. */
 	static const char *const coords[] = {
 		"half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners",
@@ -130,31 +89,31 @@ static int resize_attrs_get(const struct op_node *node, int rank, struct resize_
 	int v, i, ret;
 
 	memset(a, 0, sizeof(*a));
-	ret = resize_string(node, "mode", "nearest", modes, resize_legacy(node) ? 2 : 3, &v);
+	ret = resize_string(node, "mode", "nearest", modes, cpu_resize_legacy(node) ? 2 : 3, &v);
 	if (ret < 0)
 		return ret;
-	a->mode = (enum resize_mode)v;
-	a->coord = RESIZE_ASYMMETRIC;
-	a->round = RESIZE_ROUND_OPSET10;
+	a->mode = (enum cpu_resize_mode)v;
+	a->coord = CPU_RESIZE_ASYMMETRIC;
+	a->round = CPU_RESIZE_ROUND_OPSET10;
 	a->cubic_a = -0.75;
 	a->n_axes = rank;
 	for (i = 0; i < rank; i++)
 		a->axes[i] = i;
-	if (resize_legacy(node))
+	if (cpu_resize_legacy(node))
 		return 0;
 	ret = resize_string(node, "coordinate_transformation_mode", "half_pixel", coords, 7, &v);
 	if (ret < 0)
 		return ret;
-	a->coord = (enum resize_coord)v;
-	if ((a->coord == RESIZE_TF_HALF_PIXEL_FOR_NN && node->opset >= 13) ||
-	    (a->coord == RESIZE_HALF_PIXEL_SYMMETRIC && node->opset < 19))
+	a->coord = (enum cpu_resize_coord)v;
+	if ((a->coord == CPU_RESIZE_TF_HALF_PIXEL_FOR_NN && node->opset >= 13) ||
+	    (a->coord == CPU_RESIZE_HALF_PIXEL_SYMMETRIC && node->opset < 19))
 		return cep__set_error(CEP_EMODEL, "%s: coordinate_transformation_mode '%s' "
 				      "does not exist at opset %d", node->op_type, coords[v],
 				      node->opset);
 	ret = resize_string(node, "nearest_mode", "round_prefer_floor", rounds, 4, &v);
 	if (ret < 0)
 		return ret;
-	a->round = (enum resize_round)v;
+	a->round = (enum cpu_resize_round)v;
 	if ((ret = op_attr_check(node, "cubic_coeff_a", OP_ATTR_FLOAT)) < 0 ||
 	    (ret = op_attr_check(node, "extrapolation_value", OP_ATTR_FLOAT)) < 0 ||
 	    (ret = op_attr_check(node, "exclude_outside", OP_ATTR_INT)) < 0 ||
@@ -171,7 +130,7 @@ static int resize_attrs_get(const struct op_node *node, int rank, struct resize_
 	ret = resize_string(node, "keep_aspect_ratio_policy", "stretch", policies, 3, &v);
 	if (ret < 0)
 		return ret;
-	a->policy = (enum resize_policy)v;
+	a->policy = (enum cpu_resize_policy)v;
 	axes = op_attr_ints(node, "axes", &v);
 	if (!axes || rank < 0)
 		return 0;
@@ -192,8 +151,7 @@ static int resize_attrs_get(const struct op_node *node, int rank, struct resize_
 
 /* ------------------------------------------------------------------ targets */
 
-/* Input k when present and not empty; NULL otherwise. */
-static const struct op_tensor *resize_input(const struct op_tensor *in, int n_in, int k)
+const struct op_tensor *cpu_resize_input(const struct op_tensor *in, int n_in, int k)
 {
 	const struct op_tensor *t = k < n_in ? &in[k] : NULL;
 
@@ -217,17 +175,13 @@ static int resize_check_len(const struct op_node *node, const struct op_tensor *
 	return 0;
 }
 
-/*
- * Works out the target of a Resize of x (rank known) from scales or sizes.
- * Returns 1 when they are not known yet, 0 when t is filled in (output
- * sizes symbolic or OP_DIM_UNKNOWN where x's are), or an error.
- */
-static int resize_target_get(const struct op_node *node, const struct resize_attrs *a,
-			     const struct op_tensor *in, int n_in, struct resize_target *t)
+int cpu_resize_target_get(const struct op_node *node, const struct cpu_resize_attrs *a,
+			  const struct op_tensor *in, int n_in, struct cpu_resize_target *t)
 {
 	const struct op_tensor *x = &in[0];
-	const struct op_tensor *scales = resize_input(in, n_in, resize_legacy(node) ? 1 : 2);
-	const struct op_tensor *sizes = resize_legacy(node) ? NULL : resize_input(in, n_in, 3);
+	bool legacy = cpu_resize_legacy(node);
+	const struct op_tensor *scales = cpu_resize_input(in, n_in, legacy ? 1 : 2);
+	const struct op_tensor *sizes = legacy ? NULL : cpu_resize_input(in, n_in, 3);
 	bool upsample = strcmp(node->op_type, "Upsample") == 0;
 	struct op_tensor attr_scales;
 	double pick = 0.0;
@@ -270,7 +224,7 @@ static int resize_target_get(const struct op_node *node, const struct resize_att
 		return ret;
 	if (!(scales ? scales : sizes)->data)
 		return 1;
-	if (scales && a->policy != RESIZE_STRETCH)
+	if (scales && a->policy != CPU_RESIZE_STRETCH)
 		return cep__set_error(CEP_EMODEL, "%s: keep_aspect_ratio_policy applies to "
 				      "sizes, not scales", node->op_type);
 	for (i = 0; i < a->n_axes; i++) {
@@ -303,12 +257,13 @@ static int resize_target_get(const struct op_node *node, const struct resize_att
 			continue;
 		}
 		s = t->scale[d];
-		if (n > 0 && (!picked || (a->policy == RESIZE_NOT_LARGER ? s < pick : s > pick))) {
+		if (n > 0 && (!picked ||
+			      (a->policy == CPU_RESIZE_NOT_LARGER ? s < pick : s > pick))) {
 			pick = s;
 			picked = true;
 		}
 	}
-	if (sizes && a->policy != RESIZE_STRETCH) {
+	if (sizes && a->policy != CPU_RESIZE_STRETCH) {
 		/* One scale for every axis, the one that keeps the aspect
 		 * ratio; sizes round half up from it. */
 		for (i = 0; i < a->n_axes; i++) {
@@ -337,27 +292,27 @@ static int resize_infer(struct op_infer *x)
 {
 	const struct op_tensor *xt = &x->in[0];
 	struct op_tensor *y = &x->out[0];
-	struct resize_target t;
-	struct resize_attrs a;
+	struct cpu_resize_target t;
+	struct cpu_resize_attrs a;
 	int i, ret;
 
 	y->dtype = xt->dtype;
 	y->rank = xt->rank;
-	ret = resize_attrs_get(x->node, xt->rank, &a);
+	ret = cpu_resize_attrs_get(x->node, xt->rank, &a);
 	if (ret < 0)
 		return ret;
-	if (a.mode != RESIZE_NEAREST && xt->dtype == CEP_DTYPE_BOOL)
+	if (a.mode != CPU_RESIZE_NEAREST && xt->dtype == CEP_DTYPE_BOOL)
 		return cep__set_error(CEP_EUNSUPPORTED, "%s: mode %s does not interpolate bool",
-				      x->node->op_type, a.mode == RESIZE_LINEAR ? "linear" : "cubic");
-	if (!resize_legacy(x->node) && x->n_in > 1 && op_tensor_present(&x->in[1]) &&
+				      x->node->op_type, a.mode == CPU_RESIZE_LINEAR ? "linear" : "cubic");
+	if (!cpu_resize_legacy(x->node) && x->n_in > 1 && op_tensor_present(&x->in[1]) &&
 	    !cpu_is_float(x->in[1].dtype))
 		return cep__set_error(CEP_EDTYPE, "%s: roi is %s, not a float type",
 				      x->node->op_type, cep_dtype_name(x->in[1].dtype));
-	if (a.coord == RESIZE_TF_CROP_AND_RESIZE && !resize_input(x->in, x->n_in, 1))
+	if (a.coord == CPU_RESIZE_TF_CROP_AND_RESIZE && !cpu_resize_input(x->in, x->n_in, 1))
 		return cep__set_error(CEP_EMODEL, "%s: tf_crop_and_resize needs roi", x->node->op_type);
 	if (xt->rank < 0)
 		return 0;
-	ret = resize_target_get(x->node, &a, x->in, x->n_in, &t);
+	ret = cpu_resize_target_get(x->node, &a, x->in, x->n_in, &t);
 	if (ret < 0)
 		return ret;
 	for (i = 0; i < xt->rank; i++)
@@ -370,29 +325,29 @@ static int resize_infer(struct op_infer *x)
 /* The input coordinate output position x maps to along a dimension of n
  * inputs and out outputs at the given scale; roi_s and roi_e bound the
  * crop of tf_crop_and_resize. */
-static double resize_coord(const struct resize_attrs *a, int64_t x, double scale, int64_t n,
+static double resize_coord(const struct cpu_resize_attrs *a, int64_t x, double scale, int64_t n,
 			   int64_t out, double roi_s, double roi_e)
 {
 	double xr = (double)x, out_w = scale * (double)n;
 
 	switch (a->coord) {
-	case RESIZE_HALF_PIXEL:
+	case CPU_RESIZE_HALF_PIXEL:
 		return (xr + 0.5) / scale - 0.5;
-	case RESIZE_HALF_PIXEL_SYMMETRIC: {
+	case CPU_RESIZE_HALF_PIXEL_SYMMETRIC: {
 		double adjust = (double)out / out_w;
 		double offset = (double)n / 2.0 * (1.0 - adjust);
 
 		return offset + (xr + 0.5) / scale - 0.5;
 	}
-	case RESIZE_PYTORCH_HALF_PIXEL:
+	case CPU_RESIZE_PYTORCH_HALF_PIXEL:
 		return out > 1 ? (xr + 0.5) / scale - 0.5 : 0.0;
-	case RESIZE_ALIGN_CORNERS:
+	case CPU_RESIZE_ALIGN_CORNERS:
 		return out == 1 ? 0.0 : xr * (double)(n - 1) / (out_w - 1.0);
-	case RESIZE_ASYMMETRIC:
+	case CPU_RESIZE_ASYMMETRIC:
 		return xr / scale;
-	case RESIZE_TF_HALF_PIXEL_FOR_NN:
+	case CPU_RESIZE_TF_HALF_PIXEL_FOR_NN:
 		return (xr + 0.5) / scale;
-	case RESIZE_TF_CROP_AND_RESIZE:
+	case CPU_RESIZE_TF_CROP_AND_RESIZE:
 		if (out == 1)
 			return (roi_s + roi_e) / 2.0 * (double)(n - 1);
 		return xr * (roi_e - roi_s) * (double)(n - 1) / (out_w - 1.0) +
@@ -414,16 +369,16 @@ static double resize_coord_bound(double co, int64_t n, int64_t taps)
 }
 
 /* The input position nearest to coordinate c under the rounding rule. */
-static int64_t resize_round(enum resize_round r, double c, double scale)
+static int64_t resize_round(enum cpu_resize_round r, double c, double scale)
 {
 	double f = floor(c), frac = c - f;
 
 	switch (r) {
-	case RESIZE_ROUND_PREFER_FLOOR: return (int64_t)(frac <= 0.5 ? f : f + 1.0);
-	case RESIZE_ROUND_PREFER_CEIL: return (int64_t)(frac < 0.5 ? f : f + 1.0);
-	case RESIZE_FLOOR: return (int64_t)f;
-	case RESIZE_CEIL: return (int64_t)ceil(c);
-	case RESIZE_ROUND_OPSET10: return (int64_t)(scale < 1.0 ? ceil(c) : f);
+	case CPU_RESIZE_ROUND_PREFER_FLOOR: return (int64_t)(frac <= 0.5 ? f : f + 1.0);
+	case CPU_RESIZE_ROUND_PREFER_CEIL: return (int64_t)(frac < 0.5 ? f : f + 1.0);
+	case CPU_RESIZE_FLOOR: return (int64_t)f;
+	case CPU_RESIZE_CEIL: return (int64_t)ceil(c);
+	case CPU_RESIZE_ROUND_OPSET10: return (int64_t)(scale < 1.0 ? ceil(c) : f);
 	}
 	return 0;
 }
@@ -434,12 +389,12 @@ static int64_t resize_clamp(int64_t i, int64_t n)
 }
 
 /* The interpolation kernel at distance x (in input positions, scaled). */
-static double resize_weight(const struct resize_attrs *a, double x)
+static double resize_weight(const struct cpu_resize_attrs *a, double x)
 {
 	double A = a->cubic_a;
 
 	x = fabs(x);
-	if (a->mode == RESIZE_LINEAR)
+	if (a->mode == CPU_RESIZE_LINEAR)
 		return x < 1.0 ? 1.0 - x : 0.0;
 	if (x <= 1.0)
 		return ((A + 2.0) * x - (A + 3.0)) * x * x + 1.0;
@@ -449,26 +404,21 @@ static double resize_weight(const struct resize_attrs *a, double x)
 }
 
 /* Half the width of the kernel in input positions: 1 linear, 2 cubic. */
-static int resize_radius(const struct resize_attrs *a)
+static int resize_radius(const struct cpu_resize_attrs *a)
 {
-	return a->mode == RESIZE_CUBIC ? 2 : 1;
+	return a->mode == CPU_RESIZE_CUBIC ? 2 : 1;
 }
 
 /* The taps of a dimension resized at scale: 2 * radius, more when an
  * antialiased kernel is stretched to cover a shrinking. */
-static int64_t resize_taps(const struct resize_attrs *a, double scale)
+static int64_t resize_taps(const struct cpu_resize_attrs *a, double scale)
 {
 	double s = a->antialias && scale < 1.0 ? scale : 1.0;
 
 	return -2 * (int64_t)floor(-(double)resize_radius(a) / s);
 }
 
-/*
- * The most taps a dimension of n inputs resized to out can need, known
- * before the scales are (prepare): the scale is then at least out / (2n),
- * because sizes round half up and scales floor.
- */
-static int64_t resize_taps_bound(const struct resize_attrs *a, int64_t n, int64_t out)
+int64_t cpu_resize_taps_bound(const struct cpu_resize_attrs *a, int64_t n, int64_t out)
 {
 	int64_t r = resize_radius(a), q;
 
@@ -482,12 +432,12 @@ static int64_t resize_taps_bound(const struct resize_attrs *a, int64_t n, int64_
 
 /* Whether dimension d of the run needs no work: same size, unit scale,
  * and no crop. */
-static bool resize_identity(const struct resize_attrs *a, const struct resize_target *t,
+static bool resize_identity(const struct cpu_resize_attrs *a, const struct cpu_resize_target *t,
 			    const double *roi, int rank, int64_t n, int d)
 {
 	if (t->out[d] != n || t->scale[d] != 1.0)
 		return false;
-	return a->coord != RESIZE_TF_CROP_AND_RESIZE || (roi[d] == 0.0 && roi[rank + d] == 1.0);
+	return a->coord != CPU_RESIZE_TF_CROP_AND_RESIZE || (roi[d] == 0.0 && roi[rank + d] == 1.0);
 }
 
 /* Workspace of one dimension's weights: out positions of `taps` indices
@@ -500,14 +450,14 @@ static size_t resize_table_bytes(int64_t out, int64_t taps)
 static int resize_prepare(struct op_call *c, size_t *workspace)
 {
 	const struct op_tensor *x = &c->in[0], *y = &c->out[0];
-	struct resize_attrs a;
+	struct cpu_resize_attrs a;
 	int64_t cur = 1, table = 0, d;
 	int ret;
 
-	ret = resize_attrs_get(c->node, x->rank, &a);
+	ret = cpu_resize_attrs_get(c->node, x->rank, &a);
 	if (ret < 0)
 		return ret;
-	if (a.mode == RESIZE_NEAREST) {
+	if (a.mode == CPU_RESIZE_NEAREST) {
 		for (d = 0; d < x->rank; d++)
 			table += y->dims[d];
 		*workspace = (size_t)table * sizeof(int64_t);
@@ -518,7 +468,7 @@ static int resize_prepare(struct op_call *c, size_t *workspace)
 	 * order), and the largest table. */
 	for (d = 0; d < x->rank; d++) {
 		int64_t m = x->dims[d] > y->dims[d] ? x->dims[d] : y->dims[d];
-		int64_t taps = resize_taps_bound(&a, x->dims[d], y->dims[d]);
+		int64_t taps = cpu_resize_taps_bound(&a, x->dims[d], y->dims[d]);
 		int64_t sz = (int64_t)resize_table_bytes(y->dims[d], taps);
 
 		if (m > 0 && cur > OP_MAX_NUMEL / m)
@@ -534,16 +484,16 @@ static int resize_prepare(struct op_call *c, size_t *workspace)
 
 /* Reads the roi of a tf_crop_and_resize (one start and one end per
  * dimension, [0, 1] where not resized) into roi (2 * rank values). */
-static int resize_roi(const struct op_call *c, const struct resize_attrs *a, double *roi)
+static int resize_roi(const struct op_call *c, const struct cpu_resize_attrs *a, double *roi)
 {
-	const struct op_tensor *t = resize_input(c->in, c->n_in, 1);
+	const struct op_tensor *t = cpu_resize_input(c->in, c->n_in, 1);
 	int rank = c->in[0].rank, i, ret;
 
 	for (i = 0; i < rank; i++) {
 		roi[i] = 0.0;
 		roi[rank + i] = 1.0;
 	}
-	if (a->coord != RESIZE_TF_CROP_AND_RESIZE)
+	if (a->coord != CPU_RESIZE_TF_CROP_AND_RESIZE)
 		return 0;
 	if (!t || !t->data)
 		return cep__set_error(CEP_EMODEL, "%s: tf_crop_and_resize needs roi", c->node->op_type);
@@ -557,9 +507,7 @@ static int resize_roi(const struct op_call *c, const struct resize_attrs *a, dou
 	return 0;
 }
 
-/* Stores v into element i of y: floats as they are, integers rounded
- * half to even and saturated, as the reference casts. */
-static void resize_store(const struct op_tensor *y, int64_t i, double v)
+void cpu_resize_store(const struct op_tensor *y, int64_t i, double v)
 {
 	double lo, hi;
 
@@ -578,8 +526,8 @@ static void resize_store(const struct op_tensor *y, int64_t i, double v)
 
 /* Nearest: a gather through one index table per dimension, -1 standing
  * for the extrapolation value. */
-static void resize_nearest(const struct op_call *c, const struct resize_attrs *a,
-			   const struct resize_target *t, const double *roi)
+static void resize_nearest(const struct op_call *c, const struct cpu_resize_attrs *a,
+			   const struct cpu_resize_target *t, const double *roi)
 {
 	const struct op_tensor *x = &c->in[0], *y = &c->out[0];
 	int rank = x->rank, d;
@@ -593,7 +541,7 @@ static void resize_nearest(const struct op_call *c, const struct resize_attrs *a
 
 	struct op_tensor fill_t = { .data = fill, .dtype = y->dtype };
 
-	resize_store(&fill_t, 0, a->extrapolation);
+	cpu_resize_store(&fill_t, 0, a->extrapolation);
 	for (d = rank - 1; d >= 0; d--) {
 		int64_t n = x->dims[d], k;
 		bool same = resize_identity(a, t, roi, rank, n, d);
@@ -609,7 +557,8 @@ static void resize_nearest(const struct op_call *c, const struct resize_attrs *a
 				continue;
 			}
 			co = resize_coord(a, k, t->scale[d], n, t->out[d], roi[d], roi[rank + d]);
-			if (a->coord == RESIZE_TF_CROP_AND_RESIZE && (co < 0.0 || co > (double)(n - 1)))
+			if (a->coord == CPU_RESIZE_TF_CROP_AND_RESIZE &&
+			    (co < 0.0 || co > (double)(n - 1)))
 				tab[d][k] = -1;
 			else
 				tab[d][k] = resize_clamp(resize_round(a->round,
@@ -647,7 +596,7 @@ static void resize_nearest(const struct op_call *c, const struct resize_attrs *a
 
 /* The weights of dimension d (n inputs to t->out[d] outputs, taps each)
  * into ti (indices, clamped), tw and tx (extrapolated positions). */
-static void resize_table(const struct resize_attrs *a, const struct resize_target *t,
+static void resize_table(const struct cpu_resize_attrs *a, const struct cpu_resize_target *t,
 			 const double *roi, int rank, int d, int64_t n, int64_t taps,
 			 int64_t *ti, double *tw, unsigned char *tx)
 {
@@ -661,7 +610,8 @@ static void resize_table(const struct resize_attrs *a, const struct resize_targe
 		int64_t *ix = ti + o * taps;
 		double *w = tw + o * taps;
 
-		tx[o] = a->coord == RESIZE_TF_CROP_AND_RESIZE && (co < 0.0 || co > (double)(n - 1));
+		tx[o] = a->coord == CPU_RESIZE_TF_CROP_AND_RESIZE &&
+			(co < 0.0 || co > (double)(n - 1));
 		/* The tap at or left of the coordinate, strictly left when it
 		 * is a whole number, and how far the coordinate is past it. */
 		co = resize_coord_bound(co, n, taps);
@@ -719,8 +669,8 @@ static void resize_pass(const double *src, double *dst, int64_t outer, int64_t n
 	}
 }
 
-static int resize_interpolate(const struct op_call *c, const struct resize_attrs *a,
-			      const struct resize_target *t, const double *roi)
+static int resize_interpolate(const struct op_call *c, const struct cpu_resize_attrs *a,
+			      const struct cpu_resize_target *t, const double *roi)
 {
 	const struct op_tensor *x = &c->in[0], *y = &c->out[0];
 	int rank = x->rank, d;
@@ -756,7 +706,7 @@ static int resize_interpolate(const struct op_call *c, const struct resize_attrs
 
 		if (resize_identity(a, t, roi, rank, n, d))
 			continue;
-		if (taps > resize_taps_bound(a, n, t->out[d]))
+		if (taps > cpu_resize_taps_bound(a, n, t->out[d]))
 			return cep__set_error(CEP_EINTERNAL, "%s: dimension %d needs %" PRId64
 					      " taps, more than prepared for", c->node->op_type, d, taps);
 		for (k = 0; k < d; k++)
@@ -773,7 +723,7 @@ static int resize_interpolate(const struct op_call *c, const struct resize_attrs
 		cur[d] = t->out[d];
 	}
 	for (i = 0; i < n_out; i++)
-		resize_store(y, i, buf[which][i]);
+		cpu_resize_store(y, i, buf[which][i]);
 	return 0;
 }
 
@@ -781,14 +731,14 @@ static int resize_run(struct op_call *c)
 {
 	const struct op_tensor *x = &c->in[0], *y = &c->out[0];
 	double roi[2 * CEP_MAX_RANK];
-	struct resize_target t;
-	struct resize_attrs a;
+	struct cpu_resize_target t;
+	struct cpu_resize_attrs a;
 	int d, ret;
 
-	ret = resize_attrs_get(c->node, x->rank, &a);
+	ret = cpu_resize_attrs_get(c->node, x->rank, &a);
 	if (ret < 0)
 		return ret;
-	ret = resize_target_get(c->node, &a, c->in, c->n_in, &t);
+	ret = cpu_resize_target_get(c->node, &a, c->in, c->n_in, &t);
 	if (ret < 0)
 		return ret;
 	if (ret == 1)
@@ -805,7 +755,7 @@ static int resize_run(struct op_call *c)
 	ret = resize_roi(c, &a, roi);
 	if (ret < 0)
 		return ret;
-	if (a.mode == RESIZE_NEAREST) {
+	if (a.mode == CPU_RESIZE_NEAREST) {
 		resize_nearest(c, &a, &t, roi);
 		return 0;
 	}

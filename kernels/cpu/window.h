@@ -3,7 +3,8 @@
  * (kernels/cpu/conv.c, kernels/cpu/pool.c): kernel_shape, strides,
  * dilations, pads and auto_pad read from a node, checked once, and the
  * output size and effective pads of each spatial dimension worked out from
- * them, symbolic input sizes included. Internal to kernels/cpu.
+ * them, symbolic input sizes included. Internal to kernels/cpu, and shared
+ * with the device pools of kernels/cuda/pool.c through kernels/cpu/pool.h.
  *
  * Tensors are N x C x D1 x ... x Dn with n (the spatial rank) from 1 to
  * CPU_WINDOW_MAX; an output dimension is

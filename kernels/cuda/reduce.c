@@ -1,7 +1,9 @@
 /*
- * reduce.c — the CUDA kernels of ReduceSum, ReduceMean, ReduceMax and
- * ReduceMin for the types the reference kernels take at each opset
- * (kernels/cpu/reduce.c): kernels/cuda/reduce.cu on the device.
+ * reduce.c — the CUDA kernels of the Reduce* operators (ReduceSum,
+ * ReduceMean, ReduceMax, ReduceMin, ReduceProd, ReduceL1, ReduceL2,
+ * ReduceSumSquare, ReduceLogSum, ReduceLogSumExp) for the types the
+ * reference kernels take at each opset (kernels/cpu/reduce.c):
+ * kernels/cuda/reduce.cu on the device.
  *
  * The axes are an attribute before ReduceSum's opset 13 and the others'
  * 18, and an optional int64 input since. The planner gives prepare() no
@@ -156,6 +158,12 @@ static int sum_prepare(struct op_call *c, size_t *ws) { return reduce_prepare(c,
 static int mean_prepare(struct op_call *c, size_t *ws) { return reduce_prepare(c, ws, "mean"); }
 static int max_prepare(struct op_call *c, size_t *ws) { return reduce_prepare(c, ws, "max"); }
 static int min_prepare(struct op_call *c, size_t *ws) { return reduce_prepare(c, ws, "min"); }
+static int prod_prepare(struct op_call *c, size_t *ws) { return reduce_prepare(c, ws, "prod"); }
+static int l1_prepare(struct op_call *c, size_t *ws) { return reduce_prepare(c, ws, "l1"); }
+static int l2_prepare(struct op_call *c, size_t *ws) { return reduce_prepare(c, ws, "l2"); }
+static int sumsq_prepare(struct op_call *c, size_t *ws) { return reduce_prepare(c, ws, "sumsq"); }
+static int logsum_prepare(struct op_call *c, size_t *ws) { return reduce_prepare(c, ws, "logsum"); }
+static int lse_prepare(struct op_call *c, size_t *ws) { return reduce_prepare(c, ws, "lse"); }
 
 /* The reference kernels' type sets per opset range. */
 #define RED_DTS_7 (OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_FLOAT16) | \
@@ -167,6 +175,14 @@ static int min_prepare(struct op_call *c, size_t *ws) { return reduce_prepare(c,
 
 #define RK(op, since, until, dts, prepare) \
 	{ "", op, since, until, BACKEND_CUDA, dts, prepare, reduce_run }
+#define RK_PLAIN(op, prepare) \
+	RK(op, 7, 12, RED_DTS_7, prepare), \
+	RK(op, 13, OP_OPSET_MAX, RED_DTS_13, prepare)
+/* The logs lost their integer types at 28. */
+#define RK_LOG(op, prepare) \
+	RK(op, 7, 12, RED_DTS_7, prepare), \
+	RK(op, 13, 27, RED_DTS_13, prepare), \
+	RK(op, 28, OP_OPSET_MAX, OP_DTS_FLOAT, prepare)
 
 static const struct op_kernel kernels[] = {
 	RK("ReduceSum", 7, 12, RED_DTS_7, sum_prepare),
@@ -181,6 +197,12 @@ static const struct op_kernel kernels[] = {
 	RK("ReduceMin", 12, 12, RED_DTS_MINMAX_12, min_prepare),
 	RK("ReduceMin", 13, 19, RED_DTS_MINMAX_13, min_prepare),
 	RK("ReduceMin", 20, OP_OPSET_MAX, RED_DTS_MINMAX_20, min_prepare),
+	RK_PLAIN("ReduceProd", prod_prepare),
+	RK_PLAIN("ReduceL1", l1_prepare),
+	RK_PLAIN("ReduceL2", l2_prepare),
+	RK_PLAIN("ReduceSumSquare", sumsq_prepare),
+	RK_LOG("ReduceLogSum", logsum_prepare),
+	RK_LOG("ReduceLogSumExp", lse_prepare),
 };
 
 const struct op_family op_family_cuda_reduce = {

@@ -1,10 +1,12 @@
 /*
  * cuda_util.h — helpers of the CUDA backend's unit tests
- * (test_cuda_backend.c, test_cuda_kernels.c): the visible skip unless
- * CUDAEP_TEST_GPU=1 and a device opens, one backend and stream per test,
- * tensors moved to and from the device, a kernel call built from the
- * registry as the planner builds one, and the comparison against the
- * reference kernels that prints the worst absolute and relative errors.
+ * (test_cuda_backend.c, test_cuda_kernels.c, ...): the visible skip
+ * unless CUDAEP_TEST_GPU=1 and a device opens, one backend and stream per
+ * test, tensors moved to and from the device, a kernel call built from
+ * the registry as the planner builds one (with its workspace and every
+ * output, beside the reference kernel's results), and the comparison
+ * against the reference kernels that prints the worst absolute and
+ * relative errors.
  * Header-only and static, so it is linked into no other test.
  */
 #ifndef CEP_TESTS_CUDA_UTIL_H
@@ -336,6 +338,189 @@ static CU_UNUSED void tolerance(cep_dtype t, double *rtol, double *atol)
 {
 	*atol = 1e-6;
 	*rtol = t == CEP_DTYPE_BFLOAT16 ? 1e-2 : t == CEP_DTYPE_FLOAT16 ? 1.5e-3 : 1e-5;
+}
+
+/* ---------------------------------------------------- calls with scratch */
+
+/* The calls of kernels with a workspace or several outputs (the tests of
+ * test_cuda_red.c and test_cuda_window.c). */
+#define GPU_MAX_OUT 4
+
+/* A call of up to GPU_MAX_OUT outputs, with its workspace, as the planner
+ * makes one; the reference outputs computed on the host beside it. */
+struct gpu_call {
+	struct op_node node;
+	const struct op_schema *schema;
+	const struct op_kernel *kernel;
+	struct op_tensor in[6], out[GPU_MAX_OUT];  /* device pointers */
+	struct op_tensor ref[GPU_MAX_OUT];         /* host results */
+	struct op_call call;
+	int n_in, n_out;
+};
+
+static CU_UNUSED void gpu_call_make(struct gpu_call *d, const char *op, int opset,
+				    const struct op_attr *attrs, int n_attrs,
+				    const struct op_tensor *in, int n_in, int n_out,
+				    int absent)
+{
+	struct op_infer x = { .node = &d->node, .n_in = n_in, .n_out = n_out, .in = in,
+			      .out = d->out };
+	void *dev[6 + GPU_MAX_OUT];
+	const struct op_kernel *host;
+	size_t ws = 0;
+	int i;
+
+	cr_assert(n_in <= 6 && n_out <= GPU_MAX_OUT);
+	memset(d, 0, sizeof(*d));
+	d->node = (struct op_node){ .name = "n", .op_type = op, .domain = "", .opset = opset,
+				    .n_attrs = n_attrs, .attrs = attrs };
+	d->n_in = n_in;
+	d->n_out = n_out;
+	x.out = d->out;
+	cr_assert_eq(op_schema_find("", op, opset, &d->schema), 0, "%s", cep_last_error());
+	cr_assert_eq(d->schema->infer(&x), 0, "%s", cep_last_error());
+	cr_assert_eq(op_kernel_find(d->schema, opset, BACKEND_CUDA,
+				    op_kernel_dtype(d->schema, in, n_in, d->out, n_out),
+				    &d->kernel), 0, "%s", cep_last_error());
+	cr_assert_eq(op_kernel_find(d->schema, opset, BACKEND_HOST,
+				    op_kernel_dtype(d->schema, in, n_in, d->out, n_out), &host), 0,
+		     "%s", cep_last_error());
+	for (i = 0; i < n_out; i++) {
+		d->ref[i] = d->out[i];
+		d->ref[i].data = NULL;
+	}
+	cr_assert_eq(exec_host_eval(&d->node, host, in, n_in, d->ref, n_out), 0, "%s",
+		     cep_last_error());
+	for (i = 0; i < n_in; i++) {
+		d->in[i] = in[i];
+		if (op_tensor_present(&in[i]))
+			d->in[i].data = dev_put(in[i].data, op_tensor_bytes(&in[i]));
+	}
+	/* An output the model leaves unnamed: the planner gives it no
+	 * tensor at all. */
+	if (absent >= 0)
+		d->out[absent] = (struct op_tensor){ .dtype = CEP_DTYPE_UNDEFINED };
+	for (i = 0; i < n_out; i++) {
+		if (i == absent)
+			continue;
+		cr_assert_eq(backend_mem_alloc(gpu_be, op_tensor_bytes(&d->out[i]), &d->out[i].data),
+			     0, "%s", cep_last_error());
+		dev_poison(d->out[i].data, op_tensor_bytes(&d->out[i]));
+	}
+	d->call = (struct op_call){ .node = &d->node, .n_in = n_in, .n_out = n_out, .in = d->in,
+				    .out = d->out, .be = gpu_be };
+	/* As the planner does, prepare() sees shapes but no data. */
+	for (i = 0; i < n_in; i++) {
+		dev[i] = d->in[i].data;
+		d->in[i].data = NULL;
+	}
+	for (i = 0; i < n_out; i++) {
+		dev[n_in + i] = d->out[i].data;
+		d->out[i].data = NULL;
+	}
+	if (d->kernel->prepare != NULL)
+		cr_assert_eq(d->kernel->prepare(&d->call, &ws), 0, "%s: %s", op, cep_last_error());
+	for (i = 0; i < n_in; i++)
+		d->in[i].data = dev[i];
+	for (i = 0; i < n_out; i++)
+		d->out[i].data = dev[n_in + i];
+	d->call.workspace_bytes = ws;
+	if (ws)
+		cr_assert_eq(backend_mem_alloc(gpu_be, ws, &d->call.workspace), 0, "%s",
+			     cep_last_error());
+}
+
+static CU_UNUSED void gpu_call_free(struct gpu_call *d)
+{
+	int i;
+
+	for (i = 0; i < d->n_in; i++)
+		backend_mem_free(gpu_be, d->in[i].data, op_tensor_bytes(&d->in[i]));
+	for (i = 0; i < d->n_out; i++) {
+		if (d->out[i].data)
+			backend_mem_free(gpu_be, d->out[i].data, op_tensor_bytes(&d->out[i]));
+		free(d->ref[i].data);
+	}
+	if (d->call.workspace)
+		backend_mem_free(gpu_be, d->call.workspace, d->call.workspace_bytes);
+}
+
+/* Runs op on both backends and compares every output but absent (-1:
+ * none), which the device call leaves unnamed, with the tolerance of its
+ * type, loosened to rtol_min where that is larger; returns the
+ * mismatches. */
+static CU_UNUSED int64_t gpu_check_tol(const char *op, int opset, const struct op_attr *attrs,
+				       int n_attrs, const struct op_tensor *in, int n_in,
+				       int n_out, int absent, double rtol_min, const char *label)
+{
+	struct gpu_call d;
+	int64_t bad = 0;
+	int i;
+
+	gpu_call_make(&d, op, opset, attrs, n_attrs, in, n_in, n_out, absent);
+	cr_assert_eq(backend_launch(gpu_be, gpu_s, d.kernel->run, &d.call), 0, "%s: %s", op,
+		     cep_last_error());
+	cr_assert_eq(backend_stream_sync(gpu_be, gpu_s), 0, "%s: %s", op, cep_last_error());
+	for (i = 0; i < n_out; i++) {
+		size_t bytes = op_tensor_bytes(&d.ref[i]);
+		double rtol, atol;
+		char what[200];
+		void *got;
+
+		if (i == absent)
+			continue;
+		got = malloc(bytes ? bytes : 1);
+		dev_get(got, d.out[i].data, bytes);
+		cr_assert_eq(backend_stream_sync(gpu_be, gpu_s), 0, "%s", cep_last_error());
+		tolerance(d.ref[i].dtype, &rtol, &atol);
+		if (rtol < rtol_min)
+			rtol = rtol_min;
+		if (i == 0)
+			snprintf(what, sizeof(what), "%s/%d %s", op, opset, label);
+		else
+			snprintf(what, sizeof(what), "%s/%d %s (output %d)", op, opset, label, i);
+		bad += compare_tensor(what, &d.ref[i], got, rtol, atol);
+		free(got);
+	}
+	gpu_call_free(&d);
+	return bad;
+}
+
+static CU_UNUSED int64_t gpu_check_absent(const char *op, int opset,
+					  const struct op_attr *attrs, int n_attrs,
+					  const struct op_tensor *in, int n_in, int n_out,
+					  int absent, const char *label)
+{
+	return gpu_check_tol(op, opset, attrs, n_attrs, in, n_in, n_out, absent, 0.0, label);
+}
+
+static CU_UNUSED int64_t gpu_check(const char *op, int opset, const struct op_attr *attrs,
+				   int n_attrs, const struct op_tensor *in, int n_in, int n_out,
+				   const char *label)
+{
+	return gpu_check_absent(op, opset, attrs, n_attrs, in, n_in, n_out, -1, label);
+}
+
+/* An int64 host tensor of the n values v (rank 1; rank 0 when n is -1). */
+static CU_UNUSED struct op_tensor int64_tensor(const int64_t *v, int n)
+{
+	struct op_tensor t = { .dtype = CEP_DTYPE_INT64, .rank = n < 0 ? 0 : 1 };
+	int count = n < 0 ? 1 : n;
+
+	t.dims[0] = count;
+	t.data = calloc(1, sizeof(int64_t) * (size_t)(count ? count : 1));
+	cr_assert_not_null(t.data);
+	if (count)
+		memcpy(t.data, v, sizeof(int64_t) * (size_t)count);
+	return t;
+}
+
+static CU_UNUSED void free_all(struct op_tensor *in, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		free(in[i].data);
 }
 
 #endif

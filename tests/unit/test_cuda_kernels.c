@@ -19,12 +19,15 @@ static const char *const cuda_ops[] = {
 	"Neg", "Abs", "Log", "Erf", "Floor", "Ceil", "Reshape", "Flatten", "Squeeze",
 	"Unsqueeze", "Identity", "Transpose", "Cast", "Concat", "Gather", "MatMul", "Gemm",
 	"Softmax", "LogSoftmax", "LayerNormalization", "BatchNormalization", "ReduceSum",
-	"ReduceMean", "ReduceMax", "ReduceMin", "Expand", "Tile",
+	"ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
+	"ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp", "Expand", "Tile",
 	"Slice", "Split", "ArgMax", "ArgMin", "GatherElements", "Dropout", "ConstantOfShape",
 	"Range",
 	"LeakyRelu", "Elu", "HardSigmoid", "HardSwish", "Softplus", "Gelu", "PRelu", "Clip",
 	"Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "And", "Or", "Not",
 	"Where", "Min", "Max", "Sum", "Mean", "Pow", "Mod",
+	"MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "LRN", "Pad", "Resize",
+	"Upsample",
 };
 
 static const cep_dtype all_types[] = {

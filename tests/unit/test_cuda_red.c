@@ -6,9 +6,10 @@
  * each case: Softmax and LogSoftmax under both axis rules, rows and
  * columns; LayerNormalization with every way Scale and B broadcast and its
  * Mean and InvStdDev outputs; BatchNormalization spatial, per element and
- * with parameters typed apart from X; ReduceSum, ReduceMean, ReduceMax and
- * ReduceMin over axes given as an attribute or as an input read on the
- * device, for every type the host takes; a bad axes input failing the run
+ * with parameters typed apart from X; every Reduce* operator (Sum, Mean,
+ * Max, Min, Prod, L1, L2, SumSquare, LogSum, LogSumExp) over axes given as
+ * an attribute or as an input read on the device, for every type the host
+ * takes at each opset; a bad axes input failing the run
  * with the operator named; Expand and Tile for every element size.
  *
  * Everywhere: the registry gives every one of these operators a CUDA
@@ -19,8 +20,9 @@
 
 static const char *const red_ops[] = {
 	"Softmax", "LogSoftmax", "LayerNormalization", "BatchNormalization", "ReduceSum",
-	"ReduceMean", "ReduceMax", "ReduceMin", "Expand", "Tile", "Slice", "Split", "ArgMax",
-	"ArgMin", "GatherElements", "Dropout", "ConstantOfShape", "Range",
+	"ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
+	"ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp", "Expand", "Tile", "Slice", "Split",
+	"ArgMax", "ArgMin", "GatherElements", "Dropout", "ConstantOfShape", "Range",
 };
 
 static const cep_dtype red_types[] = {
@@ -67,156 +69,6 @@ Test(cuda_red, the_device_covers_what_the_host_covers)
 
 TestSuite(gpu_red, .init = gpu_setup, .fini = gpu_teardown, .timeout = 600);
 
-#define RED_MAX_OUT 4
-
-/* A call of up to RED_MAX_OUT outputs, with its workspace, as the planner
- * makes one; the reference outputs computed on the host beside it. */
-struct red_call {
-	struct op_node node;
-	const struct op_schema *schema;
-	const struct op_kernel *kernel;
-	struct op_tensor in[6], out[RED_MAX_OUT];  /* device pointers */
-	struct op_tensor ref[RED_MAX_OUT];         /* host results */
-	struct op_call call;
-	int n_in, n_out;
-};
-
-static void red_call_make(struct red_call *d, const char *op, int opset,
-			  const struct op_attr *attrs, int n_attrs,
-			  const struct op_tensor *in, int n_in, int n_out, int absent)
-{
-	struct op_infer x = { .node = &d->node, .n_in = n_in, .n_out = n_out, .in = in,
-			      .out = d->out };
-	const struct op_kernel *host;
-	size_t ws = 0;
-	int i;
-
-	memset(d, 0, sizeof(*d));
-	d->node = (struct op_node){ .name = "n", .op_type = op, .domain = "", .opset = opset,
-				    .n_attrs = n_attrs, .attrs = attrs };
-	d->n_in = n_in;
-	d->n_out = n_out;
-	x.out = d->out;
-	cr_assert_eq(op_schema_find("", op, opset, &d->schema), 0, "%s", cep_last_error());
-	cr_assert_eq(d->schema->infer(&x), 0, "%s", cep_last_error());
-	cr_assert_eq(op_kernel_find(d->schema, opset, BACKEND_CUDA,
-				    op_kernel_dtype(d->schema, in, n_in, d->out, n_out),
-				    &d->kernel), 0, "%s", cep_last_error());
-	cr_assert_eq(op_kernel_find(d->schema, opset, BACKEND_HOST,
-				    op_kernel_dtype(d->schema, in, n_in, d->out, n_out), &host), 0,
-		     "%s", cep_last_error());
-	for (i = 0; i < n_out; i++) {
-		d->ref[i] = d->out[i];
-		d->ref[i].data = NULL;
-	}
-	cr_assert_eq(exec_host_eval(&d->node, host, in, n_in, d->ref, n_out), 0, "%s",
-		     cep_last_error());
-	for (i = 0; i < n_in; i++) {
-		d->in[i] = in[i];
-		if (op_tensor_present(&in[i]))
-			d->in[i].data = dev_put(in[i].data, op_tensor_bytes(&in[i]));
-	}
-	/* An output the model leaves unnamed: the planner gives it no
-	 * tensor at all. */
-	if (absent >= 0)
-		d->out[absent] = (struct op_tensor){ .dtype = CEP_DTYPE_UNDEFINED };
-	for (i = 0; i < n_out; i++) {
-		if (i == absent)
-			continue;
-		cr_assert_eq(backend_mem_alloc(gpu_be, op_tensor_bytes(&d->out[i]), &d->out[i].data),
-			     0, "%s", cep_last_error());
-		dev_poison(d->out[i].data, op_tensor_bytes(&d->out[i]));
-	}
-	d->call = (struct op_call){ .node = &d->node, .n_in = n_in, .n_out = n_out, .in = d->in,
-				    .out = d->out, .be = gpu_be };
-	if (d->kernel->prepare != NULL)
-		cr_assert_eq(d->kernel->prepare(&d->call, &ws), 0, "%s: %s", op, cep_last_error());
-	d->call.workspace_bytes = ws;
-	if (ws)
-		cr_assert_eq(backend_mem_alloc(gpu_be, ws, &d->call.workspace), 0, "%s",
-			     cep_last_error());
-}
-
-static void red_call_free(struct red_call *d)
-{
-	int i;
-
-	for (i = 0; i < d->n_in; i++)
-		backend_mem_free(gpu_be, d->in[i].data, op_tensor_bytes(&d->in[i]));
-	for (i = 0; i < d->n_out; i++) {
-		if (d->out[i].data)
-			backend_mem_free(gpu_be, d->out[i].data, op_tensor_bytes(&d->out[i]));
-		free(d->ref[i].data);
-	}
-	if (d->call.workspace)
-		backend_mem_free(gpu_be, d->call.workspace, d->call.workspace_bytes);
-}
-
-/* Runs op on both backends and compares every output but absent (-1:
- * none), which the device call leaves unnamed; returns the mismatches. */
-static int64_t red_check_absent(const char *op, int opset, const struct op_attr *attrs,
-				int n_attrs, const struct op_tensor *in, int n_in, int n_out,
-				int absent, const char *label)
-{
-	struct red_call d;
-	int64_t bad = 0;
-	int i;
-
-	red_call_make(&d, op, opset, attrs, n_attrs, in, n_in, n_out, absent);
-	cr_assert_eq(backend_launch(gpu_be, gpu_s, d.kernel->run, &d.call), 0, "%s: %s", op,
-		     cep_last_error());
-	cr_assert_eq(backend_stream_sync(gpu_be, gpu_s), 0, "%s: %s", op, cep_last_error());
-	for (i = 0; i < n_out; i++) {
-		size_t bytes = op_tensor_bytes(&d.ref[i]);
-		double rtol, atol;
-		char what[200];
-		void *got;
-
-		if (i == absent)
-			continue;
-		got = malloc(bytes ? bytes : 1);
-		dev_get(got, d.out[i].data, bytes);
-		cr_assert_eq(backend_stream_sync(gpu_be, gpu_s), 0, "%s", cep_last_error());
-		tolerance(d.ref[i].dtype, &rtol, &atol);
-		if (i == 0)
-			snprintf(what, sizeof(what), "%s/%d %s", op, opset, label);
-		else
-			snprintf(what, sizeof(what), "%s/%d %s (output %d)", op, opset, label, i);
-		bad += compare_tensor(what, &d.ref[i], got, rtol, atol);
-		free(got);
-	}
-	red_call_free(&d);
-	return bad;
-}
-
-static int64_t red_check(const char *op, int opset, const struct op_attr *attrs, int n_attrs,
-			 const struct op_tensor *in, int n_in, int n_out, const char *label)
-{
-	return red_check_absent(op, opset, attrs, n_attrs, in, n_in, n_out, -1, label);
-}
-
-/* An int64 host tensor of the n values v (rank 1; rank 0 when n is -1). */
-static struct op_tensor int64_tensor(const int64_t *v, int n)
-{
-	struct op_tensor t = { .dtype = CEP_DTYPE_INT64, .rank = n < 0 ? 0 : 1 };
-	int count = n < 0 ? 1 : n;
-
-	t.dims[0] = count;
-	t.data = calloc(1, sizeof(int64_t) * (size_t)(count ? count : 1));
-	cr_assert_not_null(t.data);
-	if (count)
-		memcpy(t.data, v, sizeof(int64_t) * (size_t)count);
-	return t;
-}
-
-static void free_all(struct op_tensor *in, int n)
-{
-	int i;
-
-	for (i = 0; i < n; i++)
-		free(in[i].data);
-}
-
 /* ------------------------------------------------------------- softmaxes */
 
 Test(gpu_red, softmax_and_logsoftmax_along_every_axis)
@@ -249,7 +101,7 @@ Test(gpu_red, softmax_and_logsoftmax_along_every_axis)
 					snprintf(label, sizeof(label), "%s [%s] axis %d",
 						 cep_dtype_name(red_types[t]), cases[c].shape,
 						 cases[c].axis);
-					bad += red_check(ops[o], opsets[v], &axis, 1, &in, 1, 1, label);
+					bad += gpu_check(ops[o], opsets[v], &axis, 1, &in, 1, 1, label);
 					free(in.data);
 				}
 			}
@@ -296,7 +148,7 @@ Test(gpu_red, layernorm_with_every_scale_layout_and_its_statistics)
 				snprintf(label, sizeof(label), "%s [%s] [%s] [%s] axis %d stash %s",
 					 cep_dtype_name(red_types[t]), cases[c].x, cases[c].scale,
 					 cases[c].bias, cases[c].axis, stash ? "bf16" : "f32");
-				bad += red_check("LayerNormalization", 17, attrs, 3, in, n_in, 3, label);
+				bad += gpu_check("LayerNormalization", 17, attrs, 3, in, n_in, 3, label);
 				free_all(in, n_in);
 			}
 		}
@@ -351,7 +203,7 @@ Test(gpu_red, batchnorm_spatial_per_element_and_mixed_types)
 			 cep_dtype_name(cases[c].tx), cases[c].x, cep_dtype_name(cases[c].tsb),
 			 cep_dtype_name(cases[c].tmv), cases[c].p,
 			 cases[c].spatial ? "" : " spatial=0");
-		bad += red_check("BatchNormalization", cases[c].opset, attrs,
+		bad += gpu_check("BatchNormalization", cases[c].opset, attrs,
 				 cases[c].opset < 9 ? 2 : 1, in, 5, 1, label);
 		free_all(in, 5);
 	}
@@ -371,6 +223,19 @@ static const struct {
 	{ "1000,3", 1, { 0 }, 1, 0 }, { "4,0,3", 1, { 1 }, 1, 0 }, { "7", 1, { 0 }, 0, 0 },
 	{ "2,3,4,5", 3, { 3, 0, 2 }, 1, 0 }, { "3,4", -1, { 0 }, 1, 1 }, { "", -1, { 0 }, 0, 0 },
 };
+
+/* Moves the float values of t (in [-4, 4]) to [0.75, 1.25], so that a
+ * product of a thousand of them stays far from overflow, where the order
+ * of the products would decide between infinity and a finite value. */
+static void near_one(struct op_tensor *t)
+{
+	int64_t n = op_dims_product(t, 0, t->rank), i;
+
+	if (!cpu_is_float(t->dtype))
+		return;
+	for (i = 0; i < n; i++)
+		cpu_store_f(t->data, t->dtype, i, 1.0f + cpu_load_f(t->data, t->dtype, i) / 16.0f);
+}
 
 /* Runs op over every reduce case for every type the host takes at opset,
  * axes as an input when as_input. */
@@ -400,7 +265,10 @@ static int64_t reduce_sweep(const char *op, int opset, bool as_input, unsigned *
 				attrs[n_attrs++] = (struct op_attr){ .name = "noop_with_empty_axes",
 								     .type = OP_ATTR_INT, .i = 1 };
 			}
-			in[0] = host_tensor(red_types[t], reduce_cases[c].shape, seed, c % 3 != 2);
+			in[0] = host_tensor(red_types[t], reduce_cases[c].shape, seed,
+					    c % 3 != 2 && strcmp(op, "ReduceProd") != 0);
+			if (strcmp(op, "ReduceProd") == 0)
+				near_one(&in[0]);
 			if (as_input && (reduce_cases[c].n_axes >= 0 || reduce_cases[c].noop))
 				in[n_in++] = int64_tensor(reduce_cases[c].axes,
 							  reduce_cases[c].n_axes > 0 ? reduce_cases[c].n_axes : 0);
@@ -414,7 +282,11 @@ static int64_t reduce_sweep(const char *op, int opset, bool as_input, unsigned *
 				 as_input ? " (input)" : "",
 				 reduce_cases[c].keepdims ? " keepdims" : "",
 				 reduce_cases[c].noop ? " noop" : "");
-			bad += red_check(op, opset, attrs, n_attrs, in, n_in, 1, label);
+			/* ReduceLogSumExp sums exp() over a row and takes log():
+			 * the device's expf() may differ from the host's by an
+			 * ulp in each term. */
+			bad += gpu_check_tol(op, opset, attrs, n_attrs, in, n_in, 1, -1,
+					     strcmp(op, "ReduceLogSumExp") == 0 ? 1e-4 : 0.0, label);
 			free_all(in, n_in);
 		}
 	}
@@ -423,19 +295,25 @@ static int64_t reduce_sweep(const char *op, int opset, bool as_input, unsigned *
 
 Test(gpu_red, reductions_over_axes_from_attribute_and_input)
 {
-	static const char *const ops[] = { "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin" };
+	static const char *const ops[] = {
+		"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1",
+		"ReduceL2", "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp",
+	};
 	unsigned seed = 41u ^ (unsigned)getpid();
 	int64_t bad = 0;
 	size_t o;
 
 	GPU_REQUIRE();
-	for (o = 0; o < 4; o++) {
-		bool sum = o == 0;
+	for (o = 0; o < sizeof(ops) / sizeof(ops[0]); o++) {
+		bool sum = o == 0, minmax = o == 2 || o == 3, logs = o >= 8;
 
 		bad += reduce_sweep(ops[o], sum ? 11 : 13, false, &seed);
 		bad += reduce_sweep(ops[o], sum ? 13 : 18, true, &seed);
-		if (!sum)
+		/* Max and Min took bool at 20; the logs lost the integers at 28. */
+		if (minmax)
 			bad += reduce_sweep(ops[o], 20, true, &seed);
+		if (logs)
+			bad += reduce_sweep(ops[o], 28, true, &seed);
 	}
 	cr_assert_eq(bad, 0, "%lld mismatches", (long long)bad);
 }
@@ -445,12 +323,12 @@ Test(gpu_red, a_bad_axes_input_fails_the_run_with_the_op_named)
 	static const int64_t good[1] = { 1 }, worse[1] = { 5 };
 	unsigned seed = 43u ^ (unsigned)getpid();
 	struct op_tensor in[2];
-	struct red_call d;
+	struct gpu_call d;
 
 	GPU_REQUIRE();
 	in[0] = host_tensor(CEP_DTYPE_FLOAT32, "3,4,5", &seed, false);
 	in[1] = int64_tensor(good, 1);
-	red_call_make(&d, "ReduceSum", 13, NULL, 0, in, 2, 1, -1);
+	gpu_call_make(&d, "ReduceSum", 13, NULL, 0, in, 2, 1, -1);
 	/* The plan was made for axis 1; the device now holds 5. */
 	cr_assert_eq(backend_copy_h2d(gpu_be, gpu_s, d.in[1].data, worse, sizeof(worse)), 0);
 	cr_assert_eq(backend_launch(gpu_be, gpu_s, d.kernel->run, &d.call), 0, "%s",
@@ -464,7 +342,7 @@ Test(gpu_red, a_bad_axes_input_fails_the_run_with_the_op_named)
 	cr_assert_eq(backend_copy_h2d(gpu_be, gpu_s, d.in[1].data, good, sizeof(good)), 0);
 	cr_assert_eq(backend_launch(gpu_be, gpu_s, d.kernel->run, &d.call), 0);
 	cr_assert_eq(backend_stream_sync(gpu_be, gpu_s), 0, "%s", cep_last_error());
-	red_call_free(&d);
+	gpu_call_free(&d);
 	free_all(in, 2);
 }
 
@@ -496,7 +374,7 @@ Test(gpu_red, expand_and_tile_for_every_element_size)
 			in[1] = int64_tensor(cases[c].v, cases[c].n);
 			snprintf(label, sizeof(label), "%s [%s] by %d values",
 				 cep_dtype_name(red_types[t]), cases[c].x, cases[c].n);
-			bad += red_check(cases[c].op, 13, NULL, 0, in, 2, 1, label);
+			bad += gpu_check(cases[c].op, 13, NULL, 0, in, 2, 1, label);
 			free_all(in, 2);
 		}
 	}
@@ -556,7 +434,7 @@ Test(gpu_red, slice_with_bounds_as_attributes_and_inputs)
 				snprintf(label, sizeof(label), "%s [%s] case %zu%s",
 					 cep_dtype_name(red_types[t]), cases[c].x, c,
 					 narrow ? " (int32 starts)" : "");
-				bad += red_check("Slice", 13, NULL, 0, in, n_in, 1, label);
+				bad += gpu_check("Slice", 13, NULL, 0, in, n_in, 1, label);
 				free_all(in, 5);
 			}
 			/* Opset 9: attributes, steps of 1 only. */
@@ -572,7 +450,7 @@ Test(gpu_red, slice_with_bounds_as_attributes_and_inputs)
 			in[0] = host_tensor(red_types[t], cases[c].x, &seed, true);
 			snprintf(label, sizeof(label), "%s [%s] case %zu (attributes)",
 				 cep_dtype_name(red_types[t]), cases[c].x, c);
-			bad += red_check("Slice", 9, attrs, cases[c].has_axes ? 3 : 2, in, 1, 1, label);
+			bad += gpu_check("Slice", 9, attrs, cases[c].has_axes ? 3 : 2, in, 1, 1, label);
 			free(in[0].data);
 		}
 	}
@@ -584,13 +462,13 @@ Test(gpu_red, slice_bounds_that_change_after_planning_fail_the_run)
 	static const int64_t starts[1] = { 1 }, ends[1] = { 4 }, moved[1] = { 0 };
 	unsigned seed = 59u ^ (unsigned)getpid();
 	struct op_tensor in[3];
-	struct red_call d;
+	struct gpu_call d;
 
 	GPU_REQUIRE();
 	in[0] = host_tensor(CEP_DTYPE_FLOAT32, "6,2", &seed, false);
 	in[1] = int64_tensor(starts, 1);
 	in[2] = int64_tensor(ends, 1);
-	red_call_make(&d, "Slice", 13, NULL, 0, in, 3, 1, -1);
+	gpu_call_make(&d, "Slice", 13, NULL, 0, in, 3, 1, -1);
 	cr_assert_eq(backend_copy_h2d(gpu_be, gpu_s, d.in[1].data, moved, sizeof(moved)), 0);
 	cr_assert_eq(backend_launch(gpu_be, gpu_s, d.kernel->run, &d.call), 0);
 	cr_assert_eq(backend_stream_sync(gpu_be, gpu_s), CEP_EINVAL);
@@ -598,7 +476,7 @@ Test(gpu_red, slice_bounds_that_change_after_planning_fail_the_run)
 			 "Slice: the values of its inputs give 4 elements along dimension 0, "
 			 "where the plan made for the shapes has 3");
 	printf("  moved bounds: %s\n", cep_last_error());
-	red_call_free(&d);
+	gpu_call_free(&d);
 	free_all(in, 3);
 }
 
@@ -622,28 +500,28 @@ Test(gpu_red, split_by_attribute_input_and_equal_parts)
 						     .ints = sizes3 };
 			in[0] = host_tensor(red_types[t], "3,7,5", &seed, true);
 			snprintf(label, sizeof(label), "%s [3,7,5] split 2,0,5 (attribute)", ty);
-			bad += red_check("Split", 11, attrs, 2, in, 1, 3, label);
+			bad += gpu_check("Split", 11, attrs, 2, in, 1, 3, label);
 			free(in[0].data);
 		}
 		attrs[0] = (struct op_attr){ .name = "axis", .type = OP_ATTR_INT, .i = -1 };
 		in[0] = host_tensor(red_types[t], "4,7", &seed, true);
 		in[1] = int64_tensor(sizes2, 2);
 		snprintf(label, sizeof(label), "%s [4,7] split 3,4 (input)", ty);
-		bad += red_check("Split", 13, attrs, 1, in, 2, 2, label);
+		bad += gpu_check("Split", 13, attrs, 1, in, 2, 2, label);
 		snprintf(label, sizeof(label), "%s [4,7] split 3,4 (input), first unnamed", ty);
-		bad += red_check_absent("Split", 13, attrs, 1, in, 2, 2, 0, label);
+		bad += gpu_check_absent("Split", 13, attrs, 1, in, 2, 2, 0, label);
 		free_all(in, 2);
 		attrs[0] = (struct op_attr){ .name = "axis", .type = OP_ATTR_INT, .i = 0 };
 		attrs[1] = (struct op_attr){ .name = "num_outputs", .type = OP_ATTR_INT, .i = 4 };
 		in[0] = host_tensor(red_types[t], "10,3", &seed, true);
 		snprintf(label, sizeof(label), "%s [10,3] in 4 uneven parts", ty);
-		bad += red_check("Split", 18, attrs, 2, in, 1, 4, label);
+		bad += gpu_check("Split", 18, attrs, 2, in, 1, 4, label);
 		snprintf(label, sizeof(label), "%s [10,3] in 4 uneven parts, third unnamed", ty);
-		bad += red_check_absent("Split", 18, attrs, 2, in, 1, 4, 2, label);
+		bad += gpu_check_absent("Split", 18, attrs, 2, in, 1, 4, 2, label);
 		free(in[0].data);
 		in[0] = host_tensor(red_types[t], "6,4", &seed, true);
 		snprintf(label, sizeof(label), "%s [6,4] in 3 equal parts", ty);
-		bad += red_check("Split", 13, attrs, 1, in, 1, 3, label);
+		bad += gpu_check("Split", 13, attrs, 1, in, 1, 3, label);
 		free(in[0].data);
 	}
 	cr_assert_eq(bad, 0, "%lld mismatches", (long long)bad);
@@ -684,7 +562,7 @@ Test(gpu_red, argmax_and_argmin_with_ties_and_nan)
 					snprintf(label, sizeof(label), "%s [%s] axis %d%s",
 						 cep_dtype_name(red_types[t]), cases[c].shape,
 						 cases[c].axis, last ? " last" : "");
-					bad += red_check(ops[o], 13, attrs, 3, &in, 1, 1, label);
+					bad += gpu_check(ops[o], 13, attrs, 3, &in, 1, 1, label);
 					free(in.data);
 				}
 			}
@@ -736,7 +614,7 @@ Test(gpu_red, gather_elements_along_every_axis)
 				snprintf(label, sizeof(label), "%s [%s] by [%s] axis %d %s",
 					 cep_dtype_name(red_types[t]), cases[c].data, cases[c].idx,
 					 cases[c].axis, narrow ? "int32" : "int64");
-				bad += red_check("GatherElements", 13, &axis, 1, in, 2, 1, label);
+				bad += gpu_check("GatherElements", 13, &axis, 1, in, 2, 1, label);
 				free_all(in, 2);
 			}
 		}
@@ -750,12 +628,12 @@ Test(gpu_red, a_gather_elements_index_out_of_range_fails_the_run)
 	unsigned seed = 73u ^ (unsigned)getpid();
 	struct op_attr axis = { .name = "axis", .type = OP_ATTR_INT, .i = 1 };
 	struct op_tensor in[2];
-	struct red_call d;
+	struct gpu_call d;
 
 	GPU_REQUIRE();
 	in[0] = host_tensor(CEP_DTYPE_FLOAT32, "3,4", &seed, false);
 	in[1] = ge_indices("3,4", &in[0], 1, false, &seed);
-	red_call_make(&d, "GatherElements", 13, &axis, 1, in, 2, 1, -1);
+	gpu_call_make(&d, "GatherElements", 13, &axis, 1, in, 2, 1, -1);
 	cr_assert_eq(backend_copy_h2d(gpu_be, gpu_s, (int64_t *)d.in[1].data + 5, &bad_idx,
 				      sizeof(bad_idx)), 0);
 	cr_assert_eq(backend_launch(gpu_be, gpu_s, d.kernel->run, &d.call), 0);
@@ -763,7 +641,7 @@ Test(gpu_red, a_gather_elements_index_out_of_range_fails_the_run)
 	cr_assert_str_eq(cep_last_error(),
 			 "GatherElements: index 9 is out of range for dimension 1 of size 4");
 	printf("  a bad index: %s\n", cep_last_error());
-	red_call_free(&d);
+	gpu_call_free(&d);
 	free_all(in, 2);
 }
 
@@ -800,7 +678,7 @@ Test(gpu_red, dropout_constantofshape_and_range)
 		if (red_types[t] != CEP_DTYPE_BFLOAT16) {
 			in[0] = host_tensor(red_types[t], "37,91", &seed, true);
 			snprintf(label, sizeof(label), "%s [37,91]", cep_dtype_name(red_types[t]));
-			bad += red_check("Dropout", 7, NULL, 0, in, 1, 2, label);
+			bad += gpu_check("Dropout", 7, NULL, 0, in, 1, 2, label);
 			free(in[0].data);
 		}
 		in[0] = host_tensor(red_types[t], "5,300", &seed, true);
@@ -809,7 +687,7 @@ Test(gpu_red, dropout_constantofshape_and_range)
 		in[2] = (struct op_tensor){ .dtype = CEP_DTYPE_BOOL, .rank = 0, .data = (void *)&off };
 		snprintf(label, sizeof(label), "%s [5,300] training_mode false",
 			 cep_dtype_name(red_types[t]));
-		bad += red_check("Dropout", 13, NULL, 0, in, 3, 2, label);
+		bad += gpu_check("Dropout", 13, NULL, 0, in, 3, 2, label);
 		free(in[0].data);
 	}
 	/* ConstantOfShape of every type, the value from fresh random bits. */
@@ -820,11 +698,11 @@ Test(gpu_red, dropout_constantofshape_and_range)
 		attr = (struct op_attr){ .name = "value", .type = OP_ATTR_TENSOR, .t = &value };
 		in[0] = int64_tensor(shape, 3);
 		snprintf(label, sizeof(label), "%s [3,1,5]", cep_dtype_name(red_types[t]));
-		bad += red_check("ConstantOfShape", 20, &attr, 1, in, 1, 1, label);
+		bad += gpu_check("ConstantOfShape", 20, &attr, 1, in, 1, 1, label);
 		free(in[0].data);
 	}
 	in[0] = int64_tensor(shape, 3);
-	bad += red_check("ConstantOfShape", 9, NULL, 0, in, 1, 1, "default float32 0 [3,1,5]");
+	bad += gpu_check("ConstantOfShape", 9, NULL, 0, in, 1, 1, "default float32 0 [3,1,5]");
 	free(in[0].data);
 	for (r = 0; r < sizeof(ranges) / sizeof(ranges[0]); r++) {
 		double v[3] = { ranges[r].start, ranges[r].limit, ranges[r].delta };
@@ -839,7 +717,7 @@ Test(gpu_red, dropout_constantofshape_and_range)
 		}
 		snprintf(label, sizeof(label), "%s %g..%g by %g", cep_dtype_name(ranges[r].t),
 			 v[0], v[1], v[2]);
-		bad += red_check("Range", 27, NULL, 0, in, 3, 1, label);
+		bad += gpu_check("Range", 27, NULL, 0, in, 3, 1, label);
 		free_all(in, 3);
 	}
 	cr_assert_eq(bad, 0, "%lld mismatches", (long long)bad);

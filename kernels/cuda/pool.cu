@@ -1,0 +1,171 @@
+/*
+ * pool.cu — MaxPool (with its Indices), AveragePool, GlobalAveragePool and
+ * GlobalMaxPool over N x C x spatial tensors, with the arithmetic of the
+ * reference kernels (kernels/cpu/pool.c) so that results agree bit for
+ * bit: each window is pooled in float32, its taps visited in the same
+ * order (depth, then rows, then columns), a maximum taking its first tap
+ * and then any greater one; a global average sums in double.
+ *
+ * The windowed pools give a thread to each output element. Spatial shapes
+ * of one, two or three dimensions all arrive as three, with leading unit
+ * ones (struct cpu_window_geom). The global pools give a block to each
+ * plane when planes are large and a thread when they are small. Launcher:
+ * kernels/cuda/pool.c. Kernels: pool_{max,avg}_<type>,
+ * gpool_{max,avg}_{block,thread}_<type>.
+ */
+#include "blockred.cuh"
+
+/* Twin: struct cuda_pool. */
+struct cep_pool {
+	i64 in[3], out[3];      /* spatial sizes */
+	i64 k[3], s[3], d[3];   /* kernel, stride, dilation */
+	i64 pb[3], pe[3];       /* pads in effect */
+	i64 planes;             /* N * C */
+	i32 count_include_pad;  /* AveragePool: divide by the whole window */
+	i32 column_major;       /* MaxPool: Indices in column-major order */
+	float lowest;           /* a maximum over no tap */
+	i32 pad;
+};
+
+/* The taps of a window along dimension i for output position o: those in
+ * [*lo, *hi) land in the input; *n_pad counts the taps that land in the
+ * input or its explicit pads (not in ceil_mode's overhang). */
+__device__ __forceinline__ void pool_taps(const cep_pool &p, int i, i64 o, i64 *start, i64 *lo,
+					  i64 *hi, i64 *n_pad)
+{
+	i64 s = o * p.s[i] - p.pb[i], d = p.d[i], k = p.k[i];
+	i64 end = p.in[i] + p.pe[i];
+
+	*start = s;
+	*lo = s < 0 ? (-s + d - 1) / d : 0;
+	*hi = s < p.in[i] ? (p.in[i] - 1 - s) / d + 1 : 0;
+	if (*hi > k)
+		*hi = k;
+	if (*lo > *hi)
+		*lo = *hi;
+	*n_pad = s < end ? (end - 1 - s) / d + 1 : 0;
+	if (*n_pad > k)
+		*n_pad = k;
+}
+
+template <typename T, bool MAX>
+__device__ __forceinline__ void pool(const T *x, T *y, i64 *indices, const cep_pool &p)
+{
+	i64 plane_in = p.in[0] * p.in[1] * p.in[2];
+	i64 plane_out = p.out[0] * p.out[1] * p.out[2];
+
+	CEP_FOR(o, p.planes * plane_out) {
+		i64 pl = o / plane_out, r = o - pl * plane_out;
+		i64 ox = r % p.out[2], oy = r / p.out[2] % p.out[1], oz = r / p.out[2] / p.out[1];
+		i64 sz, z0, z1, nz, sy, y0, y1, ny, sx, x0, x1, nx, best = -1;
+		i64 base = pl * plane_in;
+		float acc = MAX ? p.lowest : 0.0f;
+
+		pool_taps(p, 0, oz, &sz, &z0, &z1, &nz);
+		pool_taps(p, 1, oy, &sy, &y0, &y1, &ny);
+		pool_taps(p, 2, ox, &sx, &x0, &x1, &nx);
+		for (i64 a = z0; a < z1; a++) {
+			i64 iz = sz + a * p.d[0];
+
+			for (i64 b = y0; b < y1; b++) {
+				i64 iy = sy + b * p.d[1];
+				i64 row = base + (iz * p.in[1] + iy) * p.in[2];
+
+				for (i64 e = x0; e < x1; e++) {
+					i64 ix = sx + e * p.d[2];
+					float v = ld_f(x, row + ix);
+
+					if (!MAX) {
+						acc += v;
+					} else if (best < 0 || v > acc) {
+						acc = v;
+						best = p.column_major
+							? iz + iy * p.in[0] + ix * p.in[0] * p.in[1]
+							: (iz * p.in[1] + iy) * p.in[2] + ix;
+					}
+				}
+			}
+		}
+		if (!MAX) {
+			i64 count = p.count_include_pad ? nz * ny * nx
+							: (z1 - z0) * (y1 - y0) * (x1 - x0);
+
+			acc /= (float)count;
+		}
+		st_f(y, o, acc);
+		if (MAX && indices != 0)
+			indices[o] = best < 0 ? -1 : base + best;
+	}
+}
+
+/* The global pools of planes of n elements. The maximum is the host's
+ * `if (i == 0 || v > best)`: the first element, then any greater one, so
+ * NaN wins only as the first. */
+template <typename T, bool MAX, bool BLOCK>
+__device__ __forceinline__ void gpool(const T *x, T *y, i64 planes, i64 n)
+{
+	i64 o0 = BLOCK ? blockIdx.x : (i64)blockIdx.x * blockDim.x + threadIdx.x;
+	i64 ostep = BLOCK ? gridDim.x : (i64)gridDim.x * blockDim.x;
+	i64 k0 = BLOCK ? threadIdx.x : 0, kstep = BLOCK ? blockDim.x : 1;
+
+	for (i64 pl = o0; pl < planes; pl += ostep) {
+		i64 base = pl * n;
+		double sum = 0.0;
+		float best = -CEP_INF_F;
+
+		for (i64 i = k0; i < n; i += kstep) {
+			float v = ld_f(x, base + i);
+
+			if (MAX)
+				best = cep_max_skip::f(best, v);
+			else
+				sum += v;
+		}
+		if (BLOCK) {
+			if (MAX)
+				best = cep_block_reduce<cep_max_skip>(best, -CEP_INF_F);
+			else
+				sum = cep_block_reduce<cep_add>(sum, 0.0);
+		}
+		if (BLOCK && threadIdx.x != 0)
+			continue;
+		if (MAX) {
+			float first = n > 0 ? ld_f(x, base) : 0.0f;
+
+			st_f(y, pl, first != first ? first : best);
+		} else {
+			/* An empty plane averages to NaN (0 / 0), as on the host. */
+			st_f(y, pl, (float)(sum / (double)n));
+		}
+	}
+}
+
+#define POOL_KERNELS(T, sfx)                                                             \
+	extern "C" __global__ void pool_max_##sfx(const T *x, T *y, i64 *indices, cep_pool p) \
+	{ pool<T, true>(x, y, indices, p); }
+
+#define POOL_AVG_KERNELS(T, sfx)                                                         \
+	extern "C" __global__ void pool_avg_##sfx(const T *x, T *y, i64 *indices, cep_pool p) \
+	{ pool<T, false>(x, y, indices, p); }
+
+#define GPOOL_KERNELS(T, sfx)                                                             \
+	extern "C" __global__ void gpool_max_block_##sfx(const T *x, T *y, i64 planes, i64 n)  \
+	{ gpool<T, true, true>(x, y, planes, n); }                                        \
+	extern "C" __global__ void gpool_max_thread_##sfx(const T *x, T *y, i64 planes, i64 n) \
+	{ gpool<T, true, false>(x, y, planes, n); }                                       \
+	extern "C" __global__ void gpool_avg_block_##sfx(const T *x, T *y, i64 planes, i64 n)  \
+	{ gpool<T, false, true>(x, y, planes, n); }                                       \
+	extern "C" __global__ void gpool_avg_thread_##sfx(const T *x, T *y, i64 planes, i64 n) \
+	{ gpool<T, false, false>(x, y, planes, n); }
+
+POOL_KERNELS(float, f32)
+POOL_KERNELS(f16, f16)
+POOL_KERNELS(bf16, bf16)
+POOL_KERNELS(i8, i8)
+POOL_KERNELS(u8, u8)
+POOL_AVG_KERNELS(float, f32)
+POOL_AVG_KERNELS(f16, f16)
+POOL_AVG_KERNELS(bf16, bf16)
+GPOOL_KERNELS(float, f32)
+GPOOL_KERNELS(f16, f16)
+GPOOL_KERNELS(bf16, bf16)
