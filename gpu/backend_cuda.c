@@ -251,6 +251,10 @@ static int cuda_fault_error(const struct cuda_fault *f, const char *op)
 		return cep__set_error(CEP_EUNSUPPORTED, "%s: training_mode is true with ratio "
 				      "%g; only inference (training_mode false) is supported",
 				      op, (double)ratio.f);
+	case CUDA_FAULT_VALUE:
+		return cep__set_error(CEP_EINVAL, "%s: the value %" PRId64 " read at run time for "
+				      "dimension %d is not allowed%s", op, f->value, (int)f->axis,
+				      f->limit ? " (past the limit)" : "");
 	default:
 		return cep__set_error(CEP_EDEVICE, "%s: the device latched fault kind %u", op,
 				      (unsigned)f->flag);

@@ -83,6 +83,8 @@ enum cuda_fault_kind {
 	CUDA_FAULT_STEP = 4,     /* a Slice step of 0 on axis */
 	CUDA_FAULT_TRAINING = 5, /* Dropout in training mode; value: the
 	                          * ratio's float bits */
+	CUDA_FAULT_VALUE = 6,    /* an input's value for dimension axis, value,
+	                          * is not allowed (limit: the bound, or 0) */
 };
 
 struct cuda_fault {

@@ -203,6 +203,8 @@ enum {
 	CEP_FAULT_STEP = 4,     /* a Slice step of 0 on axis */
 	CEP_FAULT_TRAINING = 5, /* Dropout in training mode: value holds the
 	                         * ratio's float bits */
+	CEP_FAULT_VALUE = 6,    /* an input's value for axis, value, is not
+	                         * allowed (limit: the bound it broke, or 0) */
 };
 
 /* Latches the first fault of a run; later ones leave it alone. The fields

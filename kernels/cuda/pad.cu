@@ -67,13 +67,13 @@ __device__ __forceinline__ bool pad_dims(const cep_pad &p, const void *pads, con
 		if (ax < 0)
 			ax += p.rank;
 		if (ax < 0 || ax >= p.rank || (seen >> ax) & 1u) {
-			cep_fault_latch(fault, site, k, axes ? pad_entry(axes, p.wide & 2, k) : k,
-					p.rank);
+			cep_fault_latch_kind(fault, CEP_FAULT_AXIS, site, k,
+					     axes ? pad_entry(axes, p.wide & 2, k) : k, p.rank);
 			return false;
 		}
 		if (b > PAD_MAX || b < -PAD_MAX || e > PAD_MAX || e < -PAD_MAX) {
-			cep_fault_latch(fault, site, (int)ax, b > PAD_MAX || b < -PAD_MAX ? b : e,
-					PAD_MAX);
+			cep_fault_latch_kind(fault, CEP_FAULT_VALUE, site, (int)ax,
+					     b > PAD_MAX || b < -PAD_MAX ? b : e, PAD_MAX);
 			return false;
 		}
 		seen |= 1u << ax;
@@ -88,7 +88,7 @@ __device__ __forceinline__ bool pad_dims(const cep_pad &p, const void *pads, con
 		dim[d].n = p.idims[d] - dim[d].first - (end[d] < 0 ? -end[d] : 0);
 		if (dim[d].n < 0 || out != p.odims[d] ||
 		    (dim[d].n == 0 && p.mode != PAD_CONSTANT && out > 0)) {
-			cep_fault_latch(fault, site, d, out, p.odims[d]);
+			cep_fault_latch_kind(fault, CEP_FAULT_SHAPE, site, d, out, p.odims[d]);
 			return false;
 		}
 	}

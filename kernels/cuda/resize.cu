@@ -104,7 +104,7 @@ __device__ __forceinline__ bool rs_target(const cep_resize &p, const void *src, 
 
 			/* Above 0 and finite (NaN fails both). */
 			if (!(s > 0.0 && s <= 1.7976931348623157e308) || (p.upsample && s < 1.0)) {
-				cep_fault_latch(fault, site, d, (i64)s, 0);
+				cep_fault_latch_kind(fault, CEP_FAULT_VALUE, site, d, (i64)s, 0);
 				return false;
 			}
 			scale[d] = s;
@@ -114,7 +114,7 @@ __device__ __forceinline__ bool rs_target(const cep_resize &p, const void *src, 
 		i64 v = ((const i64 *)src)[j];
 
 		if (v < 0 || v > RS_MAX_NUMEL || (n == 0 && v != 0)) {
-			cep_fault_latch(fault, site, d, v, p.odims[d]);
+			cep_fault_latch_kind(fault, CEP_FAULT_VALUE, site, d, v, RS_MAX_NUMEL);
 			return false;
 		}
 		out[d] = v;
@@ -138,7 +138,7 @@ __device__ __forceinline__ bool rs_target(const cep_resize &p, const void *src, 
 	}
 	for (int d = 0; d < p.rank; d++) {
 		if (out[d] != p.odims[d]) {
-			cep_fault_latch(fault, site, d, out[d], p.odims[d]);
+			cep_fault_latch_kind(fault, CEP_FAULT_SHAPE, site, d, out[d], p.odims[d]);
 			return false;
 		}
 	}
@@ -273,7 +273,7 @@ extern "C" __global__ void resize_table(cep_resize p, const void *src, const voi
 			   (p.coord != RS_TF_CROP_AND_RESIZE || (roi_s == 0.0 && roi_e == 1.0));
 		taps = p.mode == RS_NEAREST ? 1 : rs_taps(p, scale[d]);
 		if (taps > p.taps_max[d]) {
-			cep_fault_latch(fault, site, d, taps, p.taps_max[d]);
+			cep_fault_latch_kind(fault, CEP_FAULT_SHAPE, site, d, taps, p.taps_max[d]);
 			taps = p.taps_max[d];
 		}
 		if (o == 0) {
