@@ -241,12 +241,46 @@ out:
  * it. */
 static void server_refuse(struct server *s, int fd, const char *msg)
 {
-	size_t len;
+	union {
+		struct cmsghdr align;
+		char buf[CMSG_SPACE(sizeof(int) * CEP_MAX_FDS)];
+	} ctl;
+	struct iovec iov = { .iov_base = s->in_buf,
+			     .iov_len = CEP_MAX_PACKET + 1 };
+	struct msghdr m;
+	struct cmsghdr *cm;
+	size_t len, i, k;
+	int fdr;
 
 	dispatch_encode_error(0, CEP_ELIMIT, msg, s->out_buf, &len);
 	/* Best effort: a fresh socket has room for one small packet. */
 	if (send(fd, s->out_buf, len, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
 		log_debug("refused connection: send: %s", strerror(errno));
+	/* The client has usually sent its Hello already. Closing with it
+	 * unread would make the client's recv fail with ECONNRESET before it
+	 * read the refusal, so, as conn.c's orderly close does, stop it from
+	 * sending more, drop what it sent (closing any fds), then close. */
+	shutdown(fd, SHUT_RD);
+	for (i = 0; i < 4096; i++) {
+		memset(&m, 0, sizeof(m));
+		m.msg_iov = &iov;
+		m.msg_iovlen = 1;
+		m.msg_control = ctl.buf;
+		m.msg_controllen = sizeof(ctl.buf);
+		if (recvmsg(fd, &m, MSG_DONTWAIT | MSG_CMSG_CLOEXEC) <= 0)
+			break;
+		for (cm = CMSG_FIRSTHDR(&m); cm != NULL; cm = CMSG_NXTHDR(&m, cm)) {
+			if (cm->cmsg_level != SOL_SOCKET ||
+			    cm->cmsg_type != SCM_RIGHTS)
+				continue;
+			for (k = 0; k < (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+			     k++) {
+				memcpy(&fdr, CMSG_DATA(cm) + k * sizeof(int),
+				       sizeof(int));
+				close(fdr);
+			}
+		}
+	}
 	close(fd);
 }
 
