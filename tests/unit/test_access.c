@@ -167,6 +167,13 @@ static void run_checked(struct conn *c, uint64_t sess, uint64_t reg, int batch)
 			  "y[%d] = %g, want %g", i, y[i], want[i]);
 }
 
+/* Asserts that resp succeeded, then frees it. */
+static void expect_ok(Cudaep__V1__Response *resp)
+{
+	tu_expect_ok(resp);
+	cudaep__v1__response__free_unpacked(resp, NULL);
+}
+
 /* SessionInfo, Unload or KillSession naming id. */
 static Cudaep__V1__Response *by_id(struct conn *c,
 				   Cudaep__V1__Request__BodyCase body,
@@ -526,7 +533,7 @@ Test(access, uid_limits_count_every_connection_of_the_uid)
 			"(uid_max_regions) is 3");
 	cr_assert_eq(tu_fd_count(), fds, "the refused region's fd stayed open");
 	(void)tu_region(srv, b, 4096);
-	tu_expect_ok(tu_release(srv, a1, r1));
+	expect_ok(tu_release(srv, a1, r1));
 	(void)tu_region(srv, a2, 4096);
 	cr_assert_eq(counter(b, "uid_regions_refused"), 1);
 
@@ -539,7 +546,7 @@ Test(access, uid_limits_count_every_connection_of_the_uid)
 	cr_assert_eq(tu_fd_count(), fds, "the refused model's fd stayed open");
 	cr_assert_eq(srv->sessions.count, 2);
 	(void)load(b);
-	tu_expect_ok(by_id(a1, CUDAEP__V1__REQUEST__BODY_UNLOAD, s1));
+	expect_ok(by_id(a1, CUDAEP__V1__REQUEST__BODY_UNLOAD, s1));
 	(void)load(a2);
 	cr_assert_eq(counter(b, "uid_sessions_refused"), 1);
 	run_checked(a2, s2, r2, 2);
@@ -605,7 +612,7 @@ Test(access, uid_max_bytes_counts_the_sessions_of_all_its_connections)
 	/* The first connection's session still runs; once it goes, the
 	 * second has the room. */
 	run_checked(a1, s1, r1, 16);
-	tu_expect_ok(by_id(a1, CUDAEP__V1__REQUEST__BODY_UNLOAD, s1));
+	expect_ok(by_id(a1, CUDAEP__V1__REQUEST__BODY_UNLOAD, s1));
 	run_checked(a2, s2, r2, 16);
 
 	/* Each sees its own uid's memory; an admin sees every uid. */
