@@ -83,11 +83,11 @@ static void need_other_uids(void)
 	waitpid(pid, &st, 0);
 	if (err != 0) {
 		fprintf(stderr, "[SKIP] connecting as another uid needs root or "
-			"CAP_SETUID/CAP_SETGID (setresuid(%d): %s)\n", UID_A,
-			strerror(err));
+			"CAP_SETUID/CAP_SETGID (dropping to uid %d: %s)\n",
+			UID_A, strerror(err));
 		cr_skip_test("connecting as another uid needs root or "
-			     "CAP_SETUID/CAP_SETGID (setresuid(%d): %s)", UID_A,
-			     strerror(err));
+			     "CAP_SETUID/CAP_SETGID (dropping to uid %d: %s)",
+			     UID_A, strerror(err));
 	}
 }
 
