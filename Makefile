@@ -9,7 +9,8 @@
 #   make deps       install missing Debian packages and the test virtualenv
 #
 # Knobs: V=1 (loud), SANITIZE=address,undefined (own build dir), BUILD=dir,
-# CUDA_HOME=/usr/local/cuda, NOBUILD=1, FUZZ_SECONDS=N, RUN_ARGS="...".
+# CUDA_HOME=/usr/local/cuda, NOBUILD=1, FUZZ_SECONDS=N, RUN_ARGS="...",
+# SOAK_KILLS=N (clients the soak test SIGKILLs, default 1000).
 
 SANITIZE ?=
 ifneq ($(SANITIZE),)
@@ -275,6 +276,9 @@ endif
 # Criterion runs each test in its own process; -j2 matches CI's two cores.
 CRITERION_FLAGS ?= --jobs 2
 export CUDAEP_BUILD_DIR := $(abspath $(BUILD))
+# tests/integration/test_soak.c kills this many clients.
+SOAK_KILLS ?= 1000
+export CUDAEP_SOAK_KILLS := $(SOAK_KILLS)
 
 # The suites run one after the other (Criterion parallelizes inside each),
 # so their logs do not interleave.

@@ -4,7 +4,9 @@
  *
  * Entries live in a chained hash table keyed by (client, session): one per
  * session and one per client, the latter summing its sessions so that a
- * client's limit is checked in O(1). Totals sit beside the table.
+ * client's limit is checked in O(1). A client entry bound to a user points
+ * at that uid's entry, which sums its clients; uids are few (the users of
+ * one machine), so their entries sit in a plain list. Totals sit beside.
  */
 #include "account.h"
 #include "cudaep.h"
@@ -14,8 +16,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+struct account_uid_node {
+	struct account_uid_node *next; /* in account.uids */
+	struct account_uid_entry e;    /* usage.limit unused: see uid_limit */
+};
+
 struct account_node {
-	struct account_node *next; /* in its bucket */
+	struct account_node *next;     /* in its bucket */
+	struct account_uid_node *uid;  /* client entries: its user; NULL:
+	                                * not bound */
 	struct account_entry e;
 };
 
@@ -24,6 +33,10 @@ struct account {
 	struct account_node **buckets; /* (n_buckets) chains */
 	size_t n_buckets;              /* a power of two */
 	size_t n_entries;
+	struct account_uid_node *uids; /* every uid with a bound client */
+	size_t n_uids;
+	uint64_t uid_limit;            /* bytes per uid; 0: none */
+	uint64_t uid_refusals;         /* charges it refused */
 	struct account_usage total;    /* limit: the global one */
 };
 
@@ -106,6 +119,32 @@ static struct account_node *account_get(struct account *acc, struct alloc_owner 
 	return n;
 }
 
+static struct account_uid_node *account_uid_find(const struct account *acc, uint32_t uid)
+{
+	struct account_uid_node *u;
+
+	for (u = acc->uids; u != NULL; u = u->next)
+		if (u->e.uid == uid)
+			return u;
+	return NULL;
+}
+
+static void account_uid_drop(struct account *acc, struct account_uid_node *u)
+{
+	struct account_uid_node **pp;
+
+	for (pp = &acc->uids; *pp != NULL; pp = &(*pp)->next) {
+		if (*pp == u) {
+			*pp = u->next;
+			free(u);
+			acc->n_uids--;
+			return;
+		}
+	}
+}
+
+static int account_in_use(const struct account_usage *u);
+
 static void account_drop(struct account *acc, struct alloc_owner o)
 {
 	struct account_node **pp = &acc->buckets[account_hash(o) & (acc->n_buckets - 1)];
@@ -115,6 +154,10 @@ static void account_drop(struct account *acc, struct alloc_owner o)
 
 		if (n->e.owner.client == o.client && n->e.owner.session == o.session) {
 			*pp = n->next;
+			/* A uid's entry lasts as long as one of its clients. */
+			if (n->uid != NULL && --n->uid->e.clients == 0 &&
+			    !account_in_use(&n->uid->e.usage))
+				account_uid_drop(acc, n->uid);
 			free(n);
 			acc->n_entries--;
 			return;
@@ -155,6 +198,8 @@ void account_free(struct account *acc)
 			free(n);
 		}
 	}
+	while (acc->uids != NULL)
+		account_uid_drop(acc, acc->uids);
 	free(acc->buckets);
 	pthread_mutex_destroy(&acc->lock);
 	free(acc);
@@ -166,6 +211,13 @@ void account_limit_set_global(struct account *acc, uint64_t bytes)
 {
 	pthread_mutex_lock(&acc->lock);
 	acc->total.limit = bytes;
+	pthread_mutex_unlock(&acc->lock);
+}
+
+void account_limit_set_uid(struct account *acc, uint64_t bytes)
+{
+	pthread_mutex_lock(&acc->lock);
+	acc->uid_limit = bytes;
 	pthread_mutex_unlock(&acc->lock);
 }
 
@@ -188,10 +240,68 @@ out:
 	return ret;
 }
 
+static void account_add(struct account_usage *u, enum alloc_role role, uint64_t bytes);
+
+int account_client_uid_set(struct account *acc, uint64_t client, uint32_t uid)
+{
+	struct account_node *n;
+	struct account_uid_node *u;
+	int ret, role;
+
+	if (client == 0)
+		return cep__set_error(CEP_EINVAL, "the daemon's own memory belongs to no uid");
+	pthread_mutex_lock(&acc->lock);
+	ret = CEP_ENOMEM;
+	n = account_get(acc, (struct alloc_owner){ client, 0 });
+	if (n == NULL)
+		goto out;
+	ret = 0;
+	if (n->uid != NULL && n->uid->e.uid == uid)
+		goto out;
+	ret = CEP_EINVAL;
+	if (n->uid != NULL) {
+		cep__set_error(ret, "client %llu belongs to uid %u, not %u",
+			       (unsigned long long)client, n->uid->e.uid, uid);
+		goto out;
+	}
+	ret = CEP_ENOMEM;
+	u = account_uid_find(acc, uid);
+	if (u == NULL) {
+		u = calloc(1, sizeof(*u));
+		if (u == NULL)
+			goto out;
+		u->e.uid = uid;
+		u->next = acc->uids;
+		acc->uids = u;
+		acc->n_uids++;
+	}
+	u->e.clients++;
+	n->uid = u;
+	/* What the client holds already is the uid's from now on, so that an
+	 * uncharge later never takes back more than was added. */
+	for (role = 0; role < ALLOC_ROLE_COUNT; role++)
+		if (n->e.usage.current[role] != 0)
+			account_add(&u->e.usage, (enum alloc_role)role,
+				    n->e.usage.current[role]);
+	ret = 0;
+out:
+	pthread_mutex_unlock(&acc->lock);
+	return ret;
+}
+
 /* Whether adding bytes to u's device total stays within its limit. */
 static int account_fits(const struct account_usage *u, uint64_t bytes)
 {
 	return u->limit == 0 || (bytes <= u->limit && u->device <= u->limit - bytes);
+}
+
+/* Whether adding bytes to a uid's device and pinned memory stays within
+ * limit (0: none). */
+static int account_uid_fits(const struct account_usage *u, uint64_t limit, uint64_t bytes)
+{
+	uint64_t held = u->device + u->current[ALLOC_ROLE_PINNED];
+
+	return limit == 0 || (bytes <= limit && held <= limit - bytes);
 }
 
 static void account_add(struct account_usage *u, enum alloc_role role, uint64_t bytes)
@@ -254,17 +364,31 @@ int account_charge(struct account *acc, struct alloc_owner owner,
 				       (unsigned long long)client->e.usage.device);
 			goto out;
 		}
-		if (!account_fits(&acc->total, bytes)) {
-			cep__set_error(ret, "global memory limit %llu bytes: asked %llu, in use %llu",
-				       (unsigned long long)acc->total.limit,
-				       (unsigned long long)bytes,
-				       (unsigned long long)acc->total.device);
-			goto out;
-		}
+	}
+	if (client->uid != NULL &&
+	    !account_uid_fits(&client->uid->e.usage, acc->uid_limit, bytes)) {
+		const struct account_usage *u = &client->uid->e.usage;
+
+		acc->uid_refusals++;
+		cep__set_error(ret, "uid %u memory limit %llu bytes (its clients "
+			       "together, device and pinned): asked %llu, in use %llu",
+			       client->uid->e.uid, (unsigned long long)acc->uid_limit,
+			       (unsigned long long)bytes,
+			       (unsigned long long)(u->device + u->current[ALLOC_ROLE_PINNED]));
+		goto out;
+	}
+	if (role != ALLOC_ROLE_PINNED && !account_fits(&acc->total, bytes)) {
+		cep__set_error(ret, "global memory limit %llu bytes: asked %llu, in use %llu",
+			       (unsigned long long)acc->total.limit,
+			       (unsigned long long)bytes,
+			       (unsigned long long)acc->total.device);
+		goto out;
 	}
 	if (sess != NULL)
 		account_add(&sess->e.usage, role, bytes);
 	account_add(&client->e.usage, role, bytes);
+	if (client->uid != NULL)
+		account_add(&client->uid->e.usage, role, bytes);
 	account_add(&acc->total, role, bytes);
 	ret = 0;
 out:
@@ -283,8 +407,11 @@ void account_uncharge(struct account *acc, struct alloc_owner owner,
 	pthread_mutex_lock(&acc->lock);
 	if (owner.session != 0 && (n = account_find(acc, owner)) != NULL)
 		account_sub(&n->e.usage, role, bytes);
-	if ((n = account_find(acc, whole)) != NULL)
+	if ((n = account_find(acc, whole)) != NULL) {
 		account_sub(&n->e.usage, role, bytes);
+		if (n->uid != NULL)
+			account_sub(&n->uid->e.usage, role, bytes);
+	}
 	account_sub(&acc->total, role, bytes);
 	pthread_mutex_unlock(&acc->lock);
 }
@@ -312,6 +439,32 @@ void account_totals(struct account *acc, struct account_usage *out)
 	pthread_mutex_lock(&acc->lock);
 	*out = acc->total;
 	pthread_mutex_unlock(&acc->lock);
+}
+
+int account_uid_usage_get(struct account *acc, uint32_t uid, struct account_usage *out)
+{
+	struct account_uid_node *u;
+	int ret = CEP_ENOENT;
+
+	pthread_mutex_lock(&acc->lock);
+	u = account_uid_find(acc, uid);
+	if (u != NULL) {
+		*out = u->e.usage;
+		out->limit = acc->uid_limit;
+		ret = 0;
+	}
+	pthread_mutex_unlock(&acc->lock);
+	return ret;
+}
+
+uint64_t account_uid_refusals(struct account *acc)
+{
+	uint64_t n;
+
+	pthread_mutex_lock(&acc->lock);
+	n = acc->uid_refusals;
+	pthread_mutex_unlock(&acc->lock);
+	return n;
 }
 
 static int account_in_use(const struct account_usage *u)
@@ -398,4 +551,37 @@ int account_visit(struct account *acc,
 out:
 	free(all);
 	return ret;
+}
+
+static int account_uid_entry_cmp(const void *a, const void *b)
+{
+	const struct account_uid_entry *x = a, *y = b;
+
+	return x->uid < y->uid ? -1 : x->uid > y->uid;
+}
+
+int account_uid_visit(struct account *acc,
+		      void (*fn)(void *arg, const struct account_uid_entry *entry),
+		      void *arg)
+{
+	struct account_uid_entry *all;
+	struct account_uid_node *u;
+	size_t i, count = 0;
+
+	pthread_mutex_lock(&acc->lock);
+	all = malloc((acc->n_uids ? acc->n_uids : 1) * sizeof(*all));
+	if (all == NULL) {
+		pthread_mutex_unlock(&acc->lock);
+		return CEP_ENOMEM;
+	}
+	for (u = acc->uids; u != NULL; u = u->next) {
+		all[count] = u->e;
+		all[count++].usage.limit = acc->uid_limit;
+	}
+	pthread_mutex_unlock(&acc->lock);
+	qsort(all, count, sizeof(*all), account_uid_entry_cmp);
+	for (i = 0; i < count; i++)
+		fn(arg, &all[i]);
+	free(all);
+	return 0;
 }

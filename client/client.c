@@ -199,6 +199,33 @@ static int status_error(const cudaep_v1_Response *resp)
 	return cep__set_error(code, "%s", resp->status.message);
 }
 
+/*
+ * Why a connection the daemon closed went: a daemon that refuses a
+ * connection (too many for it, or for the uid) sends one error, with id
+ * 0, and closes; a request sent after that fails, but the error may still
+ * wait to be read. Returns its code, with its message, or CEP_ECONNRESET.
+ */
+static int closed_reason(cep_client *c, cudaep_v1_Response *resp)
+{
+	union fd_control ctl;
+	struct iovec iov = {.iov_base = c->recv_buf, .iov_len = CEP_MAX_PACKET};
+	struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
+	pb_istream_t is;
+	ssize_t n;
+
+	msg.msg_control = ctl.buf;
+	msg.msg_controllen = sizeof(ctl.buf);
+	n = recvmsg(c->fd, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+	if (n <= 0)
+		return closed_error();
+	close_received_fds(&msg);
+	is = pb_istream_from_buffer(c->recv_buf, (size_t)n);
+	if (!pb_decode(&is, cudaep_v1_Response_fields, resp) || resp->id != 0 ||
+	    !resp->has_status || resp->status.code >= 0)
+		return closed_error();
+	return status_error(resp);
+}
+
 /* --------------------------------------------------------------- calling */
 
 cudaep_v1_Request *cep__req_begin(cep_client *c, pb_size_t tag,
@@ -231,6 +258,8 @@ int cep__call_locked(cep_client *c, cudaep_v1_Request *req, const int *fds,
 				      "cannot encode a request: %s",
 				      PB_GET_ERROR(&os));
 	ret = packet_send(c, os.bytes_written, fds, nfds);
+	if (ret == CEP_ECONNRESET)
+		return closed_reason(c, resp);
 	if (ret != 0)
 		return ret;
 	ret = packet_recv(c, &len);

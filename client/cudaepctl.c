@@ -1,6 +1,7 @@
 /*
  * cudaepctl.c — inspects a running cudaepd: a table of subcommands (status,
- * clients, sessions, mem, stats, ping, help), each one admin request over
+ * clients, sessions, mem, trim, kill-session, stats, ping, help), each one
+ * admin request over
  * libcudaep-client's raw call (client/internal.h), printed by
  * cudaepctl_out.c as INFO-style text or JSON. The Prometheus exposition
  * (metrics) and the live view (top) have files of their own.
@@ -207,11 +208,14 @@ static const struct ctl_field counter_columns[] = {
 };
 
 /* The text sections of `mem`, by owner: totals and shared weights, the
- * device arena, its counters, clients, sessions. */
-enum mem_section { MEM_TOTAL, MEM_ARENA, MEM_COUNTERS, MEM_CLIENTS, MEM_SESSIONS, MEM_N };
+ * device arena, its counters, users (uids), clients, sessions. */
+enum mem_section {
+	MEM_TOTAL, MEM_ARENA, MEM_COUNTERS, MEM_USERS, MEM_CLIENTS, MEM_SESSIONS,
+	MEM_N
+};
 
 static const char *const mem_titles[MEM_N] = {
-	"Memory", "Arena", "Arena counters", "Clients", "Sessions",
+	"Memory", "Arena", "Arena counters", "Users", "Clients", "Sessions",
 };
 
 static enum mem_section mem_section_of(const cudaep_v1_MemoryEntry *e)
@@ -226,6 +230,8 @@ static enum mem_section mem_section_of(const cudaep_v1_MemoryEntry *e)
 				return MEM_ARENA;
 		return MEM_COUNTERS;
 	}
+	if (strncmp(e->owner, "uid:", 4) == 0)
+		return MEM_USERS;
 	if (strncmp(e->owner, "client:", 7) == 0)
 		return MEM_CLIENTS;
 	if (strncmp(e->owner, "session:", 8) == 0)
@@ -295,6 +301,50 @@ static int cmd_trim(struct ctl *ctl, int argc, char **argv)
 	ctl_out_u64(o, "unmapped", r->unmapped, CTL_FMT_BYTES);
 	ctl_out_u64(o, "mapped", r->mapped, CTL_FMT_BYTES);
 	ctl_out_u64(o, "released", r->released, CTL_FMT_BYTES);
+	return ctl_finish(ctl);
+}
+
+static int cmd_kill_session(struct ctl *ctl, int argc, char **argv)
+{
+	unsigned long long id = 0;
+	char *end = NULL;
+	int ret;
+
+	if (argc == 1) {
+		errno = 0;
+		id = strtoull(argv[0], &end, 10);
+	}
+	if (argc != 1 || *argv[0] == '\0' || *end != '\0' || errno != 0 ||
+	    id == 0 || argv[0][0] == '-') {
+		fprintf(stderr, "cudaepctl: kill-session takes one session id "
+			"(see cudaepctl sessions)%s%s%s\n",
+			argc == 1 ? ", not '" : "", argc == 1 ? argv[0] : "",
+			argc == 1 ? "'" : "");
+		return CTL_EXIT_USAGE;
+	}
+	ret = ctl_connect(ctl);
+	if (ret != 0)
+		return ret;
+	memset(&ctl->req, 0, sizeof(ctl->req));
+	ctl->req.which_body = cudaep_v1_Request_kill_session_tag;
+	ctl->req.body.kill_session.session_id = id;
+	ret = cep__call(ctl->c, &ctl->req, NULL, 0, ctl->resp);
+	if (ret != 0) {
+		fprintf(stderr, "cudaepctl: kill-session: %s\n",
+			cep_last_error()[0] != '\0' ? cep_last_error()
+						    : cep_strerror(ret));
+		return CTL_EXIT_FAIL;
+	}
+	if (ctl->resp->which_body != cudaep_v1_Response_kill_session_tag) {
+		fprintf(stderr, "cudaepctl: kill-session: cudaepd answered "
+			"with body %u\n", (unsigned)ctl->resp->which_body);
+		return CTL_EXIT_FAIL;
+	}
+	if (!ctl->out.json)
+		ctl_out_begin(&ctl->out, "Killed", NULL);
+	ctl_out_u64(&ctl->out, "session_id", id, CTL_FMT_PLAIN);
+	ctl_out_u64(&ctl->out, "client_id",
+		    ctl->resp->body.kill_session.client_id, CTL_FMT_PLAIN);
 	return ctl_finish(ctl);
 }
 
@@ -419,6 +469,8 @@ static const struct ctl_cmd commands[] = {
 	{"mem", "", "memory by owner and role, with limits", 0, cmd_mem},
 	{"trim", "", "unmap idle device memory and release the handle pool "
 	 "(admins)", 0, cmd_trim},
+	{"kill-session", "ID", "unload any client's session (admins)", 1,
+	 cmd_kill_session},
 	{"stats", "", "every counter and gauge", 0, cmd_stats},
 	{"ping", "[COUNT]", "time COUNT no-op round trips (default 1)", 1,
 	 cmd_ping},

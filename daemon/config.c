@@ -26,6 +26,7 @@ enum key_type {
 	KEY_PATH,
 	KEY_LEVEL,
 	KEY_COUNT,
+	KEY_MAX,     /* a count where 0 means none */
 	KEY_SIZE,
 	KEY_LIMIT,   /* a size where 0 means none */
 	KEY_MSEC,    /* milliseconds, 0 allowed */
@@ -70,6 +71,19 @@ static const struct config_key config_keys[] = {
 	{ "client_memory_limit", KEY_LIMIT, FIELD(client_memory_limit), 0, "0",
 	  "bytes of device memory one connection's sessions may use; 0: no "
 	  "limit (shared weights are not counted here)" },
+	{ "uid_max_connections", KEY_MAX, FIELD(uid_max_connections), 0, "0",
+	  "connections the processes of one uid may hold at once; one more "
+	  "is answered with an error and closed; 0: no limit" },
+	{ "uid_max_sessions", KEY_MAX, FIELD(uid_max_sessions), 0, "0",
+	  "sessions all connections of one uid may hold together; 0: no "
+	  "limit" },
+	{ "uid_max_regions", KEY_MAX, FIELD(uid_max_regions), 0, "0",
+	  "shared-memory regions all connections of one uid may hold "
+	  "together; 0: no limit" },
+	{ "uid_max_bytes", KEY_LIMIT, FIELD(uid_max_bytes), 0, "0",
+	  "bytes of device and pinned memory the sessions of all connections "
+	  "of one uid may use together; 0: no limit (shared weights are not "
+	  "counted here)" },
 	{ "pool_bytes", KEY_SIZE, FIELD(pool_bytes), 0, "256M",
 	  "bytes of unmapped device memory the arena keeps to map again "
 	  "without creating it anew (creating a 2 MiB granule costs about "
@@ -102,6 +116,7 @@ static const struct config_key config_keys[] = {
 
 static const char *const key_metavar[] = {
 	[KEY_PATH] = "PATH", [KEY_LEVEL] = "LEVEL", [KEY_COUNT] = "N",
+	[KEY_MAX] = "N",
 	[KEY_SIZE] = "SIZE", [KEY_LIMIT] = "SIZE", [KEY_MSEC] = "MS",
 	[KEY_MODE] = "MODE", [KEY_GROUP] = "GROUP",
 	[KEY_BACKEND] = "NAME", [KEY_ORDINAL] = "N", [KEY_DIR] = "DIR",
@@ -282,6 +297,15 @@ static int key_apply(struct config *cfg, const struct config_key *k,
 		if (parse_count(value, &u32) != 0)
 			return say(err, errlen,
 				   "'%s' is not a positive integer", value);
+		*(uint32_t *)(void *)field = u32;
+		return 0;
+	case KEY_MAX:
+		/* "0" means no limit, which parse_count() refuses. */
+		if (strcmp(value, "0") == 0)
+			u32 = 0;
+		else if (parse_count(value, &u32) != 0)
+			return say(err, errlen, "'%s' is not a number (0 for no "
+				   "limit)", value);
 		*(uint32_t *)(void *)field = u32;
 		return 0;
 	case KEY_MSEC:

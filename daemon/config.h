@@ -44,6 +44,12 @@ struct config {
 	uint64_t memory_limit;               /* bytes of device memory; 0 = the
 	                                      * device's (none on the host) */
 	uint64_t client_memory_limit;        /* bytes per connection; 0 = none */
+	uint32_t uid_max_connections;        /* per uid, at once; 0 = none */
+	uint32_t uid_max_sessions;           /* per uid, all its connections;
+	                                      * 0 = none */
+	uint32_t uid_max_regions;            /* likewise; 0 = none */
+	uint64_t uid_max_bytes;              /* device and pinned bytes per uid;
+	                                      * 0 = none */
 	uint64_t pool_bytes;                 /* the arena's handle pool, bytes */
 	uint32_t trim_idle_ms;               /* ms before an idle granule is
 	                                      * unmapped; 0 = only on trim */

@@ -19,6 +19,7 @@
 
 #include <uv.h>
 
+#include "access.h"
 #include "cep_limits.h"
 #include "region.h"
 #include "session.h"
@@ -61,6 +62,10 @@ struct conn {
 	uint32_t out_count;             /* entries in that queue */
 	struct job *job;                /* its job slot (dispatch_session.c),
 	                                 * allocated on first use, owned */
+	struct access_killed killed;    /* its sessions an admin killed */
+	uint64_t kill_pending;          /* a killed session its job still
+	                                 * uses, unloaded when the job ends;
+	                                 * 0: none */
 };
 
 /*

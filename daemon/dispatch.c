@@ -1,7 +1,7 @@
 /*
  * dispatch.c — one request in, one response out (see dispatch.h): the
- * session-less and admin requests here, the sessions in dispatch_session.c
- * and memory in dispatch_memory.c.
+ * session-less and admin requests here, the sessions in dispatch_session.c,
+ * memory in dispatch_memory.c and KillSession in access.c.
  *
  * Handlers fail the way the rest of cudaep does: a negative CEP_E* code,
  * with cep__set_error() saying what was wrong. dispatch__response_encode()
@@ -18,6 +18,7 @@
 
 #include "cudaep.pb-c.h"
 
+#include "access.h"
 #include "cep_limits.h"
 #include "conn.h"
 #include "cudaep.h"
@@ -43,6 +44,7 @@ static const char *body_name(Cudaep__V1__Request__BodyCase b)
 	case CUDAEP__V1__REQUEST__BODY_MEMORY: return "Memory";
 	case CUDAEP__V1__REQUEST__BODY_STATS: return "Stats";
 	case CUDAEP__V1__REQUEST__BODY_TRIM: return "Trim";
+	case CUDAEP__V1__REQUEST__BODY_KILL_SESSION: return "KillSession";
 	case CUDAEP__V1__REQUEST__BODY__NOT_SET: break;
 	default: break;
 	}
@@ -234,6 +236,10 @@ static int handle_register_region(struct req *r,
 	struct region *reg;
 	int ret;
 
+	/* Refused before the fd is taken: dispatch_packet() closes it. */
+	ret = access_region_admit(r->s, r->c);
+	if (ret != 0)
+		return ret;
 	ret = region_table_register(&r->c->regions, dispatch__take_fd(r, 0),
 				    m->size, m->name, &reg);
 	if (ret != 0)
@@ -407,6 +413,7 @@ static int handle_stats(struct req *r)
 	Cudaep__V1__Gauge **gauges;
 	size_t i;
 
+	access_stats_sync(r->s);
 	counters = (Cudaep__V1__Counter **)req_alloc_list(r,
 		STATS_COUNTER_COUNT, sizeof(**counters));
 	gauges = (Cudaep__V1__Gauge **)req_alloc_list(r, STATS_GAUGE_COUNT,
@@ -469,6 +476,8 @@ static int req_handle(struct req *r, const Cudaep__V1__Request *q)
 		return handle_stats(r);
 	case CUDAEP__V1__REQUEST__BODY_TRIM:
 		return dispatch__trim(r);
+	case CUDAEP__V1__REQUEST__BODY_KILL_SESSION:
+		return dispatch__kill_session(r, q->kill_session);
 	case CUDAEP__V1__REQUEST__BODY__NOT_SET:
 	default:
 		break;

@@ -11,13 +11,17 @@
  *     churn counters as plain numbers (creates, pool_hits, ...);
  *   "total"/device and per role: the account's totals, with the global
  *     limit on "device";
+ *   "uid:<uid>"/device and per role: the clients of one user that have
+ *     loaded a session, summed, with uid_max_bytes on "device" (which
+ *     limits device and pinned memory together);
  *   "shared"/weights: model weights uploaded once and shared by sessions
  *     (the daemon's own owner, counted by the global limit only);
  *   "client:<id>" and "session:<id>"/device and per role, with their
  *     limits on "device".
  * Roles with nothing now and nothing ever are left out. Clients other than
- * the asker's (and their sessions) are shown to admins only; the list is
- * cut at CEP_MAX_LIST entries, with the whole count in total.
+ * the asker's (and their sessions), and uids other than the asker's, are
+ * shown to admins only; the list is cut at CEP_MAX_LIST entries, with the
+ * whole count in total.
  */
 #include <inttypes.h>
 #include <stdbool.h>
@@ -168,6 +172,21 @@ static void owner_visit(void *arg, const struct account_entry *e)
 	usage_add(l, owner, &e->usage, true);
 }
 
+static void uid_visit(void *arg, const struct account_uid_entry *e)
+{
+	struct mem_list *l = arg;
+	char *owner;
+
+	if (l->oom || (!l->r->c->admin && e->uid != (uint32_t)l->r->c->uid))
+		return;
+	owner = reqarena_printf(l->r->arena, MEMORY_OWNER_MAX, "uid:%u", e->uid);
+	if (owner == NULL) {
+		l->oom = true;
+		return;
+	}
+	usage_add(l, owner, &e->usage, true);
+}
+
 int dispatch__memory(struct req *r)
 {
 	Cudaep__V1__MemoryReply *rep = &r->body->memory;
@@ -182,7 +201,9 @@ int dispatch__memory(struct req *r)
 	arena_add(&l);
 	account_totals(r->s->account, &total);
 	usage_add(&l, "total", &total, true);
-	ret = account_visit(r->s->account, owner_visit, &l);
+	ret = account_uid_visit(r->s->account, uid_visit, &l);
+	if (ret == 0)
+		ret = account_visit(r->s->account, owner_visit, &l);
 	if (ret != 0)
 		return ret;
 	if (l.oom)

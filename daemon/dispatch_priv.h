@@ -4,7 +4,8 @@
  * responses. dispatch.c serves the session-less and admin requests,
  * dispatch_memory.c Memory and Trim, dispatch_session.c the sessions
  * (LoadModel, SessionInfo, Run, Unload),
- * whose slow parts run off the event loop. Internal to daemon/.
+ * whose slow parts run off the event loop, access.c KillSession. Internal
+ * to daemon/.
  */
 #ifndef CEPD_DISPATCH_PRIV_H
 #define CEPD_DISPATCH_PRIV_H
@@ -36,6 +37,7 @@ union reply_body {
 	Cudaep__V1__MemoryReply memory;
 	Cudaep__V1__StatsReply stats;
 	Cudaep__V1__TrimReply trim;
+	Cudaep__V1__KillSessionReply kill_session;
 };
 
 /* One request being served. */
@@ -78,6 +80,13 @@ int dispatch__load_model(struct req *r, const Cudaep__V1__LoadModel *m);
 int dispatch__session_info(struct req *r, const Cudaep__V1__SessionInfo *m);
 int dispatch__run(struct req *r, const Cudaep__V1__Run *m);
 int dispatch__unload(struct req *r, const Cudaep__V1__Unload *m);
+
+/* The id of the session that c's running job loads or runs, 0 when c has
+ * no job running (dispatch_session.c). */
+uint64_t dispatch__job_session(const struct conn *c);
+
+/* KillSession (access.c): admins only, else CEP_EPERM. */
+int dispatch__kill_session(struct req *r, const Cudaep__V1__KillSession *m);
 
 /* The memory requests (dispatch_memory.c): Memory lists the regions, the
  * device arena and the account's owners; Trim (admins only, else

@@ -30,6 +30,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "access.h"
 #include "conn.h"
 #include "cudaep.h"
 #include "dispatch.h"
@@ -91,6 +92,15 @@ struct job {
 void dispatch_job_free(struct job *j)
 {
 	free(j);
+}
+
+uint64_t dispatch__job_session(const struct conn *c)
+{
+	const struct job *j = c->job;
+
+	if (!c->busy || j == NULL)
+		return 0;
+	return j->kind == JOB_LOAD ? j->load.session_id : j->run.sess->id;
 }
 
 static int job_get(struct req *r, enum job_kind kind, struct job **out)
@@ -451,6 +461,7 @@ static void job_after(uv_work_t *w, int status)
 		stats_count(&s->stats, STATS_COUNTER_REQUEST_ERRORS, 1);
 	dispatch__response_encode(&resp, ret, s->out_buf, &len);
 	reqarena_reset(&s->arena);
+	access_kill_finish(c);
 	conn_job_done(c);
 	conn_send(c, s->out_buf, len);
 }
@@ -496,6 +507,9 @@ static int memory_owner_open(struct req *r, struct job *j)
 	struct session *sess;
 	int ret;
 
+	ret = access_session_admit(r->s, r->c);
+	if (ret != 0)
+		return ret;
 	if (r->s->cfg.client_memory_limit) {
 		ret = account_limit_set(r->s->account, client,
 					r->s->cfg.client_memory_limit);
@@ -576,10 +590,12 @@ static int session_get(struct req *r, uint64_t id, struct session **out)
 {
 	int ret = session_table_get(&r->c->sessions, id, out);
 
-	if (ret == 0 && (*out)->engine == NULL)
+	if (ret != 0)
+		return access_session_gone(r->c, id, ret);
+	if ((*out)->engine == NULL)
 		return cep__set_error(CEP_EINTERNAL, "session %llu has no "
 				      "model", (unsigned long long)id);
-	return ret;
+	return 0;
 }
 
 int dispatch__session_info(struct req *r, const Cudaep__V1__SessionInfo *m)
@@ -722,7 +738,7 @@ int dispatch__unload(struct req *r, const Cudaep__V1__Unload *m)
 
 	ret = session_table_remove(&r->c->sessions, m->session_id);
 	if (ret != 0)
-		return ret;
+		return access_session_gone(r->c, m->session_id, ret);
 	log_info("client %llu unloaded session %llu",
 		 (unsigned long long)r->c->id, (unsigned long long)m->session_id);
 	cudaep__v1__unload_reply__init(rep);

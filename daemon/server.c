@@ -19,6 +19,7 @@
 
 #include <systemd/sd-daemon.h>
 
+#include "access.h"
 #include "arena.h"
 #include "cep_limits.h"
 #include "conn.h"
@@ -114,6 +115,7 @@ int server_new(const struct config *cfg, struct server **out)
 	 * that running out is a clear CEP_ELIMIT rather than a failed map. */
 	account_limit_set_global(s->account, cfg->memory_limit != 0 ?
 				 cfg->memory_limit : s->backend->device_memory);
+	access_limits_set(s, cfg);
 	ret = engine_model_cache_new(&s->models);
 	if (ret != 0)
 		goto fail;
@@ -239,29 +241,56 @@ out:
 	return admin;
 }
 
-/* Answers a connection over max_connections with one error and closes
+/* Answers a connection with one CEP_ELIMIT error saying msg and closes
  * it. */
-static void server_refuse(struct server *s, int fd, const struct ucred *cr)
+static void server_refuse(struct server *s, int fd, const char *msg)
 {
-	char msg[160];
-	size_t len;
+	union {
+		struct cmsghdr align;
+		char buf[CMSG_SPACE(sizeof(int) * CEP_MAX_FDS)];
+	} ctl;
+	struct iovec iov = { .iov_base = s->in_buf,
+			     .iov_len = CEP_MAX_PACKET + 1 };
+	struct msghdr m;
+	struct cmsghdr *cm;
+	size_t len, i, k;
+	int fdr;
 
-	stats_count(&s->stats, STATS_COUNTER_CONNECTIONS_REFUSED, 1);
-	log_notice("refused a connection from pid %d uid %u: %u connections "
-		   "is the limit", (int)cr->pid, (unsigned)cr->uid,
-		   s->cfg.max_connections);
-	snprintf(msg, sizeof(msg), "too many connections: cudaepd's limit "
-		 "(max_connections = %u) is reached; try again later",
-		 s->cfg.max_connections);
 	dispatch_encode_error(0, CEP_ELIMIT, msg, s->out_buf, &len);
 	/* Best effort: a fresh socket has room for one small packet. */
 	if (send(fd, s->out_buf, len, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
 		log_debug("refused connection: send: %s", strerror(errno));
+	/* The client has usually sent its Hello already. Closing with it
+	 * unread would make the client's recv fail with ECONNRESET before it
+	 * read the refusal, so, as conn.c's orderly close does, stop it from
+	 * sending more, drop what it sent (closing any fds), then close. */
+	shutdown(fd, SHUT_RD);
+	for (i = 0; i < 4096; i++) {
+		memset(&m, 0, sizeof(m));
+		m.msg_iov = &iov;
+		m.msg_iovlen = 1;
+		m.msg_control = ctl.buf;
+		m.msg_controllen = sizeof(ctl.buf);
+		if (recvmsg(fd, &m, MSG_DONTWAIT | MSG_CMSG_CLOEXEC) <= 0)
+			break;
+		for (cm = CMSG_FIRSTHDR(&m); cm != NULL; cm = CMSG_NXTHDR(&m, cm)) {
+			if (cm->cmsg_level != SOL_SOCKET ||
+			    cm->cmsg_type != SCM_RIGHTS)
+				continue;
+			for (k = 0; k < (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+			     k++) {
+				memcpy(&fdr, CMSG_DATA(cm) + k * sizeof(int),
+				       sizeof(int));
+				close(fdr);
+			}
+		}
+	}
 	close(fd);
 }
 
 static void server_accept_one(struct server *s, int fd)
 {
+	char msg[CEP_MAX_STATUS_MSG];
 	struct ucred cr;
 	socklen_t len = sizeof(cr);
 	struct conn *c;
@@ -275,7 +304,20 @@ static void server_accept_one(struct server *s, int fd)
 		return;
 	}
 	if (s->n_conns >= s->cfg.max_connections) {
-		server_refuse(s, fd, &cr);
+		stats_count(&s->stats, STATS_COUNTER_CONNECTIONS_REFUSED, 1);
+		log_notice("refused a connection from pid %d uid %u: %u "
+			   "connections is the limit", (int)cr.pid,
+			   (unsigned)cr.uid, s->cfg.max_connections);
+		snprintf(msg, sizeof(msg), "too many connections: cudaepd's "
+			 "limit (max_connections = %u) is reached; try again "
+			 "later", s->cfg.max_connections);
+		server_refuse(s, fd, msg);
+		return;
+	}
+	if (access_connection_check(s, cr.uid, cr.pid) != 0) {
+		/* A copy: the refusal sets the thread's error from it. */
+		snprintf(msg, sizeof(msg), "%s", cep_last_error());
+		server_refuse(s, fd, msg);
 		return;
 	}
 	admin = server_peer_admin(s, cr.uid, cr.gid, NULL, 0);
@@ -706,6 +748,7 @@ int server_reload(struct server *s)
 			(void)account_limit_set(s->account,
 						(struct alloc_owner){ c->id, 0 },
 						nc.client_memory_limit);
+	access_limits_set(s, &nc);
 	s->cfg.admin_gid = nc.admin_gid;
 	memcpy(s->cfg.admin_group, nc.admin_group, sizeof(nc.admin_group));
 	if (s->cfg.trim_idle_ms != nc.trim_idle_ms) {

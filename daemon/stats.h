@@ -53,7 +53,17 @@
 	  "LoadModel requests that failed")                                    \
 	X(RUNS, "runs", "Run requests completed")                              \
 	X(RUN_ERRORS, "run_errors", "Run requests that failed")                \
-	X(RUN_NS, "run_ns", "nanoseconds from a Run's arrival to its reply")
+	X(RUN_NS, "run_ns", "nanoseconds from a Run's arrival to its reply")  \
+	X(UID_CONNECTIONS_REFUSED, "uid_connections_refused",                  \
+	  "connections turned away at uid_max_connections")                    \
+	X(UID_SESSIONS_REFUSED, "uid_sessions_refused",                        \
+	  "LoadModel requests refused at uid_max_sessions")                    \
+	X(UID_REGIONS_REFUSED, "uid_regions_refused",                          \
+	  "registrations refused at uid_max_regions")                          \
+	X(UID_BYTES_REFUSED, "uid_bytes_refused",                              \
+	  "memory charges refused at uid_max_bytes")                           \
+	X(SESSIONS_KILLED, "sessions_killed",                                  \
+	  "sessions unloaded by an administrator's KillSession")
 
 #define STATS_GAUGES(X)                                                        \
 	X(CONNECTIONS, "connections", "open connections")                      \

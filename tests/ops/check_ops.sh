@@ -242,7 +242,9 @@ check_man() {
 		"$TMP/help" >"$TMP/cmds"
 	[ -s "$TMP/cmds" ] || fail "no commands found in cudaepctl --help"
 	while read -r cmd; do
-		grep -qE "^\.BI? $cmd( |\$)" client/cudaepctl.8 ||
+		# roff spells a hyphen '\-'.
+		pat=$(printf '%s' "$cmd" | sed 's/-/\\\\-/g')
+		grep -qE "^\.BI? $pat( |\$)" client/cudaepctl.8 ||
 			fail "cudaepctl.8 does not describe the command $cmd"
 	done <"$TMP/cmds"
 	for opt in $(grep -oE -- '--[a-z][a-z-]*' "$TMP/help" | sort -u); do

@@ -1,7 +1,7 @@
 /*
- * test_account.c — accounting by owner and role, and the three limits
- * (session, client, global) with the messages a user sees, on their own
- * and through the arena.
+ * test_account.c — accounting by owner and role, and the four limits
+ * (session, client, uid, global) with the messages a user sees, on their
+ * own and through the arena.
  */
 #include "account.h"
 #include "arena.h"
@@ -140,6 +140,121 @@ Test(account, the_most_specific_limit_speaks_first)
 	cr_assert_eq(account_charge(acc, s, ALLOC_ROLE_WEIGHTS, 150), CEP_ELIMIT);
 	cr_assert(strncmp(cep_last_error(), "global ", 7) == 0, "%s", cep_last_error());
 	cr_assert_eq(account_charge(acc, s, ALLOC_ROLE_WEIGHTS, 100), 0);
+}
+
+static struct account_usage uid_usage(uint32_t uid)
+{
+	struct account_usage u;
+
+	cr_assert_eq(account_uid_usage_get(acc, uid, &u), 0);
+	return u;
+}
+
+Test(account, uid_limit_sums_its_clients_device_and_pinned)
+{
+	struct alloc_owner a1 = { 11, 1 }, b1 = { 12, 1 }, other = { 13, 1 };
+
+	account_limit_set_uid(acc, 10000);
+	cr_assert_eq(account_client_uid_set(acc, 11, 1000), 0);
+	cr_assert_eq(account_client_uid_set(acc, 12, 1000), 0);
+	cr_assert_eq(account_client_uid_set(acc, 13, 2000), 0);
+	cr_assert_eq(account_charge(acc, a1, ALLOC_ROLE_ACTIVATIONS, 4000), 0);
+	cr_assert_eq(account_charge(acc, b1, ALLOC_ROLE_PINNED, 3000), 0);
+	cr_assert_eq(account_charge(acc, b1, ALLOC_ROLE_WORKSPACE, 3001), CEP_ELIMIT);
+	cr_assert_str_eq(cep_last_error(),
+			 "uid 1000 memory limit 10000 bytes (its clients together, device "
+			 "and pinned): asked 3001, in use 7000");
+	cr_assert_eq(account_uid_refusals(acc), 1);
+	cr_assert_eq(usage(12, 0).device, 0, "nothing charged");
+	/* Pinned memory counts here, unlike for the other limits. */
+	cr_assert_eq(account_charge(acc, a1, ALLOC_ROLE_PINNED, 3001), CEP_ELIMIT);
+	cr_assert_eq(account_uid_refusals(acc), 2);
+	cr_assert_eq(account_charge(acc, b1, ALLOC_ROLE_WORKSPACE, 3000), 0, "exactly fits");
+	cr_assert_eq(uid_usage(1000).device, 7000);
+	cr_assert_eq(uid_usage(1000).current[ALLOC_ROLE_PINNED], 3000);
+	cr_assert_eq(uid_usage(1000).limit, 10000);
+	/* Another uid has a limit of its own. */
+	cr_assert_eq(account_charge(acc, other, ALLOC_ROLE_ACTIVATIONS, 10000), 0);
+	/* Unbound clients have none. */
+	cr_assert_eq(account_charge(acc, (struct alloc_owner){ 14, 1 }, ALLOC_ROLE_ACTIVATIONS,
+				    50000), 0);
+	/* Uncharges come off the uid too; a raised limit holds at once. */
+	account_uncharge(acc, a1, ALLOC_ROLE_ACTIVATIONS, 4000);
+	cr_assert_eq(uid_usage(1000).device, 3000);
+	account_limit_set_uid(acc, 0);
+	cr_assert_eq(account_charge(acc, a1, ALLOC_ROLE_ACTIVATIONS, 1 << 30), 0, "0 lifts it");
+}
+
+Test(account, uid_limit_speaks_after_the_client_before_the_global)
+{
+	struct alloc_owner s = { 21, 1 };
+
+	account_limit_set_global(acc, 100);
+	account_limit_set_uid(acc, 200);
+	cr_assert_eq(account_limit_set(acc, (struct alloc_owner){ 21, 0 }, 300), 0);
+	cr_assert_eq(account_client_uid_set(acc, 21, 5), 0);
+	cr_assert_eq(account_charge(acc, s, ALLOC_ROLE_WEIGHTS, 400), CEP_ELIMIT);
+	cr_assert(strncmp(cep_last_error(), "client 21 ", 10) == 0, "%s", cep_last_error());
+	cr_assert_eq(account_charge(acc, s, ALLOC_ROLE_WEIGHTS, 250), CEP_ELIMIT);
+	cr_assert(strncmp(cep_last_error(), "uid 5 ", 6) == 0, "%s", cep_last_error());
+	cr_assert_eq(account_charge(acc, s, ALLOC_ROLE_WEIGHTS, 150), CEP_ELIMIT);
+	cr_assert(strncmp(cep_last_error(), "global ", 7) == 0, "%s", cep_last_error());
+}
+
+Test(account, uid_binding_takes_what_is_held_and_ends_with_the_client)
+{
+	struct alloc_owner s = { 31, 2 };
+	struct account_usage u;
+
+	cr_assert_eq(account_charge(acc, s, ALLOC_ROLE_GRAPHS, 500), 0);
+	cr_assert_eq(account_uid_usage_get(acc, 77, &u), CEP_ENOENT);
+	cr_assert_eq(account_client_uid_set(acc, 31, 77), 0);
+	cr_assert_eq(uid_usage(77).device, 500, "what the client held came along");
+	cr_assert_eq(account_client_uid_set(acc, 31, 77), 0, "again: nothing changes");
+	cr_assert_eq(uid_usage(77).device, 500);
+	cr_assert_eq(account_client_uid_set(acc, 31, 78), CEP_EINVAL);
+	cr_assert_eq(account_client_uid_set(acc, 0, 78), CEP_EINVAL);
+	cr_assert_eq(account_client_uid_set(acc, 32, 77), 0);
+	account_uncharge(acc, s, ALLOC_ROLE_GRAPHS, 500);
+	cr_assert_eq(uid_usage(77).device, 0);
+	cr_assert_eq(uid_usage(77).peak[ALLOC_ROLE_GRAPHS], 500);
+	cr_assert_eq(account_forget(acc, (struct alloc_owner){ 31, 0 }), 0);
+	cr_assert_eq(account_uid_usage_get(acc, 77, &u), 0, "client 32 keeps it");
+	cr_assert_eq(account_forget(acc, (struct alloc_owner){ 32, 0 }), 0);
+	cr_assert_eq(account_uid_usage_get(acc, 77, &u), CEP_ENOENT,
+		     "the uid went with its last client");
+}
+
+struct uid_log {
+	struct account_uid_entry e[8];
+	int n;
+};
+
+static void uid_visit_one(void *arg, const struct account_uid_entry *entry)
+{
+	struct uid_log *log = arg;
+
+	cr_assert_lt(log->n, 8);
+	log->e[log->n++] = *entry;
+}
+
+Test(account, uid_visit_lists_uids_sorted)
+{
+	struct uid_log log = { .n = 0 };
+
+	account_limit_set_uid(acc, 4096);
+	cr_assert_eq(account_client_uid_set(acc, 1, 3000), 0);
+	cr_assert_eq(account_client_uid_set(acc, 2, 10), 0);
+	cr_assert_eq(account_client_uid_set(acc, 3, 3000), 0);
+	cr_assert_eq(account_charge(acc, (struct alloc_owner){ 3, 1 }, ALLOC_ROLE_WEIGHTS, 64), 0);
+	cr_assert_eq(account_uid_visit(acc, uid_visit_one, &log), 0);
+	cr_assert_eq(log.n, 2);
+	cr_assert_eq(log.e[0].uid, 10);
+	cr_assert_eq(log.e[0].clients, 1);
+	cr_assert_eq(log.e[1].uid, 3000);
+	cr_assert_eq(log.e[1].clients, 2);
+	cr_assert_eq(log.e[1].usage.device, 64);
+	cr_assert_eq(log.e[1].usage.limit, 4096);
 }
 
 Test(account, bad_arguments)

@@ -1,0 +1,90 @@
+/*
+ * access.h — who may do what in cudaepd, beside the identity conn.c takes
+ * from SO_PEERCRED and the admin flag server.c gives a peer:
+ *
+ *   - per-uid limits: connections, sessions, regions (counted over every
+ *     connection of the uid when a request would add one) and memory (the
+ *     account's per-uid level, alloc/account.h), each refusal with a
+ *     message naming the limit, the uid and the numbers, and a counter;
+ *   - KillSession: an admin unloads any client's session; its owner's
+ *     later requests naming it are told so, instead of hearing "no session".
+ *
+ * The other rule, that a request naming a session or region id finds only
+ * the asking connection's own (another's id is answered exactly as an
+ * unknown one), holds because every lookup goes through the connection's
+ * own tables (conn.h); this module only adds the killed-session answer.
+ * Everything here runs on the event loop.
+ */
+#ifndef CEPD_ACCESS_H
+#define CEPD_ACCESS_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+struct config;
+struct conn;
+struct server;
+
+/* Killed sessions a connection remembers, so that its requests naming one
+ * are told it was killed; older ones then read as unknown ids. */
+#define ACCESS_KILLED_MAX 16
+
+/* The sessions of one connection that an admin killed (in struct conn). */
+struct access_killed {
+	uint64_t ids[ACCESS_KILLED_MAX]; /* session ids; 0: an empty slot */
+	uint32_t next;                   /* the slot the next kill takes */
+};
+
+/* What all connections of one uid hold now. */
+struct access_uid_use {
+	uint32_t connections;
+	uint32_t sessions;     /* loading ones included */
+	uint32_t regions;
+};
+
+/* Counts what the connections of uid hold, detached ones included. */
+void access_uid_use(const struct server *s, uid_t uid,
+		    struct access_uid_use *out);
+
+/*
+ * Whether a process of uid (pid, for the log) may open one more
+ * connection under uid_max_connections. Returns 0, or CEP_ELIMIT with a
+ * message for the peer ("too many connections for uid 1000: ...") after
+ * counting and logging the refusal.
+ */
+int access_connection_check(struct server *s, uid_t uid, pid_t pid);
+
+/*
+ * Admits one more session for c under uid_max_sessions (CEP_ELIMIT with a
+ * message naming the limit, the uid and the counts), and binds c to its
+ * uid in the memory account so that uid_max_bytes counts its sessions.
+ * Returns 0, CEP_ELIMIT or CEP_ENOMEM.
+ */
+int access_session_admit(struct server *s, struct conn *c);
+
+/* Admits one more region for c under uid_max_regions. Returns 0 or
+ * CEP_ELIMIT with its message. */
+int access_region_admit(struct server *s, struct conn *c);
+
+/*
+ * The answer to a request of c naming session id, which its table lookup
+ * answered with ret: when ret is CEP_ENOENT and an admin killed that
+ * session, CEP_ECANCELED with "session ID was killed by an administrator";
+ * otherwise ret and its message unchanged.
+ */
+int access_session_gone(const struct conn *c, uint64_t id, int ret);
+
+/* Unloads the session of c that an admin killed while c's job was using
+ * it; called when that job has ended. Does nothing when there is none. */
+void access_kill_finish(struct conn *c);
+
+/* Takes the per-uid limits of cfg into s: its configuration and its
+ * account. At start and on reload; existing objects above a lowered limit
+ * stay, new ones are refused. */
+void access_limits_set(struct server *s, const struct config *cfg);
+
+/* Brings the counters that other threads keep (the account's refusals)
+ * into s->stats; before the stats are read. */
+void access_stats_sync(struct server *s);
+
+#endif
