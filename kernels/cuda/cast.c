@@ -1,7 +1,9 @@
 /*
- * cast.c — the CUDA kernel of Cast between every pair of stored types
- * (kernels/cuda/cast.cu, with the rules of kernels/cpu/cast.c); a cast to
- * the same type is a device-to-device copy.
+ * cast.c — the CUDA kernel of Cast, and of CastLike (whose target type,
+ * that of its second input, inference has already given the output),
+ * between every pair of stored types (kernels/cuda/cast.cu, with the
+ * rules of kernels/cpu/cast.c); a cast to the same type is a
+ * device-to-device copy.
  */
 #include "launch.h"
 
@@ -24,8 +26,8 @@ static int cast_prepare(struct op_call *c, size_t *workspace)
 	p->fn = NULL;
 	p->n = op_dims_product(&c->in[0], 0, c->in[0].rank);
 	if (from == NULL || to == NULL)
-		return cep__set_error(CEP_EDTYPE, "Cast: no cuda kernel from %s to %s",
-				      cep_dtype_name(c->in[0].dtype),
+		return cep__set_error(CEP_EDTYPE, "%s: no cuda kernel from %s to %s",
+				      c->node->op_type, cep_dtype_name(c->in[0].dtype),
 				      cep_dtype_name(c->out[0].dtype));
 	if (c->in[0].dtype == c->out[0].dtype)
 		return 0;
@@ -47,6 +49,7 @@ static int cast_run(struct op_call *c)
 
 static const struct op_kernel kernels[] = {
 	{ "", "Cast", 7, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_ALL, cast_prepare, cast_run },
+	{ "", "CastLike", 15, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_ALL, cast_prepare, cast_run },
 };
 
 const struct op_family op_family_cuda_cast = {

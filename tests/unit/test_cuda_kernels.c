@@ -17,7 +17,7 @@
 static const char *const cuda_ops[] = {
 	"Add", "Sub", "Mul", "Div", "Relu", "Sigmoid", "Tanh", "Exp", "Sqrt", "Reciprocal",
 	"Neg", "Abs", "Log", "Erf", "Floor", "Ceil", "Reshape", "Flatten", "Squeeze",
-	"Unsqueeze", "Identity", "Transpose", "Cast", "Concat", "Gather", "MatMul", "Gemm",
+	"Unsqueeze", "Identity", "Transpose", "Cast", "CastLike", "Concat", "Gather", "MatMul", "Gemm",
 	"Softmax", "LogSoftmax", "LayerNormalization", "BatchNormalization", "ReduceSum",
 	"ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
 	"ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp", "Expand", "Tile",
