@@ -8,7 +8,8 @@
  * constants and the node dies; Identity and dead-node removal then clean
  * up, and inference runs again so that shapes computed from folded values
  * (a Reshape whose target shape was a chain of Shape, Gather and Concat)
- * are known from here on.
+ * are known from here on. The fusions (daemon/fuse_xfmr.c) run on the
+ * folded graph, before that last inference.
  */
 #include "optimize.h"
 
@@ -16,6 +17,7 @@
 #include <string.h>
 
 #include "exec.h"
+#include "fuse_xfmr.h"
 #include "shape.h"
 
 static bool dims_fixed(const struct op_tensor *t)
@@ -136,6 +138,9 @@ int optimize_graph(struct graph *g)
 			goto out;
 	}
 	ret = graph_simplify(g);
+	if (ret < 0)
+		goto out;
+	ret = fuse_xfmr(g);
 	if (ret < 0)
 		goto out;
 	ret = shape_infer_graph(g);
