@@ -208,6 +208,32 @@ static void fx_replace(struct fx *f, const int *kill, int n, int made, int v)
 	fx_index(f);
 }
 
+/* ------------------------------------------------------------ no-op Casts */
+
+/* A Cast to the type its input already has (Hugging Face's
+ * softmax(..., dtype=float32) in a float32 model) becomes an Identity,
+ * which graph_simplify() then removes: left in place it would hide the
+ * chains around it. Returns 1 when changed, 0 when not, or an error. */
+static int cast_noop(struct fx *f, int n)
+{
+	struct graph *g = f->g;
+	struct graph_node *node = &g->nodes[n];
+	const struct op_schema *s;
+	int ret;
+
+	if (node->n_in != 1 || node->n_out != 1 || node->in[0] < 0 || node->out[0] < 0 ||
+	    g->values[node->in[0]].t.dtype == CEP_DTYPE_UNDEFINED ||
+	    g->values[node->in[0]].t.dtype != g->values[node->out[0]].t.dtype)
+		return 0;
+	ret = op_schema_find("", "Identity", node->op.opset, &s);
+	if (ret < 0)
+		return ret;
+	node->op.op_type = "Identity";
+	node->op.n_attrs = 0;
+	node->schema = s;
+	return 1;
+}
+
 /* ----------------------------------------------------------------- GELU */
 
 /* The Gelu opset: 20 introduced it; a newer model keeps its own. */
@@ -604,6 +630,11 @@ int fuse_xfmr(struct graph *g)
 		ret = cep__set_error(CEP_ENOMEM, "out of memory fusing the graph");
 		goto out;
 	}
+	ret = fx_pass(&f, "Cast", cast_noop);
+	if (ret == 0)
+		ret = graph_simplify(g);
+	if (ret < 0)
+		goto out;
 	fx_index(&f);
 	/* Gelu first, so that MatMulBias takes it as its activation. */
 	ret = fx_pass(&f, "Erf", gelu_fuse);

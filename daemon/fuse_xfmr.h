@@ -16,6 +16,8 @@
  *               that reorders its output, reading and writing through
  *               strides.
  *
+ * Casts to the type their input already has are dropped first (Hugging
+ * Face writes softmax(..., dtype=float32), a no-op in a float32 model).
  * A chain is fused only when every value it makes on the way (all but its
  * last) is read by the next node of the chain alone and is not a graph
  * output, so nothing outside ever needed what the fusion drops; the

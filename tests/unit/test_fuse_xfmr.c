@@ -458,6 +458,8 @@ struct attn_case {
 	bool k_transposed;       /* K arrives as [B, H, D, S] */
 	bool bshd;               /* Q, K, V as [B, S, H, D] through Transposes,
 	                          * the output transposed back */
+	bool casts;              /* Casts to the scores' own type around the
+	                          * Softmax, as newer Hugging Face code exports */
 };
 
 /* The attention chain over inputs q, k, v (and mask), blocking value
@@ -512,9 +514,18 @@ static uint8_t *attn_model(const struct attn_case *c, cep_dtype t, enum block ho
 	onnxb_node(b, c->mul ? "Mul" : "Div", c->mul ? "c,scores" : "scores,c", "scaled");
 	if (c->mask[0] != '\0')
 		onnxb_node(b, "Add", "mask,scaled", "masked");
-	n = onnxb_node(b, "Softmax", c->mask[0] != '\0' ? "masked" : "scaled", "probs");
+	if (c->casts) {
+		n = onnxb_node(b, "Cast", c->mask[0] != '\0' ? "masked" : "scaled", "cast_in");
+		onnxb_attr_int(n, "to", t);
+	}
+	n = onnxb_node(b, "Softmax", c->casts ? "cast_in" : c->mask[0] != '\0' ? "masked" : "scaled",
+		       "probs");
 	onnxb_attr_int(n, "axis", -1);
-	onnxb_node(b, "MatMul", c->bshd ? "probs,vh" : "probs,vh", c->bshd ? "ctx" : "y");
+	if (c->casts) {
+		n = onnxb_node(b, "Cast", "probs", "cast_out");
+		onnxb_attr_int(n, "to", t);
+	}
+	onnxb_node(b, "MatMul", c->casts ? "cast_out,vh" : "probs,vh", c->bshd ? "ctx" : "y");
 	if (c->bshd) {
 		n = onnxb_node(b, "Transpose", "ctx", "y");
 		onnxb_attr_ints(n, "perm", 4, to_bhsd);
@@ -543,10 +554,14 @@ static void mask_fill(struct tensor *m, unsigned *seed)
 Test(fuse_attention, the_chain_becomes_one_attention_with_the_same_result)
 {
 	static const struct attn_case cases[] = {
-		{ "B2 H3 S7 D16, mask [B,1,1,S], Div", 2, 3, 7, 16, "b11s", false, false, false },
-		{ "B1 H2 S9 D8, mask [B,1,S,S], Mul", 1, 2, 9, 8, "b1ss", true, false, false },
-		{ "B2 H2 S5 D4, no mask, K given as K^T", 2, 2, 5, 4, "", false, true, false },
-		{ "B2 H4 S6 D8, [B,S,H,D] via Transposes", 2, 4, 6, 8, "b11s", false, false, true },
+		{ "B2 H3 S7 D16, mask [B,1,1,S], Div", 2, 3, 7, 16, "b11s", false, false, false,
+		  false },
+		{ "B1 H2 S9 D8, mask [B,1,S,S], Mul", 1, 2, 9, 8, "b1ss", true, false, false, false },
+		{ "B2 H2 S5 D4, no mask, K given as K^T", 2, 2, 5, 4, "", false, true, false, false },
+		{ "B2 H4 S6 D8, [B,S,H,D] via Transposes", 2, 4, 6, 8, "b11s", false, false, true,
+		  false },
+		{ "B2 H2 S6 D8, Mul, Casts around Softmax", 2, 2, 6, 8, "b11s", true, false, true,
+		  true },
 	};
 	static const cep_dtype types[2] = { CEP_DTYPE_FLOAT32, CEP_DTYPE_FLOAT16 };
 	static const char *const names[4] = { "qh", "kh", "vh", "mask" };
@@ -579,7 +594,7 @@ Test(fuse_attention, the_chain_becomes_one_attention_with_the_same_result)
 			}
 			cr_assert_eq(op_count(fused, flen, "Attention"), 1, "%s", c->what);
 			cr_assert_eq(op_count(fused, flen, "MatMul") + op_count(fused, flen, "Softmax") +
-				     op_count(fused, flen, "Transpose"), 0,
+				     op_count(fused, flen, "Transpose") + op_count(fused, flen, "Cast"), 0,
 				     "%s: the chain and its Transposes went into the Attention",
 				     c->what);
 			cr_assert_eq(op_count(plain, plen, "Attention"), 0);
@@ -598,7 +613,7 @@ Test(fuse_attention, the_chain_becomes_one_attention_with_the_same_result)
 
 Test(fuse_attention, scores_read_elsewhere_keep_the_chain)
 {
-	static const struct attn_case c = { "", 1, 2, 4, 8, "b11s", false, false, false };
+	static const struct attn_case c = { "", 1, 2, 4, 8, "b11s", false, false, false, false };
 	uint8_t *buf;
 	size_t len;
 
