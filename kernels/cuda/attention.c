@@ -2,9 +2,11 @@
  * attention.c — the CUDA kernel of the internal Attention operator
  * (kernels/xfmr.h) for float32, float16 and bfloat16: prepare() works out
  * the geometry with the host's code (xfmr_attn_init()), so both backends
- * address the operands the same way, and picks the tiled kernel of
- * kernels/cuda/attention.cu for depths up to 128 or the row kernel for
- * deeper heads; run() launches it.
+ * address the operands the same way, and picks a kernel: the tensor-core
+ * one of kernels/cuda/attention_tc.cu for 16-bit types and depths up to 64
+ * on sm_80 and later, else the tiled kernel of kernels/cuda/attention.cu
+ * for depths up to 128 or its row kernel for deeper heads; run() launches
+ * it.
  */
 #include "launch.h"
 
@@ -26,7 +28,8 @@ struct cuda_attn {
 };
 
 #define ATTN_QROWS 16         /* query rows per block of attn_tile (AT_QROWS) */
-#define ATTN_TILE_THREADS 128 /* AT_WARPS warps */
+#define ATTN_TC_QROWS 64      /* of attn_tc64 (TC_QROWS) */
+#define ATTN_TILE_THREADS 128 /* AT_WARPS and TC_WARPS warps */
 #define ATTN_ROWS_THREADS 128
 #define ATTN_GRID_MAX (1u << 20)
 
@@ -41,6 +44,7 @@ static int attn_prepare(struct op_call *c, size_t *workspace)
 {
 	struct attn_params *p = (struct attn_params *)c->params;
 	const char *sfx = cuda_dtype_suffix(c->in[0].dtype);
+	const char *src = "attention";
 	struct xfmr_attn x;
 	int64_t blocks;
 	char name[32];
@@ -65,8 +69,16 @@ static int attn_prepare(struct op_call *c, size_t *workspace)
 	memcpy(p->a.v, x.v, sizeof(x.v));
 	memcpy(p->a.m, x.m, sizeof(x.m));
 	memcpy(p->a.o, x.o, sizeof(x.o));
-	p->a.q_tiles = (x.Sq + ATTN_QROWS - 1) / ATTN_QROWS;
-	if (x.Dk <= 128 && x.Dv <= 128) {
+	if (c->in[0].dtype != CEP_DTYPE_FLOAT32 && x.Dk <= 64 && x.Dv <= 64 &&
+	    cuda_backend_arch(c->be) >= 80) {
+		/* mma.sync of 16-bit operands came with sm_80. */
+		snprintf(name, sizeof(name), "attn_tc64_%s", sfx);
+		src = "attention_tc";
+		p->block = ATTN_TILE_THREADS;
+		p->a.q_tiles = (x.Sq + ATTN_TC_QROWS - 1) / ATTN_TC_QROWS;
+		blocks = x.B * x.H * p->a.q_tiles;
+	} else if (x.Dk <= 128 && x.Dv <= 128) {
+		p->a.q_tiles = (x.Sq + ATTN_QROWS - 1) / ATTN_QROWS;
 		snprintf(name, sizeof(name), "attn_tile%d_%s", x.Dk <= 64 && x.Dv <= 64 ? 64 : 128,
 			 sfx);
 		p->block = ATTN_TILE_THREADS;
@@ -81,7 +93,7 @@ static int attn_prepare(struct op_call *c, size_t *workspace)
 	if (x.Dv == 0)
 		blocks = 0;
 	p->grid = blocks > (int64_t)ATTN_GRID_MAX ? ATTN_GRID_MAX : (unsigned)blocks;
-	ret = cuda_function_get(c->be, "attention", name, &p->fn);
+	ret = cuda_function_get(c->be, src, name, &p->fn);
 	if (ret < 0) {
 		char why[400];
 

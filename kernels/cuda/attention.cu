@@ -15,7 +15,9 @@
  * 0 by 0 and is NaN, as the unfused Softmax makes it; a NaN score makes
  * its row NaN, as there.
  *
- * Two kernels (launcher: kernels/cuda/attention.c):
+ * The kernels here work on CUDA cores for every type (attention_tc.cu
+ * has the tensor-core one for 16-bit types; launcher: kernels/cuda/
+ * attention.c):
  *
  *   attn_tile<DMAX>_<type>  depths up to DMAX (64 or 128): a block of four
  *       warps takes 16 query rows of one (b, h), four rows a warp, and
@@ -27,18 +29,7 @@
  *       query row, its threads taking a key each per step and the output
  *       columns in turn; slow, for the heads nobody exports.
  */
-#include "blockred.cuh"
-
-/* Twin: struct cuda_attn (kernels/cuda/attention.c). */
-struct cep_attn {
-	i64 B, H, Sq, Sk, Dk, Dv;
-	i64 q[4], k[4], v[4];           /* element strides of (b, h, s, d) */
-	i64 m[4];                       /* the mask's, of (b, h, i, j) */
-	i64 o[4];                       /* the output's, of (b, h, i, d) */
-	float scale;
-	i32 has_mask;
-	i64 q_tiles;                    /* tiles of AT_QROWS query rows */
-};
+#include "attention.cuh"
 
 #define AT_WARPS 4
 #define AT_ROWS 4                       /* query rows per warp */

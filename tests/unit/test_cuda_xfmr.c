@@ -9,7 +9,9 @@
  *   Attention   BERT's shape (B 2, H 12, S 128, D 64) read and written in
  *               [B, S, H, D] order, S up to 512, K given transposed,
  *               queries and keys of different counts, depths 32 to 256
- *               (both kernels), Q broadcast over the batch, masks
+ *               (the tensor-core kernel takes 16-bit types up to 64,
+ *               the tiled one float32 and up to 128, the row kernel the
+ *               rest), Q broadcast over the batch, masks
  *               [B,1,1,S] and [B,1,S,S] with -10000, the type's lowest
  *               value and -inf (rows wholly masked are NaN on both
  *               sides), every float type;
