@@ -18,7 +18,6 @@
 #include "onnx.pb-c.h"
 #include "optimize.h"
 #include "shape.h"
-#include "xfmr.h"
 
 /* A graph output's declared type, checked against inference. */
 struct declared {
@@ -586,12 +585,6 @@ static int node_create(struct load_ctx *c, size_t i)
 		return graph_node_fail(g, n, CEP_EMODEL, "domain %s is not imported by the model",
 				       op_domain_name(node->op.domain));
 	node->op.opset = opset > INT32_MAX ? INT32_MAX : (int)opset;
-	/* The optimizer's own operators trust what it checked before making
-	 * them; a model must not reach them with inputs it did not check. */
-	if (xfmr_domain_internal(node->op.domain))
-		return graph_node_fail(g, n, CEP_EUNSUPPORTED,
-				       "domain %s is internal to cudaep and not for models",
-				       XFMR_DOMAIN);
 	attrs = graph_alloc(g, sizeof(*attrs) * (np->n_attribute + 1));
 	if (!attrs)
 		return cep__set_error(CEP_ENOMEM, NULL);
@@ -662,6 +655,10 @@ static int node_connect(struct load_ctx *c, int n)
 					       "model-local functions are not supported");
 		return graph_node_wrap(g, n, ret);
 	}
+	if (s->flags & OP_INTERNAL)
+		return graph_node_fail(g, n, CEP_EMODEL, "%s of domain %s is internal to cudaep "
+				       "(made by its optimizer); a model may not use it",
+				       node->op.op_type, op_domain_name(node->op.domain));
 	node->schema = s;
 	if (node->n_in < s->min_in)
 		return graph_node_fail(g, n, CEP_EMODEL, "%d inputs, %s needs at least %d",

@@ -8,8 +8,7 @@
  * constants and the node dies; Identity and dead-node removal then clean
  * up, and inference runs again so that shapes computed from folded values
  * (a Reshape whose target shape was a chain of Shape, Gather and Concat)
- * are known from here on. The fusions (daemon/fuse_xfmr.c) run on the
- * folded graph, before that last inference.
+ * are known from here on.
  */
 #include "optimize.h"
 
@@ -17,8 +16,8 @@
 #include <string.h>
 
 #include "exec.h"
-#include "fuse_xfmr.h"
 #include "shape.h"
+#include "fuse_xfmr.h"
 
 static bool dims_fixed(const struct op_tensor *t)
 {
@@ -137,10 +136,12 @@ int optimize_graph(struct graph *g)
 		if (ret < 0)
 			goto out;
 	}
-	ret = graph_simplify(g);
+	/* Folded chains (Shape -> Reshape targets) are constants by now, and
+	 * fuse_xfmr() drops the dead nodes and Identities first itself. */
+	ret = fuse_xfmr(g);
 	if (ret < 0)
 		goto out;
-	ret = fuse_xfmr(g);
+	ret = graph_simplify(g);
 	if (ret < 0)
 		goto out;
 	ret = shape_infer_graph(g);

@@ -2,9 +2,9 @@
  * optimize.h — graph rewrites run once per model at load: constant folding
  * (nodes whose inputs are all known run once on the host kernels; Shape of
  * a value with fixed dims folds too, so exported Shape -> Gather -> Concat
- * -> Reshape chains disappear), then Identity and dead-node removal, then
- * the transformer fusions of daemon/fuse_xfmr.h (GELU, MatMul + bias +
- * activation, attention).
+ * -> Reshape chains disappear), then Identity and dead-node removal. The
+ * fusions of the design (Conv+BatchNorm, GEMM epilogues, attention) join
+ * here later.
  */
 #ifndef CEP_DAEMON_OPTIMIZE_H
 #define CEP_DAEMON_OPTIMIZE_H
@@ -16,10 +16,11 @@
 #define OPTIMIZE_FOLD_MAX_BYTES (64u << 20)
 
 /*
- * Folds, simplifies, fuses and re-sorts the sorted, inferred graph g.
- * Returns 0 or an error: a folded kernel that fails (the model computes
- * something invalid from its own constants) fails the load with the node
- * named.
+ * Folds, fuses (the transformer chains of daemon/fuse_xfmr.h: GELU,
+ * MatMul + bias + activation, attention), simplifies and re-sorts the
+ * sorted, inferred graph g. Returns 0 or an error: a folded kernel that
+ * fails (the model computes something invalid from its own constants)
+ * fails the load with the node named.
  */
 int optimize_graph(struct graph *g);
 

@@ -32,7 +32,14 @@ enum op_flags {
 	OP_SHAPE_ONLY = 1u << 0,
 	/* Never fold, even with constant inputs (random generators). */
 	OP_NO_FOLD = 1u << 1,
+	/* Made only by cudaep's own optimizer (daemon/fuse.c) from nodes it
+	 * has checked: the loader refuses a model's own node of it, so that a
+	 * model cannot hand the kernels inputs the fusion never would. */
+	OP_INTERNAL = 1u << 2,
 };
+
+/* The domain of cudaep's internal operators (OP_INTERNAL). */
+#define OP_DOMAIN_CUDAEP "com.cudaep"
 
 /* An operator. */
 struct op_schema {

@@ -10,13 +10,6 @@
 #include <math.h>
 #include <string.h>
 
-#include "registry.h"
-
-bool xfmr_domain_internal(const char *domain)
-{
-	return domain != NULL && strcmp(domain, XFMR_DOMAIN) == 0;
-}
-
 /* ---------------------------------------------------------------- MatMulBias */
 
 static const char *const act_names[] = {

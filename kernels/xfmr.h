@@ -6,9 +6,9 @@
  * MatMulBias's activation attribute, and the geometry of Attention.
  *
  * Both operators live in domain "com.cudaep" at opset 1. Only the
- * optimizer creates them: the model loader refuses a model's own node in
- * that domain, so these operators never see an input the fusions did not
- * check.
+ * optimizer creates them: the model loader refuses a model's own node of
+ * them (OP_INTERNAL), so these operators never see an input the fusions
+ * did not check.
  *
  * MatMulBias(X [..., K], W [K, N], B [N]) -> Y [..., N]: Y = act(X W + B),
  * attribute activation = "none" | "relu" | "gelu" | "gelu_tanh".
@@ -35,12 +35,11 @@
 #include <stdint.h>
 
 #include "ops.h"
+#include "registry.h"
 
-/* The domain of the operators only cudaep's optimizer may create. */
-#define XFMR_DOMAIN "com.cudaep"
-
-/* Whether domain is XFMR_DOMAIN, which a model may not use itself. */
-bool xfmr_domain_internal(const char *domain);
+/* Their domain; their schemas carry OP_INTERNAL, so the loader refuses a
+ * model's own node of them. */
+#define XFMR_DOMAIN OP_DOMAIN_CUDAEP
 
 /* ---------------------------------------------------------------- MatMulBias */
 

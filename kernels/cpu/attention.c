@@ -98,7 +98,7 @@ static int attn_run(struct op_call *c)
 }
 
 static const struct op_schema schemas[] = {
-	{ XFMR_DOMAIN, "Attention", 1, 1, 3, 4, 1, 1, 0, 0, xfmr_attn_infer },
+	{ XFMR_DOMAIN, "Attention", 1, 1, 3, 4, 1, 1, 0, OP_INTERNAL, xfmr_attn_infer },
 };
 
 static const struct op_kernel kernels[] = {

@@ -134,7 +134,7 @@ static int mmb_run(struct op_call *c)
 }
 
 static const struct op_schema schemas[] = {
-	{ XFMR_DOMAIN, "MatMulBias", 1, 1, 3, 3, 1, 1, 0, 0, mmb_infer },
+	{ XFMR_DOMAIN, "MatMulBias", 1, 1, 3, 3, 1, 1, 0, OP_INTERNAL, mmb_infer },
 };
 
 static const struct op_kernel kernels[] = {
