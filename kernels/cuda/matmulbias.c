@@ -6,7 +6,8 @@
  * Gelu's tanh form. cuBLASLt's GELU is the tanh approximation, so the
  * exact (erf) GELU runs as a plain GEMM followed by one pass of
  * kernels/cuda/matmulbias.cu that adds the bias and applies it; so does
- * an empty K, where the output is act(bias).
+ * a problem for which cuBLASLt's heuristic offers no algorithm with the
+ * epilogue, and an empty K, where the output is act(bias).
  *
  * Row-major Y = X W is column-major Y^T = W^T X^T: cuBLASLt's first
  * operand is W (N x K, leading dimension N), its second X (K x M), and
@@ -45,6 +46,22 @@ static int mmb_blame(int err)
 	return cep__set_error(err, "MatMulBias: %s", why);
 }
 
+/* Makes the call finish with mmb_epilogue: the bias added to the GEMM's
+ * output (add) or written alone, then the activation. */
+static int mmb_post(struct op_call *c, const char *sfx, int add)
+{
+	struct mmb_params *p = (struct mmb_params *)c->params;
+	char name[32];
+	int ret;
+
+	snprintf(name, sizeof(name), "mmb_epilogue_%s", sfx);
+	ret = cuda_function_get(c->be, "matmulbias", name, &p->post);
+	if (ret < 0)
+		return mmb_blame(ret);
+	p->add = add;
+	return 0;
+}
+
 static int mmb_prepare(struct op_call *c, size_t *workspace)
 {
 	struct mmb_params *p = (struct mmb_params *)c->params;
@@ -52,7 +69,6 @@ static int mmb_prepare(struct op_call *c, size_t *workspace)
 	const char *sfx = cuda_dtype_suffix(x->dtype);
 	struct cublaslt_gemm_desc d;
 	enum xfmr_act act;
-	char name[32];
 	int64_t k;
 	int ret;
 
@@ -74,11 +90,9 @@ static int mmb_prepare(struct op_call *c, size_t *workspace)
 	if (p->m == 0 || p->n == 0)
 		return 0;
 	if (k == 0 || act == XFMR_ACT_GELU) {
-		snprintf(name, sizeof(name), "mmb_epilogue_%s", sfx);
-		ret = cuda_function_get(c->be, "matmulbias", name, &p->post);
+		ret = mmb_post(c, sfx, k > 0);
 		if (ret < 0)
-			return mmb_blame(ret);
-		p->add = k > 0;
+			return ret;
 	}
 	if (k == 0)
 		return 0;
@@ -97,6 +111,17 @@ static int mmb_prepare(struct op_call *c, size_t *workspace)
 	}
 	p->bias = d.bias;
 	ret = cublaslt_gemm_get(p->lt, &d, MMB_WORKSPACE_MAX, &p->g);
+	if (ret == CEP_ENOTSUP && d.bias) {
+		/* No algorithm takes that epilogue for this problem: the plain
+		 * GEMM, then the bias and activation in one pass. */
+		cep__clear_error();
+		d.bias = 0;
+		d.act = CUBLASLT_ACT_NONE;
+		p->bias = 0;
+		ret = mmb_post(c, sfx, 1);
+		if (ret == 0)
+			ret = cublaslt_gemm_get(p->lt, &d, MMB_WORKSPACE_MAX, &p->g);
+	}
 	if (ret < 0)
 		return mmb_blame(ret);
 	*workspace = cublaslt_gemm_workspace(p->g);
