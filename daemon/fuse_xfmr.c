@@ -4,8 +4,10 @@
  * MatMulBias, the attention chain into Attention with its Transposes
  * absorbed.
  *
- * Each pass walks the sorted nodes looking for the node a chain hangs on
- * (Erf, MatMul, Softmax), follows producers and consumers from it, and
+ * A first pass turns Casts to their input's own type into Identities,
+ * which the clean-up removes. Then each pass walks the sorted nodes
+ * looking for the node a chain hangs on (Erf, MatMul, Softmax), follows
+ * producers and consumers from it, and
  * when everything matches adds the fused node, which takes over the
  * chain's last value, and kills the chain's nodes. The graph's values are
  * never renamed or created, so the outputs keep their names and types.
