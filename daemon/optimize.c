@@ -19,6 +19,7 @@
 #include "exec.h"
 #include "fuse.h"
 #include "shape.h"
+#include "fuse_xfmr.h"
 
 static bool dims_fixed(const struct op_tensor *t)
 {
@@ -137,6 +138,11 @@ int optimize_graph(struct graph *g)
 		if (ret < 0)
 			goto out;
 	}
+	/* Folded chains (Shape -> Reshape targets) are constants by now, and
+	 * fuse_xfmr() drops the dead nodes and Identities first itself. */
+	ret = fuse_xfmr(g);
+	if (ret < 0)
+		goto out;
 	ret = graph_simplify(g);
 	if (ret < 0)
 		goto out;

@@ -17,9 +17,11 @@
 #define OPTIMIZE_FOLD_MAX_BYTES (64u << 20)
 
 /*
- * Folds, simplifies and re-sorts the sorted, inferred graph g. Returns 0 or
- * an error: a folded kernel that fails (the model computes something
- * invalid from its own constants) fails the load with the node named.
+ * Folds, fuses (the transformer chains of daemon/fuse_xfmr.h: GELU,
+ * MatMul + bias + activation, attention), simplifies and re-sorts the
+ * sorted, inferred graph g. Returns 0 or an error: a folded kernel that
+ * fails (the model computes something invalid from its own constants)
+ * fails the load with the node named.
  */
 int optimize_graph(struct graph *g);
 

@@ -642,22 +642,73 @@ static int build_calls(struct build *b)
 	return 0;
 }
 
+/* Whether node is an operator whose kernels copy the input unchanged
+ * under a new shape, and skip the copy when input and output share
+ * memory (kernels/cpu/reshape.c, kernels/cuda/reshape.c). */
+static bool is_view(const struct graph_node *node)
+{
+	static const char *const ops[] = { "Reshape", "Flatten", "Squeeze", "Unsqueeze",
+					   "Identity" };
+	size_t i;
+
+	if (!op_domain_equal(node->op.domain, "") || node->n_in < 1 || node->n_out != 1 ||
+	    node->in[0] < 0 || node->out[0] < 0)
+		return false;
+	for (i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
+		if (strcmp(node->op.op_type, ops[i]) == 0)
+			return true;
+	}
+	return false;
+}
+
+/* Lets the result of a view step live in the bytes of its input when that
+ * input is a step's result that nothing reads later: the copy then has
+ * nothing to do (an exported attention has four such Reshapes per layer).
+ * share[v] becomes the value whose bytes v takes, v itself for most. */
+static void view_shares(const struct build *b, int *share)
+{
+	const struct graph *g = b->env->g;
+	const unsigned outside = GRAPH_VALUE_INPUT | GRAPH_VALUE_OUTPUT | GRAPH_VALUE_CONST;
+	int s;
+
+	for (s = 0; s < b->p->n_steps; s++) {
+		const struct graph_node *node = &g->nodes[b->p->steps[s].node];
+		int x, y;
+
+		if (!is_view(node))
+			continue;
+		x = node->in[0];
+		y = node->out[0];
+		if (b->made_by[x] < 0 || b->last[x] != s || b->owned[x] || b->owned[y] ||
+		    (g->values[x].flags & outside) || (g->values[y].flags & outside) ||
+		    op_tensor_bytes(&b->vals[x]) != op_tensor_bytes(&b->vals[y]))
+			continue;
+		/* Steps run in order, so x's own share is settled already. */
+		share[y] = share[x];
+	}
+}
+
 /* Decides where each value lives and places those of the block. */
 static int build_memory(struct build *b)
 {
 	const struct graph *g = b->env->g;
 	struct plan *p = b->p;
 	struct plan_mem_item *items = NULL;
-	int *item_value = NULL;
+	int *item_value = NULL, *item_of = NULL, *share = NULL;
 	int n_items = 0, end = p->n_steps, v, i, ret;
 	size_t total;
 
 	items = calloc((size_t)g->n_values + 1, sizeof(*items));
 	item_value = calloc((size_t)g->n_values + 1, sizeof(*item_value));
-	if (!items || !item_value) {
+	item_of = calloc((size_t)g->n_values + 1, sizeof(*item_of));
+	share = calloc((size_t)g->n_values + 1, sizeof(*share));
+	if (!items || !item_value || !item_of || !share) {
 		ret = cep__set_error(CEP_ENOMEM, "out of memory building a plan");
 		goto out;
 	}
+	for (v = 0; v < g->n_values; v++)
+		share[v] = v;
+	view_shares(b, share);
 	for (v = 0; v < g->n_values; v++) {
 		const struct graph_value *val = &g->values[v];
 		bool is_input = val->flags & GRAPH_VALUE_INPUT;
@@ -690,13 +741,26 @@ static int build_memory(struct build *b)
 			it->last = b->last[v] > it->first ? b->last[v] : it->first;
 		if (is_output)
 			it->last = end;
-		item_value[n_items++] = v;
+		item_value[n_items] = v;
+		item_of[v] = n_items++;
+	}
+	/* A view's bytes are its input's, kept until the view's last reader;
+	 * its input was made before it, so has its item already. */
+	for (v = 0; v < g->n_values; v++) {
+		struct plan_mem_item *it;
+
+		if (share[v] == v)
+			continue;
+		it = &items[item_of[share[v]]];
+		if (items[item_of[v]].last > it->last)
+			it->last = items[item_of[v]].last;
+		items[item_of[v]].bytes = 0;
 	}
 	ret = plan_mem_assign(items, n_items, BACKEND_ALIGN, &total);
 	if (ret < 0)
 		goto out;
 	for (i = 0; i < n_items; i++)
-		b->offset[item_value[i]] = items[i].offset;
+		b->offset[item_value[i]] = items[item_of[share[item_value[i]]]].offset;
 	p->activation_bytes = total;
 	p->block_bytes = total + p->workspace_bytes;
 	if (b->env->max_block_bytes && p->block_bytes > b->env->max_block_bytes) {
@@ -710,6 +774,8 @@ static int build_memory(struct build *b)
 out:
 	free(items);
 	free(item_value);
+	free(item_of);
+	free(share);
 	return ret;
 }
 

@@ -255,10 +255,25 @@ static int gemm_check(const struct cublaslt_gemm_desc *d)
 		return cep__set_error(CEP_EINVAL, "cuBLASLt GEMM: a leading dimension is below "
 				      "its rows (lda %lld ldb %lld ldd %lld)", (long long)d->lda,
 				      (long long)d->ldb, (long long)d->ldd);
+	if (d->act < CUBLASLT_ACT_NONE || d->act > CUBLASLT_ACT_GELU_TANH)
+		return cep__set_error(CEP_EINVAL, "cuBLASLt GEMM: no activation %d", (int)d->act);
 	if (!align_ok(d->align_a) || !align_ok(d->align_b) || !align_ok(d->align_d))
 		return cep__set_error(CEP_EINVAL, "cuBLASLt GEMM: alignments must be powers of "
 				      "two up to 256");
 	return 0;
+}
+
+/* The epilogue of d: its bias, then its activation. */
+static cublasLtEpilogue_t gemm_epilogue(const struct cublaslt_gemm_desc *d)
+{
+	switch (d->act) {
+	case CUBLASLT_ACT_RELU:
+		return d->bias ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_RELU;
+	case CUBLASLT_ACT_GELU_TANH:
+		return d->bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU;
+	default:
+		return d->bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
+	}
 }
 
 /* The attributes of a matmul descriptor that a description decides;
@@ -268,7 +283,7 @@ static int gemm_op_set(const struct cublaslt_lib *lib, cublasLtMatmulDesc_t op,
 {
 	cublasOperation_t ta = d->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
 	cublasOperation_t tb = d->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
-	cublasLtEpilogue_t epi = d->bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
+	cublasLtEpilogue_t epi = gemm_epilogue(d);
 	int ret;
 
 	ret = CEP_LT_CHECK(lib, lib->cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA,
@@ -358,10 +373,12 @@ static int gemm_algo(struct cublaslt *lt, struct cublaslt_gemm *g, size_t max_wo
 	}
 	if (i >= found) {
 		ret = cep__set_error(CEP_ENOTSUP, "cuBLASLt has no algorithm for a %s GEMM of "
-				     "m %lld n %lld k %lld batch %lld%s (workspace up to %zu "
+				     "m %lld n %lld k %lld batch %lld%s%s (workspace up to %zu "
 				     "bytes, alignment %u/%u/%u)", cep_dtype_name(d->dtype),
 				     (long long)d->m, (long long)d->n, (long long)d->k,
 				     (long long)d->batch, d->bias ? " with bias" : "",
+				     d->act == CUBLASLT_ACT_RELU ? " and relu" :
+				     d->act == CUBLASLT_ACT_GELU_TANH ? " and gelu" : "",
 				     max_workspace, d->align_a, d->align_b, d->align_d);
 		goto out;
 	}

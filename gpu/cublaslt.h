@@ -121,10 +121,20 @@ const struct cublaslt_lib *cublaslt_lib_of(const struct cublaslt *lt);
 
 /* ------------------------------------------------------------------ GEMM plans */
 
+/* The activation of a GEMM's epilogue, after the bias. */
+enum cublaslt_act {
+	CUBLASLT_ACT_NONE,
+	CUBLASLT_ACT_RELU,       /* max(x, 0); cuBLASLt's gives 0 for NaN */
+	CUBLASLT_ACT_GELU_TANH,  /* cuBLASLt's GELU, the tanh approximation
+	                          * (PyTorch runs its own tanh GELU where it
+	                          * cannot use the epilogue): not for
+	                          * Gelu's exact erf form */
+};
+
 /*
  * One GEMM in cuBLAS's column-major terms:
  *
- *	D[i] = alpha * op(A[i]) * op(B[i]) + beta * C[i] (+ bias)
+ *	D[i] = act(alpha * op(A[i]) * op(B[i]) + beta * C[i] (+ bias))
  *
  * for i < batch, D and C of m x n with leading dimension ldd, op(A) of
  * m x k, op(B) of k x n. Row-major callers swap the operands (row-major
@@ -148,6 +158,7 @@ struct cublaslt_gemm_desc {
 	float alpha, beta;
 	int32_t bias;                /* 1: the bias epilogue adds a vector of m
 	                              * elements to every column of D */
+	int32_t act;                 /* enum cublaslt_act, applied last */
 	uint32_t align_a, align_b;   /* bytes every pointer of A, B (each matrix
 	                              * of the batch) is aligned to: a power of
 	                              * two, at most 256 */

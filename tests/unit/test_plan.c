@@ -209,6 +209,52 @@ Test(plan, step_values_alive_together_never_overlap)
 	built_close(&bt);
 }
 
+/* x [8, 16] -> Relu a -> Reshape r [128] -> Exp e, and, with reread, a
+ * read again after the Reshape (Add of a and Reshape back). */
+static struct model *view_model(bool reread)
+{
+	static const int64_t flat[1] = { 128 }, back[2] = { 8, 16 };
+	struct onnxb *b = onnxb_new(13);
+
+	onnxb_input(b, "x", CEP_DTYPE_FLOAT32, "8,16");
+	onnxb_output(b, "y", CEP_DTYPE_FLOAT32, NULL);
+	onnxb_init(b, "flat", CEP_DTYPE_INT64, "1", flat);
+	onnxb_init(b, "back", CEP_DTYPE_INT64, "2", back);
+	onnxb_node(b, "Relu", "x", "a");
+	onnxb_node(b, "Reshape", "a,flat", "r");
+	onnxb_node(b, "Exp", "r", "e");
+	if (reread) {
+		onnxb_node(b, "Reshape", "e,back", "e2");
+		onnxb_node(b, "Add", "e2,a", "y");
+	} else {
+		onnxb_node(b, "Reshape", "e,back", "y");
+	}
+	return load(b);
+}
+
+Test(plan, a_reshape_takes_the_bytes_of_a_value_nothing_reads_later)
+{
+	int64_t dims[2] = { 8, 16 };
+	struct built bt;
+	const struct plan_step *st;
+
+	cr_assert_eq(build(&bt, view_model(false), CEP_DTYPE_FLOAT32, 2, dims), 0, "%s",
+		     cep_last_error());
+	cr_assert_eq(bt.p->n_steps, 4);
+	st = &bt.p->steps[1];
+	cr_assert_str_eq(bt.m->g.nodes[st->node].op.op_type, "Reshape");
+	cr_assert_eq(st->call.out[0].data, st->call.in[0].data, "r lives in a's bytes");
+	/* The last Reshape makes the graph output, which keeps its own. */
+	st = &bt.p->steps[3];
+	cr_assert_neq(st->call.out[0].data, st->call.in[0].data);
+	built_close(&bt);
+	cr_assert_eq(build(&bt, view_model(true), CEP_DTYPE_FLOAT32, 2, dims), 0, "%s",
+		     cep_last_error());
+	st = &bt.p->steps[1];
+	cr_assert_neq(st->call.out[0].data, st->call.in[0].data, "a is read after the Reshape");
+	built_close(&bt);
+}
+
 Test(plan, workspace_is_sized_up_front)
 {
 	struct onnxb *b = onnxb_new(13);
