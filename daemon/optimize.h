@@ -4,8 +4,9 @@
  * a value with fixed dims folds too, so exported Shape -> Gather -> Concat
  * -> Reshape chains disappear), then Identity and dead-node removal, then
  * the fusions of daemon/fuse.h (BatchNormalization folded into a Conv;
- * Conv + Relu and Conv + Add + Relu as the internal FusedConv). The GEMM
- * epilogues and attention fusions of the design join here later.
+ * Conv + Relu and Conv + Add + Relu as the internal FusedConv) and of
+ * daemon/fuse_xfmr.h (GELU chains, MatMul + bias (+ activation) as
+ * MatMulBias, the attention chain as Attention).
  */
 #ifndef CEP_DAEMON_OPTIMIZE_H
 #define CEP_DAEMON_OPTIMIZE_H

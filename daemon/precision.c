@@ -17,6 +17,7 @@
  */
 #include "precision.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -143,8 +144,21 @@ static bool attrs_change(const struct conv *c, int n)
 
 /* ------------------------------------------------------------------- data */
 
-/* Converts numel elements at src from type `from` to `to` into *out (new,
- * malloc'd) as the Cast kernel does: floats round to nearest even. */
+/* The largest finite value of half type t. */
+static float half_max(cep_dtype t)
+{
+	return t == CEP_DTYPE_FLOAT16 ? 65504.0f : 3.38953139e38f;
+}
+
+/*
+ * Converts numel elements at src from type `from` to `to` into *out (new,
+ * malloc'd) as the Cast kernel does: floats round to nearest even, except
+ * that finite float32 values beyond the half type's range saturate to its
+ * largest finite value instead of becoming infinite. Models write "minus
+ * the largest float32" for a masked position (Hugging Face's attention
+ * mask) and multiply it by 0 where nothing is masked: an infinity there
+ * would make NaN of every kept position.
+ */
 static int data_convert(const struct conv *c, const void *src, cep_dtype from, cep_dtype to,
 			int64_t numel, void **out)
 {
@@ -155,9 +169,21 @@ static int data_convert(const struct conv *c, const void *src, cep_dtype from, c
 	};
 	struct op_tensor in = { .data = (void *)src, .dtype = from, .rank = 1, .dims = { numel } };
 	struct op_tensor o = { .dtype = to, .rank = 1, .dims = { numel } };
+	float *sat = NULL;
 	int ret;
 
+	if (from == CEP_DTYPE_FLOAT32 && (to == CEP_DTYPE_FLOAT16 || to == CEP_DTYPE_BFLOAT16)) {
+		const float *f = src, max = half_max(to);
+
+		sat = malloc((size_t)(numel ? numel : 1) * sizeof(*sat));
+		if (!sat)
+			return nomem();
+		for (int64_t i = 0; i < numel; i++)
+			sat[i] = isfinite(f[i]) && fabsf(f[i]) > max ? copysignf(max, f[i]) : f[i];
+		in.data = sat;
+	}
 	ret = exec_host_eval(&node, c->cast_host, &in, 1, &o, 1);
+	free(sat);
 	*out = o.data;
 	return ret;
 }

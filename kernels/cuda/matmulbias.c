@@ -98,6 +98,8 @@ static int mmb_prepare(struct op_call *c, size_t *workspace)
 		return 0;
 	cublaslt_gemm_desc_init(&d);
 	d.dtype = x->dtype;
+	/* A tf32 session's float32 products may use TF32 (a plan key). */
+	d.tf32 = (c->flags & OP_CALL_TF32) && x->dtype == CEP_DTYPE_FLOAT32;
 	d.m = p->n;
 	d.n = p->m;
 	d.k = k;

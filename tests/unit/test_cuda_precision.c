@@ -88,7 +88,7 @@ Test(cuda_precision, the_models_convert_for_the_device_with_every_node_in_half)
 		cr_assert_eq(converted_for_cuda(&acc, p).float_nodes, 0);
 		cr_assert_eq(a.float_nodes, 0, "%s: node %d stays float32 on cuda",
 			     precision_name(p), a.first_float_node);
-		cr_assert_eq(a.half_nodes, 5);
+		cr_assert_eq(a.half_nodes, 3);
 		cr_assert_eq(b.float_nodes, 0, "%s: node %d stays float32 on cuda",
 			     precision_name(p), b.first_float_node);
 		cr_assert_eq(b.casts, 2);
