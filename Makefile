@@ -262,6 +262,12 @@ $(ENGINE_CONF): $(call obj,tests/conformance/engine_conf.c) $(CORE_A) $(CLIENT_A
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(LDFLAGS) -o $@ $< $(CORE_A) $(CLIENT_A) $(DAEMON_LIBS) $(CLIENT_LIBS)
 
+# The profiler drives the engine directly, as the engine-level runner does.
+$(BUILD)/bench/profile: $(call obj,bench/profile.c) $(CORE_A) $(CLIENT_A)
+	$(call say,LD,$@)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $< $(CORE_A) $(CLIENT_A) $(DAEMON_LIBS) $(CLIENT_LIBS)
+
 $(BUILD)/bench/%: $(call obj,bench/%.c) $(CLIENT_A)
 	$(call say,LD,$@)
 	@mkdir -p $(@D)
@@ -364,7 +370,7 @@ fuzz: fuzz-build
 # ---------------------------------------------------------------- bench
 
 bench: deps $(ALL) $(BENCH_BIN)
-	@set -e; for b in $(BENCH_BIN); do echo "== $$b"; $$b; done
+	@set -e; for b in $(filter-out %/profile,$(BENCH_BIN)); do echo "== $$b"; $$b; done
 
 # ---------------------------------------------------------------- run, install
 

@@ -1090,3 +1090,59 @@ void engine_session_stats(const engine_session *s, struct engine_stats *out)
 		out->plan_bytes += s->plans.plans[i]->block_bytes;
 	out->weight_bytes = s->weight_bytes;
 }
+
+int engine_session_profile(engine_session *s, const struct engine_input *inputs,
+			   size_t n_inputs, struct engine_output *outputs, size_t n_outputs,
+			   struct engine_step_time **times, int *n_times)
+{
+	const struct graph *g = &s->m->model->g;
+	struct engine_step_time *t = NULL;
+	double *ms = NULL;
+	struct plan *p;
+	int sig_len = 0, i, ret;
+
+	*times = NULL;
+	*n_times = 0;
+	/* An ordinary run first: it plans (or finds the plan) and checks
+	 * everything, so that the timed one below measures only launches. */
+	ret = engine_run(s, inputs, n_inputs, outputs, n_outputs);
+	if (ret < 0)
+		return ret;
+	ret = inputs_check(s, inputs, n_inputs, &sig_len);
+	if (ret < 0)
+		return ret;
+	p = plan_cache_find(&s->plans, s->sig, sig_len, plan_sig_hash(s->sig, sig_len),
+			    (const void *const *)s->in_ptr);
+	if (!p)
+		return cep__set_error(CEP_EINTERNAL, "the plan of the run just made is gone");
+	ret = outputs_check(s, p, outputs, n_outputs);
+	if (ret < 0)
+		return ret;
+	ms = calloc((size_t)p->n_steps + 1, sizeof(*ms));
+	t = calloc((size_t)p->n_steps + 1, sizeof(*t));
+	if (!ms || !t) {
+		ret = cep__set_error(CEP_ENOMEM, "out of memory profiling a run");
+		goto out;
+	}
+	ret = exec_profile(g, p, s->be, s->stream, (const void *const *)s->in_ptr,
+			   (void *const *)s->out_ptr, ms);
+	if (ret < 0)
+		goto out;
+	for (i = 0; i < p->n_steps; i++) {
+		const struct graph_node *gn = &g->nodes[p->steps[i].node];
+		const struct op_node *node = &gn->op;
+
+		/* Fused nodes have no name of their own: their output's. */
+		t[i].node = node->name && node->name[0] ? node->name :
+			    gn->out[0] >= 0 ? g->values[gn->out[0]].name : "";
+		t[i].op_type = node->op_type;
+		t[i].ms = ms[i];
+	}
+	*times = t;
+	*n_times = p->n_steps;
+	t = NULL;
+out:
+	free(ms);
+	free(t);
+	return ret;
+}

@@ -277,6 +277,27 @@ struct engine_stats {
 	char capture_error[160];   /* the last capture failure's message, or "" */
 };
 
+/* One kernel launch of a profiled run. */
+struct engine_step_time {
+	const char *node;     /* the node's name, or its first output's when it
+	                       * has none (lives as long as the model) */
+	const char *op_type;  /* its operator */
+	double ms;            /* from its launch to the next one's, on the device */
+};
+
+/*
+ * Profiles one run: runs the session as engine_run() does (planning if
+ * needed), then runs the same plan again launch by launch with a backend
+ * timer between every two launches, never replaying a graph. On success
+ * *times is a malloc'd array of *n_times entries, one per launch in order,
+ * owned by the caller (free()). For tools (bench/profile): it allocates.
+ * Fails as engine_run() does, or with CEP_ENOTSUP on a backend without
+ * timers.
+ */
+int engine_session_profile(engine_session *s, const struct engine_input *inputs,
+			   size_t n_inputs, struct engine_output *outputs, size_t n_outputs,
+			   struct engine_step_time **times, int *n_times);
+
 /* Copies the session's counters into *out. */
 void engine_session_stats(const engine_session *s, struct engine_stats *out);
 

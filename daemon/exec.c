@@ -165,3 +165,47 @@ int exec_run(const struct graph *g, struct plan *p, struct backend *be,
 	p->runs++;
 	return 0;
 }
+
+int exec_profile(const struct graph *g, struct plan *p, struct backend *be,
+		 struct backend_stream *s, const void *const *inputs,
+		 void *const *outputs, double *step_ms)
+{
+	struct backend_event **ev;
+	int i, ret = 0;
+
+	ev = calloc((size_t)p->n_steps + 1, sizeof(*ev));
+	if (!ev)
+		return cep__set_error(CEP_ENOMEM, "out of memory profiling a run");
+	for (i = 0; i <= p->n_steps && ret == 0; i++)
+		ret = backend_timer_new(be, &ev[i]);
+	for (i = 0; i < p->n_inputs && ret == 0; i++)
+		ret = backend_copy_h2d(be, s, p->inputs[i].dev, inputs[i], p->inputs[i].bytes);
+	/* Step by step, never replayed: a timer between every two launches. */
+	for (i = 0; i < p->n_steps && ret == 0; i++) {
+		struct plan_step *st = &p->steps[i];
+
+		ret = backend_event_record(be, ev[i], s);
+		if (ret == 0)
+			ret = backend_launch(be, s, st->kernel->run, &st->call);
+		if (ret < 0)
+			ret = graph_node_wrap(g, st->node, ret);
+	}
+	if (ret == 0)
+		ret = backend_event_record(be, ev[p->n_steps], s);
+	for (i = 0; i < p->n_outputs && ret == 0; i++) {
+		if (outputs[i])
+			ret = backend_copy_d2h(be, s, outputs[i], p->outputs[i].dev,
+					       p->outputs[i].bytes);
+	}
+	if (ret == 0) {
+		ret = backend_stream_sync(be, s);
+		if (ret < 0)
+			ret = sync_failed(g, p, be, s, ret);
+	}
+	for (i = 0; i < p->n_steps && ret == 0; i++)
+		ret = backend_event_elapsed(be, ev[i], ev[i + 1], &step_ms[i]);
+	for (i = 0; i <= p->n_steps; i++)
+		backend_event_free(be, ev[i]);
+	free(ev);
+	return ret;
+}

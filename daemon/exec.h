@@ -28,6 +28,17 @@ int exec_run(const struct graph *g, struct plan *p, struct backend *be,
 	     void *const *outputs);
 
 /*
+ * Runs plan p as exec_run() does, but always launch by launch (never a
+ * captured graph) with a backend timer between every two steps, and
+ * stores each step's time in step_ms (p->n_steps entries, milliseconds).
+ * For profiling: it allocates. Returns 0 or the error of a copy, a kernel
+ * or a timer (CEP_ENOTSUP on a backend without timers).
+ */
+int exec_profile(const struct graph *g, struct plan *p, struct backend *be,
+		 struct backend_stream *s, const void *const *inputs,
+		 void *const *outputs, double *step_ms);
+
+/*
  * Evaluates node (with its kernel k, which must be a host kernel) on host
  * tensors: in (n_in, data set) and out (n_out, dtype and dims set). Each
  * out[i].data becomes a new malloc'd buffer of its bytes (at least one

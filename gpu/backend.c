@@ -124,6 +124,23 @@ int backend_event_record(struct backend *b, struct backend_event *e,
 	return b->iface.event_record(b, e, s);
 }
 
+int backend_timer_new(struct backend *b, struct backend_event **out)
+{
+	*out = NULL;
+	if (!b->iface.timer_new)
+		return cep__set_error(CEP_ENOTSUP, "the %s backend has no timers", b->iface.name);
+	return b->iface.timer_new(b, out);
+}
+
+int backend_event_elapsed(struct backend *b, struct backend_event *start,
+			  struct backend_event *end, double *ms)
+{
+	*ms = 0;
+	if (!b->iface.event_elapsed)
+		return cep__set_error(CEP_ENOTSUP, "the %s backend has no timers", b->iface.name);
+	return b->iface.event_elapsed(b, start, end, ms);
+}
+
 int backend_event_query(struct backend *b, struct backend_event *e)
 {
 	return b->iface.event_query(b, e);

@@ -98,6 +98,12 @@ struct backend_iface {
 			    struct backend_stream *s);
 	int (*event_query)(struct backend *b, struct backend_event *e);
 	int (*event_sync)(struct backend *b, struct backend_event *e);
+	/* Timers (for profiling, never on the warm path): events that also
+	 * keep when they completed; elapsed gives the milliseconds between
+	 * two completed timers. NULL when the backend cannot time. */
+	int (*timer_new)(struct backend *b, struct backend_event **out);
+	int (*event_elapsed)(struct backend *b, struct backend_event *start,
+			     struct backend_event *end, double *ms);
 
 	/* Copies of bytes bytes between host memory and device memory or
 	 * within device memory, queued on s. Host memory must stay valid and
@@ -278,6 +284,12 @@ int backend_event_record(struct backend *b, struct backend_event *e,
 			 struct backend_stream *s);
 int backend_event_query(struct backend *b, struct backend_event *e);
 int backend_event_sync(struct backend *b, struct backend_event *e);
+
+/* A timer (an event, freed with backend_event_free()) and the milliseconds
+ * between two completed ones; CEP_ENOTSUP when the backend cannot time. */
+int backend_timer_new(struct backend *b, struct backend_event **out);
+int backend_event_elapsed(struct backend *b, struct backend_event *start,
+			  struct backend_event *end, double *ms);
 
 /* Copies; 0 bytes is a no-op that succeeds. */
 int backend_copy_h2d(struct backend *b, struct backend_stream *s, void *dst,

@@ -335,6 +335,41 @@ static int cuda_event_new(struct backend *b, struct backend_event **out)
 	return 0;
 }
 
+/* An event that keeps time (CU_EVENT_DEFAULT), for profiling. */
+static int cuda_timer_new(struct backend *b, struct backend_event **out)
+{
+	struct cuda_ctx *cc = b->ctx;
+	struct backend_event *e;
+	int ret;
+
+	ret = cuda_current(cc);
+	if (ret < 0)
+		return ret;
+	e = calloc(1, sizeof(*e));
+	if (e == NULL)
+		return cep__set_error(CEP_ENOMEM, NULL);
+	ret = CEP_CU_CHECK(cc->drv->cuEventCreate(&e->ev, CU_EVENT_DEFAULT));
+	if (ret < 0) {
+		free(e);
+		return ret;
+	}
+	*out = e;
+	return 0;
+}
+
+static int cuda_event_elapsed(struct backend *b, struct backend_event *start,
+			      struct backend_event *end, double *ms)
+{
+	struct cuda_ctx *cc = b->ctx;
+	float f = 0;
+	int ret = cuda_current(cc);
+
+	if (ret == 0)
+		ret = CEP_CU_CHECK(cc->drv->cuEventElapsedTime(&f, start->ev, end->ev));
+	*ms = f;
+	return ret;
+}
+
 static void cuda_event_free(struct backend *b, struct backend_event *e)
 {
 	struct cuda_ctx *cc = b->ctx;
@@ -843,6 +878,8 @@ int backend_cuda_new_config(const struct backend_cuda_config *cfg, struct backen
 		.event_record = cuda_event_record,
 		.event_query = cuda_event_query,
 		.event_sync = cuda_event_sync,
+		.timer_new = cuda_timer_new,
+		.event_elapsed = cuda_event_elapsed,
 		.copy_h2d = cuda_copy_h2d,
 		.copy_d2h = cuda_copy_d2h,
 		.copy_d2d = cuda_copy_d2d,

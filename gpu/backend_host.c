@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "arena.h"
 #include "cudaep.h"
@@ -54,6 +55,7 @@ struct backend_stream {
 
 struct backend_event {
 	bool recorded;
+	uint64_t ns;            /* CLOCK_MONOTONIC when last recorded */
 };
 
 struct backend_graph {
@@ -160,7 +162,20 @@ static void host_event_free(struct backend *b, struct backend_event *e)
 static int host_event_record(struct backend *b, struct backend_event *e,
 			     struct backend_stream *s)
 {
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
 	e->recorded = true;
+	e->ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	return 0;
+}
+
+/* Work on a host stream is done when queued, so the time an event was
+ * recorded is the time everything before it completed. */
+static int host_event_elapsed(struct backend *b, struct backend_event *start,
+			      struct backend_event *end, double *ms)
+{
+	*ms = ((double)end->ns - (double)start->ns) / 1e6;
 	return 0;
 }
 
@@ -338,6 +353,8 @@ int backend_host_new(unsigned flags, struct backend **out)
 		.event_record = host_event_record,
 		.event_query = host_event_query,
 		.event_sync = host_event_sync,
+		.timer_new = host_event_new,
+		.event_elapsed = host_event_elapsed,
 		.copy_h2d = host_copy,
 		.copy_d2h = host_copy,
 		.copy_d2d = host_copy,

@@ -58,6 +58,7 @@
 	X(cuStreamSynchronize, 2000)                  \
 	X(cuEventCreate, 2000)                        \
 	X(cuEventRecord, 2000)                        \
+	X(cuEventElapsedTime, 2000)                   \
 	X(cuEventQuery, 2000)                         \
 	X(cuEventSynchronize, 2000)                   \
 	X(cuEventDestroy, 4000)                       \

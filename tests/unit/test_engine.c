@@ -270,6 +270,49 @@ Test(engine, a_plan_whose_capture_fails_runs_eagerly_and_says_why)
 	fixture_close(&f);
 }
 
+Test(engine, a_profiled_run_times_every_launch_and_computes_the_same)
+{
+	float x[5 * IN], y[5 * OUT], ref[5 * OUT];
+	int64_t dims[2] = { 5, IN };
+	struct engine_input in = { "x", CEP_DTYPE_FLOAT32, 2, dims, x, sizeof(x) };
+	struct engine_output out = { .name = "y", .data = y, .capacity = sizeof(y) };
+	struct backend_counters before, after;
+	struct engine_step_time *t = NULL;
+	struct engine_stats st;
+	struct fixture f;
+	unsigned seed = 31;
+	int n = 0, i;
+
+	/* With graphs, to see that the profiled run launches step by step
+	 * even where a replay would be used. */
+	fixture_open(&f, BACKEND_HOST_GRAPHS, 0);
+	for (i = 0; i < 5 * IN; i++)
+		x[i] = 3.0f * frand(&seed);
+	mlp_reference(x, 5, ref);
+	cr_assert_eq(engine_run(f.s, &in, 1, &out, 1), 0);
+	cr_assert_eq(engine_run(f.s, &in, 1, &out, 1), 0); /* captured */
+	backend_counters_get(f.be, &before);
+	memset(y, 0, sizeof(y));
+	cr_assert_eq(engine_session_profile(f.s, &in, 1, &out, 1, &t, &n), 0, "%s",
+		     cep_last_error());
+	backend_counters_get(f.be, &after);
+	engine_session_stats(f.s, &st);
+	cr_assert_eq(n, st.last_steps);
+	cr_assert_eq(n, 3, "MatMulBias (Relu), MatMulBias, Softmax");
+	cr_assert_str_eq(t[0].op_type, "MatMulBias");
+	cr_assert_str_eq(t[2].op_type, "Softmax");
+	cr_assert_str_eq(t[2].node, "y", "a fused node is named by its output");
+	for (i = 0; i < n; i++)
+		cr_assert_geq(t[i].ms, 0.0);
+	/* The ordinary run replays; the profiled one launches each step. */
+	cr_assert_eq(after.replays, before.replays + 1);
+	cr_assert_eq(after.launches, before.launches + (uint64_t)n);
+	for (i = 0; i < 5 * OUT; i++)
+		cr_assert_float_eq(y[i], ref[i], 1e-5f);
+	free(t);
+	fixture_close(&f);
+}
+
 Test(engine, lru_evicts_least_recently_used_plan)
 {
 	struct engine_stats st;
