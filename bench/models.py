@@ -260,7 +260,16 @@ def main():
     ap.add_argument("--iters", type=int, default=100)
     ap.add_argument("--out", default=None, help="keep models, logs and results here")
     ap.add_argument("--models", default="resnet50,bert")
+    ap.add_argument("--export-only", metavar="DIR",
+                    help="only write the models as DIR/<model>.onnx (for bench/profile)")
     args = ap.parse_args()
+    if args.export_only:
+        os.makedirs(args.export_only, exist_ok=True)
+        for model in args.models.split(","):
+            path = os.path.join(args.export_only, model + ".onnx")
+            export_resnet(path) if model == "resnet50" else export_bert(path)
+            log("%s: %s" % (model, path))
+        return
 
     import torch
     torch.backends.cuda.matmul.allow_tf32 = False

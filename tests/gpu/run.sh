@@ -5,7 +5,8 @@
 # same suites as CI with CUDAEP_TEST_GPU=1: GPU tests run, daemons use the
 # CUDA backend), conformance (the ONNX node cases generated from the
 # machine's onnx, through a CUDA daemon, next to the host backend's), rtt,
-# models (bench/models.py), many (bench/many_clients.py), or a test binary name (test_cuda_conv) to run
+# models (bench/models.py), profile (bench/profile over ResNet-50 and
+# BERT-base: time per operator), many (bench/many_clients.py), or a test binary name (test_cuda_conv) to run
 # only it. Full logs go to $OUT (or ./gpu-out); a summary is printed last.
 set -u
 ROOT=$(pwd)
@@ -76,6 +77,20 @@ for part in "$@"; do
 		python3 bench/models.py --build "$B" --out "$OUT/models" > "$OUT/models.log" 2>&1
 		tail -12 "$OUT/models.log" >> "$SUMMARY"
 		rm -f "$OUT"/models/*.onnx "$OUT"/models/*.npy
+		;;
+	profile)
+		python3 bench/models.py --export-only "$OUT/onnx" > "$OUT/export.log" 2>&1
+		for m in resnet50 bert; do
+			for p in fp32 fp16; do
+				for b in 1 32; do
+					log="$OUT/profile-$m-$p-b$b.log"
+					"$B/bench/profile" "$OUT/onnx/$m.onnx" --precision $p \
+						--dim batch=$b --top 12 > "$log" 2>&1
+					head -14 "$log" >> "$SUMMARY"
+				done
+			done
+		done
+		rm -rf "$OUT/onnx"
 		;;
 	many)
 		python3 bench/many_clients.py --build "$B" > "$OUT/many.log" 2>&1
