@@ -138,8 +138,16 @@ int optimize_graph(struct graph *g)
 		if (ret < 0)
 			goto out;
 	}
-	/* Folded chains (Shape -> Reshape targets) are constants by now, and
-	 * fuse_xfmr() drops the dead nodes and Identities first itself. */
+	/* Folded chains (Shape -> Reshape targets) are constants by now: infer
+	 * again so that the fusions see the ranks and sizes they give (an
+	 * exported BERT's hidden states have no known rank before). The
+	 * folded nodes go first: inference must not touch their outputs,
+	 * which are constants now. */
+	ret = graph_simplify(g);
+	if (ret == 0)
+		ret = shape_infer_graph(g);
+	if (ret < 0)
+		goto out;
 	ret = fuse_xfmr(g);
 	if (ret < 0)
 		goto out;

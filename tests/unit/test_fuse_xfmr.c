@@ -448,6 +448,33 @@ Test(fuse_matmulbias, no_fusion_past_a_shared_value_or_a_weight_known_only_at_ru
 	free(buf);
 }
 
+/* Exporters write axes and shapes as Constant nodes, whose values the
+ * first inference at load does not see: x's rank is unknown until they are
+ * folded, and the fusions must still see it (they ran on the unknown rank
+ * of an exported BERT's hidden states, and fused nothing). */
+Test(fuse_matmulbias, fuses_where_the_rank_is_known_only_after_folding)
+{
+	static const int64_t axes[1] = { 0 };
+	struct onnxb *b = onnxb_new(17);
+	Onnx__NodeProto *n;
+	uint8_t *buf;
+	size_t len;
+
+	onnxb_input(b, "x", CEP_DTYPE_FLOAT32, "4,16");
+	onnxb_output(b, "y", CEP_DTYPE_FLOAT32, NULL);
+	onnxb_init(b, "w", CEP_DTYPE_FLOAT32, "16,8", NULL);
+	onnxb_init(b, "bias", CEP_DTYPE_FLOAT32, "8", NULL);
+	n = onnxb_node(b, "Constant", "", "axes");
+	onnxb_attr_tensor(n, "value", onnxb_tensor("", CEP_DTYPE_INT64, "1", axes));
+	onnxb_node(b, "Unsqueeze", "x,axes", "xu");
+	onnxb_node(b, "MatMul", "xu,w", "h");
+	onnxb_node(b, "Add", "bias,h", "y");
+	buf = onnxb_finish(b, &len);
+	cr_assert_eq(op_count(buf, len, "MatMulBias"), 1);
+	cr_assert_eq(op_count(buf, len, "MatMul"), 0);
+	free(buf);
+}
+
 /* ----------------------------------------------------------- Attention */
 
 struct attn_case {
