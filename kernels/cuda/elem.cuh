@@ -5,7 +5,8 @@
  * host: struct cuda_bcastn of kernels/cuda/launch.h, filled by
  * cuda_bcastn_init()), and the contiguous fast paths (cep_map2) of the
  * common layouts, chosen by the launchers at plan time: operands of the
- * output's shape, a row vector over the last dim, a single element.
+ * output's shape, a row vector over the last dim, a single element; and
+ * the warp-per-row layout of the row kernels (cep_row_load).
  */
 #ifndef CEP_CUDA_ELEM_CUH
 #define CEP_CUDA_ELEM_CUH
@@ -186,6 +187,74 @@ __device__ __forceinline__ void cep_map1(const A *a, O *o, i64 n, F f)
 	cep_fn1<F> g = { f };
 
 	cep_map2<A, O, CEP_OPND_FULL, CEP_OPND_NONE>(a, (const A *)0, o, n, 1, g);
+}
+
+/* --------------------------------------------------------- warp rows */
+
+/*
+ * A row of up to 32 * V * NV elements held by one warp: lane l keeps
+ * vectors k = 0..NV-1, the elements (k * 32 + l) * V + e for e < V, as
+ * float (rows are whole vectors: cols % V == 0). cep_row_load() reads
+ * them, 16 bytes per access when vec (the row's start aligned), else an
+ * element at a time; elements past cols read as fill.
+ */
+template <typename T, int V, int NV>
+__device__ __forceinline__ void cep_row_load(const T *row, i64 cols, bool vec, float (&v)[NV][V],
+					     float fill)
+{
+	typedef typename cep_raw<V * sizeof(T)>::t R;
+	int lane = threadIdx.x & 31;
+
+#pragma unroll
+	for (int k = 0; k < NV; k++) {
+		i64 at = ((i64)k * 32 + lane) * V;
+		cep_vec<T, V> t;
+
+		if (at >= cols) {
+#pragma unroll
+			for (int e = 0; e < V; e++)
+				v[k][e] = fill;
+			continue;
+		}
+		if (vec) {
+			t.raw = *(const R *)(row + at);
+		} else {
+#pragma unroll
+			for (int e = 0; e < V; e++)
+				t.e[e] = row[at + e];
+		}
+#pragma unroll
+		for (int e = 0; e < V; e++)
+			v[k][e] = ld_f(t.e, e);
+	}
+}
+
+/* Stores the elements of cep_row_load()'s layout that lie in the row,
+ * converting from float as st_f() does. */
+template <typename T, int V, int NV>
+__device__ __forceinline__ void cep_row_store(T *row, i64 cols, bool vec, const float (&v)[NV][V])
+{
+	typedef typename cep_raw<V * sizeof(T)>::t R;
+	int lane = threadIdx.x & 31;
+
+#pragma unroll
+	for (int k = 0; k < NV; k++) {
+		i64 at = ((i64)k * 32 + lane) * V;
+		cep_vec<T, V> t;
+
+		if (at >= cols)
+			continue;
+#pragma unroll
+		for (int e = 0; e < V; e++)
+			st_f(t.e, e, v[k][e]);
+		if (vec) {
+			*(R *)(row + at) = t.raw;
+		} else {
+#pragma unroll
+			for (int e = 0; e < V; e++)
+				row[at + e] = t.e[e];
+		}
+	}
 }
 
 #endif
