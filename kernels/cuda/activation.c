@@ -86,7 +86,8 @@ static int act_run(struct op_call *c)
 	void *o = c->out[0].data;
 	void *args[] = { &a, &o, (void *)&p->n, (void *)&p->alpha, (void *)&p->beta };
 
-	return cuda_launch(c->be, c->stream, p->fn, cuda_grid(p->n), CUDA_BLOCK, 0, args);
+	return cuda_launch(c->be, c->stream, p->fn, cuda_grid_elem(p->n, c->in[0].dtype),
+			   CUDA_BLOCK, 0, args);
 }
 
 /* -------------------------------------------------------------------- PRelu */
@@ -225,7 +226,8 @@ static int clip_run(struct op_call *c)
 	void *args[] = { &a, &o, (void *)&p->n, &lo, &hi, (void *)&p->flo, (void *)&p->fhi,
 			 (void *)&p->ilo, (void *)&p->ihi };
 
-	return cuda_launch(c->be, c->stream, p->fn, cuda_grid(p->n), CUDA_BLOCK, 0, args);
+	return cuda_launch(c->be, c->stream, p->fn, cuda_grid_elem(p->n, c->in[0].dtype),
+			   CUDA_BLOCK, 0, args);
 }
 
 /* ------------------------------------------------------------------- table */

@@ -1,8 +1,10 @@
 /*
  * binary.c — the CUDA kernels of Add, Sub, Mul and Div (opset 7 on, numpy
  * broadcasting) for every numeric type: kernels/cuda/binary.cu on the
- * device. prepare() lays out the broadcast once per plan; run() launches
- * one grid over the output.
+ * device. prepare() lays out the broadcast once per plan and picks a
+ * fast path when the layout has one (same shapes, a row vector, a single
+ * element: vectorized, contiguous) or else the general kernel; run()
+ * launches one grid over the output.
  */
 #include "launch.h"
 
@@ -10,7 +12,10 @@
 
 struct binary_params {
 	CUfunction fn;
-	struct cuda_bcast bc;
+	struct cuda_bcast bc;   /* the general kernel's layout */
+	int64_t cols;           /* fast path: output row length */
+	int32_t fast;           /* fn is a fast path (takes n and cols) */
+	unsigned grid;          /* blocks */
 };
 CUDA_PARAMS_FIT(struct binary_params);
 
@@ -18,14 +23,24 @@ static int binary_prepare(struct op_call *c, size_t *workspace, const char *op)
 {
 	struct binary_params *p = (struct binary_params *)c->params;
 	const char *sfx = cuda_dtype_suffix(c->out[0].dtype);
+	struct cuda_fast f;
 	char name[32];
 
 	*workspace = 0;
 	if (sfx == NULL)
 		return cep__set_error(CEP_EDTYPE, "%s: no cuda kernel for %s", c->node->op_type,
 				      cep_dtype_name(c->out[0].dtype));
-	snprintf(name, sizeof(name), "%s_%s", op, sfx);
 	cuda_bcast_init(&p->bc, &c->out[0], &c->in[0], &c->in[1]);
+	p->fast = cuda_fast_init(&f, &p->bc);
+	if (p->fast) {
+		/* A thread per 16 bytes, as the fast path moves them. */
+		p->cols = f.cols;
+		p->grid = cuda_grid_elem(p->bc.n, c->out[0].dtype);
+		snprintf(name, sizeof(name), "%s_%s_%s", op, sfx, f.name);
+	} else {
+		p->grid = cuda_grid(p->bc.n);
+		snprintf(name, sizeof(name), "%s_%s", op, sfx);
+	}
 	return cuda_function_get(c->be, "binary", name, &p->fn);
 }
 
@@ -35,8 +50,10 @@ static int binary_run(struct op_call *c)
 	const void *a = c->in[0].data, *b = c->in[1].data;
 	void *o = c->out[0].data;
 	void *args[] = { &a, &b, &o, (void *)&p->bc };
+	void *fast_args[] = { &a, &b, &o, (void *)&p->bc.n, (void *)&p->cols };
 
-	return cuda_launch(c->be, c->stream, p->fn, cuda_grid(p->bc.n), CUDA_BLOCK, 0, args);
+	return cuda_launch(c->be, c->stream, p->fn, p->grid, CUDA_BLOCK, 0,
+			   p->fast ? fast_args : args);
 }
 
 static int add_prepare(struct op_call *c, size_t *ws) { return binary_prepare(c, ws, "add"); }

@@ -3,7 +3,9 @@
  * kernels/cpu/compare.c: Equal, Less, LessOrEqual, Greater,
  * GreaterOrEqual, And, Or, Not and Where, with the host's type sets per
  * opset. Device side: kernels/cuda/compare.cu. prepare() lays out the
- * broadcast once per plan; run() launches one grid over the output.
+ * broadcast once per plan and picks a comparison's fast path where the
+ * layout has one (as kernels/cuda/binary.c does); run() launches one
+ * grid over the output.
  */
 #include "launch.h"
 
@@ -12,7 +14,10 @@
 
 struct compare_params {
 	CUfunction fn;
-	struct cuda_bcast bc;
+	struct cuda_bcast bc;   /* the general kernel's layout */
+	int64_t cols;           /* fast path: output row length */
+	int32_t fast;           /* fn is a fast path (takes n and cols) */
+	unsigned grid;          /* blocks */
 };
 CUDA_PARAMS_FIT(struct compare_params);
 
@@ -34,6 +39,7 @@ static int compare_prepare(struct op_call *c, size_t *workspace)
 {
 	struct compare_params *p = (struct compare_params *)c->params;
 	const char *sfx = cuda_dtype_suffix(c->in[0].dtype);
+	struct cuda_fast f;
 	char name[48];
 	size_t i;
 
@@ -43,8 +49,16 @@ static int compare_prepare(struct op_call *c, size_t *workspace)
 				      cep_dtype_name(c->in[0].dtype));
 	for (i = 0; c->node->op_type[i] != '\0' && i + 1 < 32; i++)
 		name[i] = (char)tolower((unsigned char)c->node->op_type[i]);
-	snprintf(name + i, sizeof(name) - i, "_%s", sfx);
 	cuda_bcast_init(&p->bc, &c->out[0], &c->in[0], &c->in[1]);
+	p->fast = cuda_fast_init(&f, &p->bc);
+	if (p->fast) {
+		p->cols = f.cols;
+		p->grid = cuda_grid_elem(p->bc.n, c->in[0].dtype);
+		snprintf(name + i, sizeof(name) - i, "_%s_%s", sfx, f.name);
+	} else {
+		p->grid = cuda_grid(p->bc.n);
+		snprintf(name + i, sizeof(name) - i, "_%s", sfx);
+	}
 	return cuda_function_get(c->be, "compare", name, &p->fn);
 }
 
@@ -54,8 +68,10 @@ static int compare_run(struct op_call *c)
 	const void *a = c->in[0].data, *b = c->in[1].data;
 	void *o = c->out[0].data;
 	void *args[] = { &a, &b, &o, (void *)&p->bc };
+	void *fast_args[] = { &a, &b, &o, (void *)&p->bc.n, (void *)&p->cols };
 
-	return cuda_launch(c->be, c->stream, p->fn, cuda_grid(p->bc.n), CUDA_BLOCK, 0, args);
+	return cuda_launch(c->be, c->stream, p->fn, p->grid, CUDA_BLOCK, 0,
+			   p->fast ? fast_args : args);
 }
 
 static int not_prepare(struct op_call *c, size_t *workspace)
@@ -74,7 +90,8 @@ static int not_run(struct op_call *c)
 	void *o = c->out[0].data;
 	void *args[] = { &a, &o, (void *)&p->n };
 
-	return cuda_launch(c->be, c->stream, p->fn, cuda_grid(p->n), CUDA_BLOCK, 0, args);
+	return cuda_launch(c->be, c->stream, p->fn, cuda_grid_elem(p->n, CEP_DTYPE_BOOL),
+			   CUDA_BLOCK, 0, args);
 }
 
 /* Where never converts: one kernel per element width. */

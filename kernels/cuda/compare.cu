@@ -5,7 +5,10 @@
  * compare in float (so NaN is unequal to everything), integers and bool
  * in int64; Where moves elements as bits of their width and reads the
  * condition as a byte, nonzero true. Launcher: kernels/cuda/compare.c.
- * Kernels: <op>_<type> (equal_f32, and_bool, not_bool) and where_<bits>.
+ * Kernels: <op>_<type> (equal_f32, and_bool, not_bool) and where_<bits>;
+ * the comparisons and logic also as <op>_<type>_<a><b>, the fast paths of
+ * elem.cuh (a, b: f, r or s as in binary.cu), and Not walks its tensor
+ * 16 bytes at a time.
  */
 #include "elem.cuh"
 
@@ -51,12 +54,36 @@ __device__ __forceinline__ void compare(const T *a, const T *b, u8 *o, const cep
 	}
 }
 
+/* One element of a fast path, with the arithmetic of compare(). */
+template <typename T, int OP> struct cmp_fn {
+	__device__ __forceinline__ void operator()(const T *a, i64 ia, const T *b, i64 ib, u8 *o,
+						   i64 io) const
+	{
+		if (cep_is_float<T>::value)
+			o[io] = cmp_f<OP>(ld_f(a, ia), ld_f(b, ib));
+		else
+			o[io] = cmp_i<OP>(ld_i(a, ia), ld_i(b, ib));
+	}
+};
+
+#define COMPARE_FAST(name, OP, T, sfx, ma, mb, MA, MB)                                \
+	extern "C" __global__ void name##_##sfx##_##ma##mb(const T *a, const T *b, u8 *o, \
+							   i64 n, i64 cols)               \
+	{                                                                              \
+		cep_map2<T, u8, MA, MB>(a, b, o, n, cols, cmp_fn<T, OP>());            \
+	}
+
 #define COMPARE_KERNEL(name, OP, T, sfx)                                        \
 	extern "C" __global__ void name##_##sfx(const T *a, const T *b, u8 *o,   \
 						cep_bcast p)                     \
 	{                                                                       \
 		compare<T, OP>(a, b, o, p);                                     \
-	}
+	}                                                                       \
+	COMPARE_FAST(name, OP, T, sfx, f, f, CEP_OPND_FULL, CEP_OPND_FULL)      \
+	COMPARE_FAST(name, OP, T, sfx, f, r, CEP_OPND_FULL, CEP_OPND_ROW)       \
+	COMPARE_FAST(name, OP, T, sfx, r, f, CEP_OPND_ROW, CEP_OPND_FULL)       \
+	COMPARE_FAST(name, OP, T, sfx, f, s, CEP_OPND_FULL, CEP_OPND_SCALAR)    \
+	COMPARE_FAST(name, OP, T, sfx, s, f, CEP_OPND_SCALAR, CEP_OPND_FULL)
 
 #define COMPARE_TYPES(name, OP)                 \
 	COMPARE_KERNEL(name, OP, float, f32)    \
@@ -76,10 +103,16 @@ COMPARE_TYPES(greaterorequal, CMP_GE)
 COMPARE_KERNEL(and, CMP_AND, b8, bool)
 COMPARE_KERNEL(or, CMP_OR, b8, bool)
 
+struct not_fn {
+	__device__ __forceinline__ void operator()(const u8 *a, i64 ia, u8 *o, i64 io) const
+	{
+		o[io] = !a[ia];
+	}
+};
+
 extern "C" __global__ void not_bool(const u8 *a, u8 *o, i64 n)
 {
-	CEP_FOR(i, n)
-		o[i] = !a[i];
+	cep_map1(a, o, n, not_fn());
 }
 
 /* ------------------------------------------------------------------ Where */

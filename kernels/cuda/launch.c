@@ -1,6 +1,7 @@
 /*
  * launch.c — helpers of the launchers of kernels/cuda (launch.h): type
- * suffixes, copy units and the broadcasting layout of binary kernels.
+ * suffixes, copy units, the broadcasting layout of binary kernels and
+ * the layouts their fast paths cover.
  */
 #include "launch.h"
 
@@ -94,6 +95,45 @@ void cuda_bcast_init(struct cuda_bcast *p, const struct op_tensor *out,
 		}
 	}
 	p->rank = m;
+}
+
+/* The enum cuda_opnd_mode of operand k of p (of rank 1 or 2) read from
+ * its strides, or -1 for a layout no fast path covers. */
+static int fast_mode(const struct cuda_bcast *p, int k)
+{
+	if (p->rank == 1)
+		return p->stride[k][0] == 0 ? CUDA_OPND_SCALAR : CUDA_OPND_FULL;
+	if (p->stride[k][1] != 1)
+		return -1;
+	return p->stride[k][0] == 0 ? CUDA_OPND_ROW
+	     : p->stride[k][0] == p->dims[1] ? CUDA_OPND_FULL : -1;
+}
+
+bool cuda_fast_init(struct cuda_fast *f, const struct cuda_bcast *p)
+{
+	static const char letter[] = { 'f', 'r', 's' };
+	int k;
+
+	memset(f, 0, sizeof(*f));
+	if (p->rank > 2)
+		return false;
+	for (k = 0; k < 2; k++) {
+		f->mode[k] = fast_mode(p, k);
+		if (f->mode[k] < 0)
+			return false;
+	}
+	/* Two single elements make one output element: read both at 0. */
+	if (f->mode[0] == CUDA_OPND_SCALAR && f->mode[1] == CUDA_OPND_SCALAR)
+		f->mode[0] = f->mode[1] = CUDA_OPND_FULL;
+	/* Rank 2 has two full operands only when its dims would not merge,
+	 * and a row against a row cannot fill a larger output. */
+	if (f->mode[0] != CUDA_OPND_FULL && f->mode[1] != CUDA_OPND_FULL)
+		return false;
+	f->cols = p->rank == 2 ? p->dims[1] : 1;
+	f->name[0] = letter[f->mode[0]];
+	f->name[1] = letter[f->mode[1]];
+	f->name[2] = '\0';
+	return true;
 }
 
 void cuda_bcastn_init(struct cuda_bcastn *p, const struct op_tensor *out,

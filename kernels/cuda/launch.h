@@ -56,6 +56,45 @@ struct cuda_bcast {
 void cuda_bcast_init(struct cuda_bcast *p, const struct op_tensor *out,
 		     const struct op_tensor *a, const struct op_tensor *b);
 
+/* How an operand of a fast path is read (twin of elem.cuh's CEP_OPND_*):
+ * at each output element, at its column (a row vector over the last dim),
+ * once (a single element), or not at all. */
+enum cuda_opnd_mode {
+	CUDA_OPND_FULL,
+	CUDA_OPND_ROW,
+	CUDA_OPND_SCALAR,
+	CUDA_OPND_NONE,
+};
+
+/* A two-operand layout that a fast path (elem.cuh's cep_map2) covers. */
+struct cuda_fast {
+	int32_t mode[2];                        /* enum cuda_opnd_mode of a and b */
+	int64_t cols;                           /* elements per output row, >= 1 */
+	char name[3];                           /* kernel-name suffix: "ff", "fr", "rf", "fs", "sf" */
+};
+
+/* Fills f and returns true when the broadcast p (from cuda_bcast_init())
+ * has a fast path: both operands of the output's shape, or one of them a
+ * row over the output's last merged dim or a single element; returns
+ * false (f unspecified) when only the general kernel covers it. */
+bool cuda_fast_init(struct cuda_fast *f, const struct cuda_bcast *p);
+
+/* Blocks for n elements taken vec (>= 1) per thread, at most
+ * CUDA_GRID_MAX. */
+static inline unsigned cuda_grid_vec(int64_t n, unsigned vec)
+{
+	return cuda_grid((n + vec - 1) / vec);
+}
+
+/* Blocks for the contiguous paths of elem.cuh over n elements of dtype
+ * (the widest type a kernel moves): a thread per 16 bytes. */
+static inline unsigned cuda_grid_elem(int64_t n, cep_dtype dtype)
+{
+	size_t size = cep_dtype_size(dtype);
+
+	return cuda_grid_vec(n, size > 0 && size < 16 ? 16 / (unsigned)size : 1);
+}
+
 /* Operands of one launch of the kernels that broadcast more than two. */
 #define CUDA_BCASTN_MAX 8
 

@@ -4,7 +4,9 @@
  * inference form (opsets 7 on) for the float types: kernels/cuda/norm.cu
  * on the device. prepare() reads the attributes and shapes as the
  * reference kernels do (kernels/cpu/norm.c) and lays out how Scale and B
- * broadcast; BatchNormalization asks for a workspace holding each
+ * broadcast, and gives rows of up to 1024 columns read with Scale and B
+ * by column or as one value a warp each (layernorm_warp_*), longer or
+ * other rows a block each; BatchNormalization asks for a workspace holding each
  * channel's folded a and b, which run() fills before mapping X.
  */
 #include "launch.h"
@@ -36,6 +38,28 @@ struct ln_params {
 };
 CUDA_PARAMS_FIT(struct ln_params);
 
+/* Vectors per lane the warp kernels of norm.cu come in, per element
+ * size (16 / size elements per vector), ascending, 0-terminated. */
+static const int ln_warp_nv_f32[] = { 1, 2, 3, 4, 6, 8, 0 };
+static const int ln_warp_nv_16[] = { 1, 2, 3, 4, 0 };
+
+/* The vectors per lane of the warp kernel for rows of cols elements of
+ * size bytes each, or 0 when the block kernel must take them. */
+static int ln_warp_nv(int64_t cols, size_t size)
+{
+	const int *nv = size == 4 ? ln_warp_nv_f32 : ln_warp_nv_16;
+	int64_t v = 16 / (int64_t)size;
+	int i;
+
+	if (cols <= 0 || cols % v != 0)
+		return 0;
+	for (i = 0; nv[i] != 0; i++) {
+		if (32 * v * nv[i] >= cols)
+			return nv[i];
+	}
+	return 0;
+}
+
 /* How q (Scale or B), broadcast one way to x, is indexed by (row, column),
  * and its strides over x's dims for LN_BCAST. */
 static enum ln_mode ln_mode_of(const struct op_tensor *x, const struct op_tensor *q, int axis,
@@ -65,8 +89,8 @@ static int ln_prepare(struct op_call *c, size_t *workspace)
 	const struct op_tensor *x = &c->in[0];
 	const char *sfx = cuda_dtype_suffix(x->dtype);
 	int64_t stash = op_attr_int(c->node, "stash_type", 1);
-	char name[32];
-	int axis, ret;
+	char name[40];
+	int axis, ret, nv;
 
 	*workspace = 0;
 	memset(&p->ln, 0, sizeof(p->ln));
@@ -87,11 +111,23 @@ static int ln_prepare(struct op_call *c, size_t *workspace)
 	memcpy(p->ln.dims, x->dims, sizeof(p->ln.dims));
 	p->ln.smode = ln_mode_of(x, &c->in[1], axis, p->ln.sstride);
 	p->ln.bmode = ln_mode_of(x, c->n_in > 2 ? &c->in[2] : NULL, axis, p->ln.bstride);
-	/* Rows of no columns still get their (NaN) statistics, as on the host. */
-	p->block = p->ln.cols >= CUDA_BLOCK ? CUDA_BLOCK
-					    : 32 * (unsigned)(p->ln.cols > 0 ? (p->ln.cols + 31) / 32 : 1);
-	p->grid = p->ln.rows > (int64_t)CUDA_GRID_MAX ? CUDA_GRID_MAX : (unsigned)p->ln.rows;
-	snprintf(name, sizeof(name), "layernorm_%s", sfx);
+	nv = p->ln.smode != LN_BCAST && p->ln.bmode != LN_BCAST
+		     ? ln_warp_nv(p->ln.cols, cep_dtype_size(x->dtype)) : 0;
+	if (nv > 0) {
+		/* A warp per row, CUDA_BLOCK / 32 rows per block. */
+		p->block = CUDA_BLOCK;
+		p->grid = cuda_grid(p->ln.rows * 32);
+		snprintf(name, sizeof(name), "layernorm_warp_%s_%d", sfx, nv);
+	} else {
+		/* Rows of no columns still get their (NaN) statistics, as on
+		 * the host. */
+		p->block = p->ln.cols >= CUDA_BLOCK
+				   ? CUDA_BLOCK
+				   : 32 * (unsigned)(p->ln.cols > 0 ? (p->ln.cols + 31) / 32 : 1);
+		p->grid = p->ln.rows > (int64_t)CUDA_GRID_MAX ? CUDA_GRID_MAX
+							      : (unsigned)p->ln.rows;
+		snprintf(name, sizeof(name), "layernorm_%s", sfx);
+	}
 	return cuda_function_get(c->be, "norm", name, &p->fn);
 }
 

@@ -11,6 +11,13 @@
  * for. Scale and B are read by column, as one value, or through numpy
  * broadcasting strides over the input's dims.
  *
+ * Rows of at most 32 * V * NV elements (V per 16 bytes, cols a multiple
+ * of V) whose Scale and B are read by column or as one value take the
+ * warp kernels instead (layernorm_warp_<type>_<NV>): a warp per row, the
+ * row held in registers (elem.cuh's cep_row_load), loaded once with
+ * 16-byte accesses, the sums combined by shuffles. Same arithmetic, in
+ * double, summed in another order.
+ *
  * BatchNormalization first folds each channel's (or element's, spatial=0)
  * scale, B, mean and var into y = x * a + b, with a and b in the
  * workspace (bn_coef), then maps every element (bn_apply_<type>). Its
@@ -20,6 +27,7 @@
  * Launcher: kernels/cuda/norm.c.
  */
 #include "blockred.cuh"
+#include "elem.cuh"
 
 enum { LN_ABSENT, LN_ONE, LN_COLUMN, LN_BCAST };
 
@@ -98,6 +106,94 @@ __device__ __forceinline__ void layernorm(const T *x, const T *s, const T *b, T 
 	}
 }
 
+/* Element (k, e) of cep_row_load()'s layout of Scale or B, as a double. */
+template <typename T, int V, int NV>
+__device__ __forceinline__ double ln_warp_param(const float (&q)[NV][V], int mode, float one,
+						int k, int e)
+{
+	return mode == LN_ABSENT ? 0.0 : mode == LN_ONE ? (double)one : (double)q[k][e];
+}
+
+template <typename T, int NV>
+__device__ __forceinline__ void layernorm_warp(const T *x, const T *s, const T *b, T *y,
+					       void *mean_out, void *inv_out, const cep_ln &p)
+{
+	const int V = 16 / sizeof(T);
+	int lane = threadIdx.x & 31;
+	i64 warp = ((i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+	i64 warps = ((i64)gridDim.x * blockDim.x) >> 5;
+	float sv[NV][V], bv[NV][V], s1 = 0.0f, b1 = 0.0f;
+	bool vx = cep_vec_aligned<T, V>(x) && cep_vec_aligned<T, V>(y);
+
+	/* Scale and B are the same for every row: read once. */
+	if (p.smode == LN_COLUMN)
+		cep_row_load<T, V, NV>(s, p.cols, cep_vec_aligned<T, V>(s), sv, 0.0f);
+	else if (p.smode == LN_ONE)
+		s1 = ld_f(s, 0);
+	if (p.bmode == LN_COLUMN)
+		cep_row_load<T, V, NV>(b, p.cols, cep_vec_aligned<T, V>(b), bv, 0.0f);
+	else if (p.bmode == LN_ONE)
+		b1 = ld_f(b, 0);
+	for (i64 r = warp; r < p.rows; r += warps) {
+		float v[NV][V];
+		double sum = 0.0, sq = 0.0, m, inv;
+
+		cep_row_load<T, V, NV>(x + r * p.cols, p.cols, vx, v, 0.0f);
+#pragma unroll
+		for (int k = 0; k < NV; k++)
+#pragma unroll
+			for (int e = 0; e < V; e++)
+				sum += (double)v[k][e];
+		sum = cep_warp_reduce<cep_add>(sum);
+		m = sum / (double)p.cols;
+#pragma unroll
+		for (int k = 0; k < NV; k++) {
+#pragma unroll
+			for (int e = 0; e < V; e++) {
+				double d = (double)v[k][e] - m;
+
+				/* Elements past the row must add nothing. */
+				if (((i64)k * 32 + lane) * V < p.cols)
+					sq += d * d;
+			}
+		}
+		sq = cep_warp_reduce<cep_add>(sq);
+		inv = 1.0 / sqrt(sq / (double)p.cols + p.eps);
+		if (lane == 0) {
+			if (mean_out != 0 && p.stash_bf16)
+				st_f((bf16 *)mean_out, r, (float)m);
+			else if (mean_out != 0)
+				st_f((float *)mean_out, r, (float)m);
+			if (inv_out != 0 && p.stash_bf16)
+				st_f((bf16 *)inv_out, r, (float)inv);
+			else if (inv_out != 0)
+				st_f((float *)inv_out, r, (float)inv);
+		}
+#pragma unroll
+		for (int k = 0; k < NV; k++) {
+#pragma unroll
+			for (int e = 0; e < V; e++) {
+				double sc = ln_warp_param<T, V, NV>(sv, p.smode, s1, k, e);
+				double bc = ln_warp_param<T, V, NV>(bv, p.bmode, b1, k, e);
+
+				/* As layernorm(): no fused multiply-add. */
+				v[k][e] = (float)__dadd_rn(
+					__dmul_rn(__dmul_rn((double)v[k][e] - m, inv), sc), bc);
+			}
+		}
+		cep_row_store<T, V, NV>(y + r * p.cols, p.cols, vx, v);
+	}
+}
+
+#define LN_WARP_KERNEL(T, sfx, NV)                                                        \
+	extern "C" __global__ void layernorm_warp_##sfx##_##NV(const T *x, const T *s,      \
+							       const T *b, T *y,             \
+							       void *mean_out, void *inv_out, \
+							       cep_ln p)                     \
+	{                                                                                 \
+		layernorm_warp<T, NV>(x, s, b, y, mean_out, inv_out, p);                  \
+	}
+
 #define LN_KERNEL(T, sfx)                                                            \
 	extern "C" __global__ void layernorm_##sfx(const T *x, const T *s, const T *b,   \
 						   T *y, void *mean_out, void *inv_out,  \
@@ -109,6 +205,21 @@ __device__ __forceinline__ void layernorm(const T *x, const T *s, const T *b, T 
 LN_KERNEL(float, f32)
 LN_KERNEL(f16, f16)
 LN_KERNEL(bf16, bf16)
+/* Up to 1024 columns: NV vectors of 4 floats or 8 halves per lane. */
+LN_WARP_KERNEL(float, f32, 1)
+LN_WARP_KERNEL(float, f32, 2)
+LN_WARP_KERNEL(float, f32, 3)
+LN_WARP_KERNEL(float, f32, 4)
+LN_WARP_KERNEL(float, f32, 6)
+LN_WARP_KERNEL(float, f32, 8)
+LN_WARP_KERNEL(f16, f16, 1)
+LN_WARP_KERNEL(f16, f16, 2)
+LN_WARP_KERNEL(f16, f16, 3)
+LN_WARP_KERNEL(f16, f16, 4)
+LN_WARP_KERNEL(bf16, bf16, 1)
+LN_WARP_KERNEL(bf16, bf16, 2)
+LN_WARP_KERNEL(bf16, bf16, 3)
+LN_WARP_KERNEL(bf16, bf16, 4)
 
 /* ------------------------------------------------------ BatchNormalization */
 

@@ -4,7 +4,8 @@
  * reference kernels take (kernels/cpu/pool.c): kernels/cuda/pool.cu on the
  * device. The attributes and the window are read by the host's own
  * cpu_pool_read() (kernels/cpu/pool.h), so both backends pool the same
- * windows; prepare() turns them into the geometry the kernel walks.
+ * windows; prepare() turns them into the geometry the kernel walks and
+ * picks the kernel that indexes in 32 bits when every index fits.
  */
 #include "launch.h"
 
@@ -33,6 +34,10 @@ struct pool_params {
 };
 CUDA_PARAMS_FIT(struct pool_params);
 
+/* Indices below this bound, with room for a grid's stride past the last,
+ * let the windowed pools compute in 32 bits. */
+#define POOL_I32_LIMIT (INT32_MAX - (int64_t)CUDA_GRID_MAX * CUDA_BLOCK)
+
 /* Planes of at least this many elements each get a block. */
 #define GPOOL_BLOCK_MIN 128
 
@@ -43,8 +48,9 @@ static int pool_prepare(struct op_call *c, size_t *workspace)
 	const char *sfx = cuda_dtype_suffix(x->dtype);
 	struct cpu_window_geom geom;
 	struct cpu_pool pool;
+	bool small = true;
 	char name[32];
-	int ret;
+	int ret, i;
 
 	*workspace = 0;
 	memset(p, 0, sizeof(*p));
@@ -70,7 +76,14 @@ static int pool_prepare(struct op_call *c, size_t *workspace)
 		    : x->dtype == CEP_DTYPE_UINT8 ? 0.0f : -INFINITY;
 	p->block = CUDA_BLOCK;
 	p->grid = cuda_grid(op_dims_product(y, 0, y->rank));
-	snprintf(name, sizeof(name), "pool_%s_%s", pool.is_max ? "max" : "avg", sfx);
+	/* Window starts reach stride * out + pads and ends in + pads. */
+	small = op_dims_product(x, 0, x->rank) < POOL_I32_LIMIT &&
+		op_dims_product(y, 0, y->rank) < POOL_I32_LIMIT;
+	for (i = 0; i < 3 && small; i++)
+		small = p->g.s[i] * p->g.out[i] + p->g.in[i] + p->g.pb[i] + p->g.pe[i] +
+				p->g.k[i] * p->g.d[i] < POOL_I32_LIMIT;
+	snprintf(name, sizeof(name), "pool_%s_%s%s", pool.is_max ? "max" : "avg", sfx,
+		 small ? "_i32" : "");
 	return cuda_function_get(c->be, "pool", name, &p->fn);
 }
 

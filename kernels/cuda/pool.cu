@@ -10,8 +10,8 @@
  * of one, two or three dimensions all arrive as three, with leading unit
  * ones (struct cpu_window_geom). The global pools give a block to each
  * plane when planes are large and a thread when they are small. Launcher:
- * kernels/cuda/pool.c. Kernels: pool_{max,avg}_<type>,
- * gpool_{max,avg}_{block,thread}_<type>.
+ * kernels/cuda/pool.c. Kernels: pool_{max,avg}_<type>[_i32] (_i32: all
+ * indices in 32 bits), gpool_{max,avg}_{block,thread}_<type>.
  */
 #include "blockred.cuh"
 
@@ -27,74 +27,98 @@ struct cep_pool {
 	i32 pad;
 };
 
+/* x / d for a dilation d, skipping the division for the usual d = 1. */
+template <typename I> __device__ __forceinline__ I pool_div(I x, I d)
+{
+	return d == 1 ? x : x / d;
+}
+
 /* The taps of a window along dimension i for output position o: those in
  * [*lo, *hi) land in the input; *n_pad counts the taps that land in the
- * input or its explicit pads (not in ceil_mode's overhang). */
-__device__ __forceinline__ void pool_taps(const cep_pool &p, int i, i64 o, i64 *start, i64 *lo,
-					  i64 *hi, i64 *n_pad)
+ * input or its explicit pads (not in ceil_mode's overhang). I is the
+ * index type, i32 when every index of the launch fits. */
+template <typename I>
+__device__ __forceinline__ void pool_taps(const cep_pool &p, int i, I o, I *start, I *lo,
+					  I *hi, I *n_pad)
 {
-	i64 s = o * p.s[i] - p.pb[i], d = p.d[i], k = p.k[i];
-	i64 end = p.in[i] + p.pe[i];
+	I d = (I)p.d[i], k = (I)p.k[i], in = (I)p.in[i];
+	I s = o * (I)p.s[i] - (I)p.pb[i];
+	I end = in + (I)p.pe[i];
 
 	*start = s;
-	*lo = s < 0 ? (-s + d - 1) / d : 0;
-	*hi = s < p.in[i] ? (p.in[i] - 1 - s) / d + 1 : 0;
+	*lo = s < 0 ? pool_div<I>(-s + d - 1, d) : 0;
+	*hi = s < in ? pool_div<I>(in - 1 - s, d) + 1 : 0;
 	if (*hi > k)
 		*hi = k;
 	if (*lo > *hi)
 		*lo = *hi;
-	*n_pad = s < end ? (end - 1 - s) / d + 1 : 0;
+	*n_pad = s < end ? pool_div<I>(end - 1 - s, d) + 1 : 0;
 	if (*n_pad > k)
 		*n_pad = k;
 }
 
-template <typename T, bool MAX>
+/*
+ * A thread per output element, consecutive threads along the output's
+ * innermost dim so that their windows' rows are read together. The
+ * element's coordinates come from one set of divisions per element, in
+ * 32 bits when the launch's indices fit (I = i32, the kernels named
+ * *_i32); the window loops only add.
+ */
+template <typename T, bool MAX, typename I>
 __device__ __forceinline__ void pool(const T *x, T *y, i64 *indices, const cep_pool &p)
 {
-	i64 plane_in = p.in[0] * p.in[1] * p.in[2];
-	i64 plane_out = p.out[0] * p.out[1] * p.out[2];
+	I in1 = (I)p.in[1], in2 = (I)p.in[2];
+	I out0 = (I)p.out[0], out1 = (I)p.out[1], out2 = (I)p.out[2];
+	I d0 = (I)p.d[0], d1 = (I)p.d[1], d2 = (I)p.d[2];
+	I plane_in = (I)p.in[0] * in1 * in2;
+	I plane_out = out0 * out1 * out2;
+	I total = (I)p.planes * plane_out;
 
-	CEP_FOR(o, p.planes * plane_out) {
-		i64 pl = o / plane_out, r = o - pl * plane_out;
-		i64 ox = r % p.out[2], oy = r / p.out[2] % p.out[1], oz = r / p.out[2] / p.out[1];
-		i64 sz, z0, z1, nz, sy, y0, y1, ny, sx, x0, x1, nx, best = -1;
-		i64 base = pl * plane_in;
+	for (I o = (I)(blockIdx.x * blockDim.x + threadIdx.x); o < total;
+	     o += (I)(gridDim.x * blockDim.x)) {
+		I q = o / out2, ox = o - q * out2;
+		I q2 = q / out1, oy = q - q2 * out1;
+		I pl = q2 / out0, oz = q2 - pl * out0;
+		I sz, z0, z1, nz, sy, y0, y1, ny, sx, x0, x1, nx;
+		I base = pl * plane_in;
+		i64 best = -1;
 		float acc = MAX ? p.lowest : 0.0f;
 
-		pool_taps(p, 0, oz, &sz, &z0, &z1, &nz);
-		pool_taps(p, 1, oy, &sy, &y0, &y1, &ny);
-		pool_taps(p, 2, ox, &sx, &x0, &x1, &nx);
-		for (i64 a = z0; a < z1; a++) {
-			i64 iz = sz + a * p.d[0];
+		pool_taps<I>(p, 0, oz, &sz, &z0, &z1, &nz);
+		pool_taps<I>(p, 1, oy, &sy, &y0, &y1, &ny);
+		pool_taps<I>(p, 2, ox, &sx, &x0, &x1, &nx);
+		for (I a = z0; a < z1; a++) {
+			I iz = sz + a * d0;
 
-			for (i64 b = y0; b < y1; b++) {
-				i64 iy = sy + b * p.d[1];
-				i64 row = base + (iz * p.in[1] + iy) * p.in[2];
+			for (I b = y0; b < y1; b++) {
+				I iy = sy + b * d1;
+				const T *row = x + base + (iz * in1 + iy) * in2;
 
-				for (i64 e = x0; e < x1; e++) {
-					i64 ix = sx + e * p.d[2];
-					float v = ld_f(x, row + ix);
+				for (I e = x0; e < x1; e++) {
+					I ix = sx + e * d2;
+					float v = ld_f(row, ix);
 
 					if (!MAX) {
 						acc += v;
 					} else if (best < 0 || v > acc) {
 						acc = v;
 						best = p.column_major
-							? iz + iy * p.in[0] + ix * p.in[0] * p.in[1]
-							: (iz * p.in[1] + iy) * p.in[2] + ix;
+							? (i64)iz + (i64)iy * p.in[0] +
+								  (i64)ix * p.in[0] * p.in[1]
+							: ((i64)iz * in1 + iy) * in2 + ix;
 					}
 				}
 			}
 		}
 		if (!MAX) {
-			i64 count = p.count_include_pad ? nz * ny * nx
-							: (z1 - z0) * (y1 - y0) * (x1 - x0);
+			I count = p.count_include_pad ? nz * ny * nx
+						      : (z1 - z0) * (y1 - y0) * (x1 - x0);
 
 			acc /= (float)count;
 		}
 		st_f(y, o, acc);
 		if (MAX && indices != 0)
-			indices[o] = best < 0 ? -1 : base + best;
+			indices[o] = best < 0 ? -1 : (i64)base + best;
 	}
 }
 
@@ -140,13 +164,17 @@ __device__ __forceinline__ void gpool(const T *x, T *y, i64 planes, i64 n)
 	}
 }
 
-#define POOL_KERNELS(T, sfx)                                                             \
-	extern "C" __global__ void pool_max_##sfx(const T *x, T *y, i64 *indices, cep_pool p) \
-	{ pool<T, true>(x, y, indices, p); }
+#define POOL_KERNELS(T, sfx)                                                                 \
+	extern "C" __global__ void pool_max_##sfx(const T *x, T *y, i64 *indices, cep_pool p)     \
+	{ pool<T, true, i64>(x, y, indices, p); }                                             \
+	extern "C" __global__ void pool_max_##sfx##_i32(const T *x, T *y, i64 *indices, cep_pool p) \
+	{ pool<T, true, i32>(x, y, indices, p); }
 
-#define POOL_AVG_KERNELS(T, sfx)                                                         \
-	extern "C" __global__ void pool_avg_##sfx(const T *x, T *y, i64 *indices, cep_pool p) \
-	{ pool<T, false>(x, y, indices, p); }
+#define POOL_AVG_KERNELS(T, sfx)                                                             \
+	extern "C" __global__ void pool_avg_##sfx(const T *x, T *y, i64 *indices, cep_pool p)     \
+	{ pool<T, false, i64>(x, y, indices, p); }                                            \
+	extern "C" __global__ void pool_avg_##sfx##_i32(const T *x, T *y, i64 *indices, cep_pool p) \
+	{ pool<T, false, i32>(x, y, indices, p); }
 
 #define GPOOL_KERNELS(T, sfx)                                                             \
 	extern "C" __global__ void gpool_max_block_##sfx(const T *x, T *y, i64 planes, i64 n)  \

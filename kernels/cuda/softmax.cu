@@ -10,10 +10,15 @@
  * A contiguous row (inner 1) gets a block, its threads striding along it
  * and combining through warp shuffles; otherwise each thread walks one
  * column of n elements, inner apart, so neighbouring threads read
- * neighbouring elements. Launcher: kernels/cuda/softmax.c. Kernels:
- * {softmax,logsoftmax}_{rows,cols}_<type>.
+ * neighbouring elements. Contiguous rows of at most 1024 elements, whole
+ * 16-byte vectors, get a warp instead, the row held in registers (read
+ * once, elem.cuh's cep_row_load) and combined by shuffles, with the same
+ * arithmetic. Launcher: kernels/cuda/softmax.c. Kernels:
+ * {softmax,logsoftmax}_{rows,cols}_<type>,
+ * {softmax,logsoftmax}_warp_<type>_<NV>.
  */
 #include "blockred.cuh"
+#include "elem.cuh"
 
 /* Twin: struct cuda_softmax. */
 struct cep_softmax {
@@ -82,6 +87,76 @@ __device__ __forceinline__ void softmax_cols(const T *x, T *y, const cep_softmax
 	}
 }
 
+/* inner == 1, n <= 32 * V * NV: a warp per row. */
+template <typename T, bool LOG, int NV>
+__device__ __forceinline__ void softmax_warp(const T *x, T *y, const cep_softmax &p)
+{
+	const int V = 16 / sizeof(T);
+	int lane = threadIdx.x & 31;
+	i64 warp = ((i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+	i64 warps = ((i64)gridDim.x * blockDim.x) >> 5;
+	bool vec = cep_vec_aligned<T, V>(x) && cep_vec_aligned<T, V>(y);
+
+	for (i64 r = warp; r < p.outer; r += warps) {
+		float v[NV][V];
+		double sum = 0.0;
+
+		/* Padding reads as -inf: neither maximum passes it. */
+		cep_row_load<T, V, NV>(x + r * p.n, p.n, vec, v, -CEP_INF_F);
+		if (LOG) {
+			double mx = -CEP_INF_D, lse;
+
+#pragma unroll
+			for (int k = 0; k < NV; k++)
+#pragma unroll
+				for (int e = 0; e < V; e++)
+					mx = cep_max_nan::f(mx, (double)v[k][e]);
+			mx = cep_warp_reduce<cep_max_nan>(mx);
+#pragma unroll
+			for (int k = 0; k < NV; k++)
+#pragma unroll
+				for (int e = 0; e < V; e++)
+					if (((i64)k * 32 + lane) * V < p.n)
+						sum += expf((float)((double)v[k][e] - mx));
+			sum = cep_warp_reduce<cep_add>(sum);
+			lse = log(sum);
+#pragma unroll
+			for (int k = 0; k < NV; k++)
+#pragma unroll
+				for (int e = 0; e < V; e++)
+					v[k][e] = (float)((double)v[k][e] - mx - lse);
+		} else {
+			float mx = -CEP_INF_F;
+
+#pragma unroll
+			for (int k = 0; k < NV; k++)
+#pragma unroll
+				for (int e = 0; e < V; e++)
+					mx = cep_max_skip::f(mx, v[k][e]);
+			mx = cep_warp_reduce<cep_max_skip>(mx);
+#pragma unroll
+			for (int k = 0; k < NV; k++)
+#pragma unroll
+				for (int e = 0; e < V; e++)
+					if (((i64)k * 32 + lane) * V < p.n)
+						sum += expf(v[k][e] - mx);
+			sum = cep_warp_reduce<cep_add>(sum);
+#pragma unroll
+			for (int k = 0; k < NV; k++)
+#pragma unroll
+				for (int e = 0; e < V; e++)
+					v[k][e] = expf(v[k][e] - mx) / (float)sum;
+		}
+		cep_row_store<T, V, NV>(y + r * p.n, p.n, vec, v);
+	}
+}
+
+#define SOFTMAX_WARP_KERNELS(T, sfx, NV)                                                       \
+	extern "C" __global__ void softmax_warp_##sfx##_##NV(const T *x, T *y, cep_softmax p)    \
+	{ softmax_warp<T, false, NV>(x, y, p); }                                             \
+	extern "C" __global__ void logsoftmax_warp_##sfx##_##NV(const T *x, T *y, cep_softmax p) \
+	{ softmax_warp<T, true, NV>(x, y, p); }
+
 #define SOFTMAX_KERNELS(T, sfx)                                                       \
 	extern "C" __global__ void softmax_rows_##sfx(const T *x, T *y, cep_softmax p)    \
 	{ softmax_rows<T, false>(x, y, p); }                                          \
@@ -95,3 +170,14 @@ __device__ __forceinline__ void softmax_cols(const T *x, T *y, const cep_softmax
 SOFTMAX_KERNELS(float, f32)
 SOFTMAX_KERNELS(f16, f16)
 SOFTMAX_KERNELS(bf16, bf16)
+/* Up to 1024 elements: NV vectors of 4 floats or 8 halves per lane. */
+SOFTMAX_WARP_KERNELS(float, f32, 1)
+SOFTMAX_WARP_KERNELS(float, f32, 2)
+SOFTMAX_WARP_KERNELS(float, f32, 4)
+SOFTMAX_WARP_KERNELS(float, f32, 8)
+SOFTMAX_WARP_KERNELS(f16, f16, 1)
+SOFTMAX_WARP_KERNELS(f16, f16, 2)
+SOFTMAX_WARP_KERNELS(f16, f16, 4)
+SOFTMAX_WARP_KERNELS(bf16, bf16, 1)
+SOFTMAX_WARP_KERNELS(bf16, bf16, 2)
+SOFTMAX_WARP_KERNELS(bf16, bf16, 4)

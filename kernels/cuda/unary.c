@@ -42,7 +42,8 @@ static int unary_run(struct op_call *c)
 	void *o = c->out[0].data;
 	void *args[] = { &a, &o, (void *)&p->n };
 
-	return cuda_launch(c->be, c->stream, p->fn, cuda_grid(p->n), CUDA_BLOCK, 0, args);
+	return cuda_launch(c->be, c->stream, p->fn, cuda_grid_elem(p->n, c->in[0].dtype),
+			   CUDA_BLOCK, 0, args);
 }
 
 #define F32_F16 (OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_FLOAT16))

@@ -4,9 +4,11 @@
  * Sqrt, Reciprocal, Neg, Abs, Log, Erf, Floor, Ceil. Float types are
  * computed in float; Relu, Neg and Abs of integers in int64, wrapping as
  * two's complement does; Erf of integers (opsets 9 to 12) in float,
- * truncated. Launcher: kernels/cuda/unary.c. Kernels: <op>_<type>.
+ * truncated. Every kernel walks its tensor contiguously, 16 bytes per
+ * access where aligned (elem.cuh's cep_map1). Launcher:
+ * kernels/cuda/unary.c. Kernels: <op>_<type>.
  */
-#include "common.cuh"
+#include "elem.cuh"
 
 enum {
 	UN_RELU, UN_SIGMOID, UN_TANH, UN_EXP, UN_SQRT, UN_RECIPROCAL,
@@ -46,18 +48,32 @@ template <int OP> __device__ __forceinline__ i64 un_i(i64 v)
 }
 
 /* Computed in float whatever T is (Erf of integers is, too). */
+template <int OP> struct un_fn_f {
+	template <typename T>
+	__device__ __forceinline__ void operator()(const T *a, i64 ia, T *o, i64 io) const
+	{
+		st_f(o, io, un_f<OP>(ld_f(a, ia)));
+	}
+};
+
+template <int OP> struct un_fn_i {
+	template <typename T>
+	__device__ __forceinline__ void operator()(const T *a, i64 ia, T *o, i64 io) const
+	{
+		st_i(o, io, un_i<OP>(ld_i(a, ia)));
+	}
+};
+
 template <typename T, int OP>
 __device__ __forceinline__ void unary_f(const T *a, T *o, i64 n)
 {
-	CEP_FOR(i, n)
-		st_f(o, i, un_f<OP>(ld_f(a, i)));
+	cep_map1(a, o, n, un_fn_f<OP>());
 }
 
 template <typename T, int OP>
 __device__ __forceinline__ void unary_i(const T *a, T *o, i64 n)
 {
-	CEP_FOR(i, n)
-		st_i(o, i, un_i<OP>(ld_i(a, i)));
+	cep_map1(a, o, n, un_fn_i<OP>());
 }
 
 #define UNARY_KERNEL(name, OP, T, sfx, how)                                     \
