@@ -1,6 +1,6 @@
 /*
  * cudnn.c — cuDNN 9 through dlopen, its handle, and the cache of
- * convolution plans (descriptors, the fastest algorithm as timed, the
+ * convolution plans (descriptors, the heuristic's algorithm, the
  * workspace it needs) that the Conv kernels of kernels/cuda/conv.c run
  * (gpu/cudnn.h).
  */
@@ -123,7 +123,7 @@ struct cudnn_conv {
 	cudnnFilterDescriptor_t w;           /* owned */
 	cudnnConvolutionDescriptor_t conv;   /* owned; carries algo's math type */
 	cudnnActivationDescriptor_t act;     /* owned; NULL unless fused */
-	cudnnConvolutionFwdAlgo_t algo;      /* the fastest that qualifies */
+	cudnnConvolutionFwdAlgo_t algo;      /* the heuristic's choice */
 	size_t workspace;                    /* bytes algo needs */
 	bool fused;                          /* one BiasActivationForward */
 	atomic_bool unfused;                 /* cuDNN refused the fused call at
@@ -395,13 +395,9 @@ static bool conv_math_ok(const struct cudnn_conv_desc *d, cudnnMathType_t mt)
 	return true;
 }
 
-#define CONV_ALGOS_MAX 16   /* results asked of cuDNN */
+#define CONV_ALGOS_MAX 16   /* results asked of the heuristic */
 
-/* The fastest algorithm that qualifies (see cudnn_conv_get()): cuDNN times
- * every candidate on scratch memory of its own, off any session's stream
- * (the legacy default stream, which the daemon's non-blocking streams do
- * not wait for, so no capture in flight sees it). The heuristic's ranking
- * where timing fails. */
+/* The heuristic's first algorithm that qualifies (see cudnn_conv_get()). */
 static int conv_algo(struct cudnn *dnn, struct cudnn_conv *p)
 {
 	const struct cudnn_lib *lib = dnn->lib;
@@ -417,12 +413,6 @@ static int conv_algo(struct cudnn *dnn, struct cudnn_conv *p)
 	if (ret == 0) {
 		if (want > CONV_ALGOS_MAX || want < 1)
 			want = CONV_ALGOS_MAX;
-		ret = CEP_DNN_CHECK(lib, lib->cudnnSetStream(dnn->handle, NULL));
-	}
-	if (ret == 0 && (lib->cudnnFindConvolutionForwardAlgorithm(
-				 dnn->handle, p->x, p->w, p->conv, p->y, want, &found, perf) !=
-			 CUDNN_STATUS_SUCCESS || found < 1)) {
-		cep__clear_error();
 		ret = CEP_DNN_CHECK(lib, lib->cudnnGetConvolutionForwardAlgorithm_v7(
 			dnn->handle, p->x, p->w, p->conv, p->y, want, &found, perf));
 	}

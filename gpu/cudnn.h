@@ -68,7 +68,6 @@
 	X(cudnnGetConvolutionNdForwardOutputDim)        \
 	X(cudnnGetConvolutionForwardAlgorithmMaxCount)  \
 	X(cudnnGetConvolutionForwardAlgorithm_v7)       \
-	X(cudnnFindConvolutionForwardAlgorithm)         \
 	X(cudnnGetConvolutionForwardWorkspaceSize)      \
 	X(cudnnCreateActivationDescriptor)              \
 	X(cudnnSetActivationDescriptor)                 \
@@ -187,10 +186,8 @@ struct cudnn_conv;
 
 /*
  * Stores in *out the plan of d, built on first use: descriptors, and the
- * fastest algorithm as cuDNN times them (cudnnFindConvolutionForward
- * Algorithm, on scratch memory of cuDNN's own and the legacy default
- * stream; its heuristic's ranking, cudnnGetConvolutionForwardAlgorithm_v7,
- * where timing fails) whose status is success, whose math type the
+ * first algorithm of cuDNN's heuristic (cudnnGetConvolutionForwardAlgorithm
+ * _v7; nothing runs) whose status is success, whose math type the
  * description allows (float32 without tf32: FMA only; float16 and
  * bfloat16: tensor ops) and whose workspace is at most max_workspace
  * bytes. The plan belongs to dnn and lives until cudnn_free(). For

@@ -19,7 +19,7 @@
  * through separate calls (gpu/cudnn.c decides). float32 runs with TF32
  * off unless the session's precision is tf32 (OP_CALL_TF32).
  *
- * prepare() builds everything (descriptors and the fastest algorithm,
+ * prepare() builds everything (descriptors and the heuristic's algorithm,
  * cached per backend by cudnn_conv_get()) and asks for the workspace;
  * run() only queues work on call->stream.
  */
@@ -32,8 +32,8 @@
 #include "cudnn.h"
 
 /* The most workspace an algorithm may ask of the plan: enough for the
- * FFT and Winograd algorithms of the usual networks, which are the
- * fastest where they pay. */
+ * FFT and Winograd algorithms of the usual networks, which the heuristic
+ * ranks first where they pay. */
 #define CONV_WORKSPACE_MAX ((size_t)64 << 20)
 
 /* Twin of struct cep_conv_pad (conv.cu). */
