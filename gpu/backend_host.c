@@ -12,6 +12,10 @@
  * kernels/cpu. It is what cudaepd runs when there is no GPU and what GPU
  * kernels are checked against, so it is a real backend, not a mock.
  *
+ * Registered memory is only recorded, fences are release stores made at
+ * once, and host functions are called at once: the work before them is
+ * done already.
+ *
  * Graphs: with BACKEND_HOST_GRAPHS a stream between graph_begin and
  * graph_end records its copies and launches instead of running them, and a
  * replay runs the record in order, exactly the contract of a CUDA graph.
@@ -20,6 +24,7 @@
  */
 #include "backend.h"
 
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -282,6 +287,43 @@ static void host_graph_free(struct backend *b, struct backend_graph *g)
 	free(g);
 }
 
+/* ---------------------------------------------- registered memory, fences */
+
+/* Host memory is what the "device" uses anyway: registering only records
+ * the range (backend.c), so that fences and the pinned-copy counters work
+ * as on a GPU. */
+static int host_host_register(struct backend *b, void *addr, size_t bytes, uint64_t *dev)
+{
+	*dev = (uint64_t)(uintptr_t)addr;
+	return 0;
+}
+
+static void host_host_unregister(struct backend *b, void *addr)
+{
+}
+
+/* Everything queued before has completed, so the value goes out now; the
+ * release store orders the outputs' writes before it for a reader that
+ * loads it with acquire. */
+static int host_write_value64(struct backend *b, struct backend_stream *s, uint64_t *host,
+			      uint64_t dev, uint64_t value)
+{
+	if (s && s->capturing)
+		return cep__set_error(CEP_EINVAL, "host backend: a fence cannot be captured");
+	atomic_store_explicit((_Atomic uint64_t *)host, value, memory_order_release);
+	return 0;
+}
+
+static int host_stream_host_fn(struct backend *b, struct backend_stream *s,
+			       backend_host_fn fn, void *arg)
+{
+	if (s && s->capturing)
+		return cep__set_error(CEP_EINVAL, "host backend: a host function cannot be "
+				      "captured");
+	fn(arg);
+	return 0;
+}
+
 /* ------------------------------------------------------------- the backend */
 
 static void host_ctx_free(struct host_ctx *ctx)
@@ -346,7 +388,12 @@ int backend_host_new(unsigned flags, struct backend **out)
 		.graph_replay = host_graph_replay,
 		.graph_free = host_graph_free,
 		.launch = host_launch,
+		.host_register = host_host_register,
+		.host_unregister = host_host_unregister,
+		.stream_write_value64 = host_write_value64,
+		.stream_host_fn = host_stream_host_fn,
 	};
+	backend__init(b);
 	*out = b;
 	b = NULL;
 	ctx = NULL;
