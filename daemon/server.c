@@ -101,6 +101,7 @@ int server_new(const struct config *cfg, struct server **out)
 	limits.bytes_total = cfg->region_bytes_total;
 	region_pool_init(&s->regions, &limits, &s->stats);
 	session_pool_init(&s->sessions, &s->stats);
+	fence_queue_init(&s->fences);
 	ret = reqarena_init(&s->arena, ARENA_BLOCK, ARENA_LIMIT);
 	if (ret != 0)
 		goto fail;
@@ -114,6 +115,9 @@ int server_new(const struct config *cfg, struct server **out)
 	 * that running out is a clear CEP_ELIMIT rather than a failed map. */
 	account_limit_set_global(s->account, cfg->memory_limit != 0 ?
 				 cfg->memory_limit : s->backend->device_memory);
+	/* Regions are pinned for the device and charged to their client. */
+	s->regions.backend = s->backend;
+	s->regions.account = s->account;
 	ret = engine_model_cache_new(&s->models);
 	if (ret != 0)
 		goto fail;
@@ -134,6 +138,8 @@ void server_free(struct server *s)
 {
 	if (s == NULL)
 		return;
+	/* Queued runs still write into the connections' regions. */
+	fence_drain(s);
 	while (s->conns != NULL)
 		conn_free(s->conns);
 	if (s->listen_fd >= 0)
@@ -142,6 +148,7 @@ void server_free(struct server *s)
 	backend_free(s->backend);
 	account_free(s->account);
 	reqarena_close(&s->arena);
+	fence_queue_close(&s->fences);
 	free(s->in_buf);
 	free(s->out_buf);
 	free(s);
@@ -723,6 +730,9 @@ static int server_handles_start(struct server *s)
 	if (ret != 0)
 		return ret;
 	s->handles |= SERVER_H_LISTEN;
+	ret = fence_queue_start(s);
+	if (ret != 0)
+		return ret;
 	ret = uv_poll_start(&s->listen_poll, UV_READABLE, server_on_accept);
 	if (ret != 0)
 		return ret;
@@ -786,6 +796,7 @@ static void server_trim_timer_close(struct server *s)
 
 static void server_handles_close(struct server *s)
 {
+	fence_queue_stop(s);
 	server_listener_close(s);
 	server_stop_timer_close(s);
 	server_trim_timer_close(s);
@@ -854,6 +865,8 @@ void server_stop(struct server *s)
 	s->stopping = true;
 	sd_notify(0, "STOPPING=1");
 	log_notice("stopping: closing %u connections", s->n_sock_conns);
+	/* Its handle stays until the runs in flight have completed. */
+	fence_queue_stop(s);
 	server_listener_close(s);
 	server_trim_timer_close(s);
 	server_handle_close(s, SERVER_H_SIGTERM, (uv_handle_t *)&s->sigterm,

@@ -68,6 +68,10 @@ enum backend_caps {
 	/* graph_begin/end/replay record launches for replay; the executor
 	 * captures a plan on its second run and replays it afterwards. */
 	BACKEND_CAP_GRAPHS = 1u << 1,
+	/* Copies and launches only queue work, which the device does later:
+	 * a caller that must not block (the event loop) may submit runs. The
+	 * host backend computes as it queues. */
+	BACKEND_CAP_ASYNC = 1u << 2,
 };
 
 /* The alignment of every device allocation, in bytes. */

@@ -856,7 +856,7 @@ int backend_cuda_new_config(const struct backend_cuda_config *cfg, struct backen
 	b->ctx = cc;
 	b->kind = BACKEND_CUDA;
 	b->arena = cc->arena;
-	b->caps = BACKEND_CAP_GRAPHS;
+	b->caps = BACKEND_CAP_GRAPHS | BACKEND_CAP_ASYNC;
 	b->device_memory = total;
 	b->iface = (struct backend_iface){
 		.name = "cuda",
