@@ -61,6 +61,11 @@ int server_backend_open(const struct config *cfg, const char *driver_lib,
 		log_notice("serving on the host backend (backend = host)");
 		return backend_host_new(0, out);
 	}
+	if (cfg->backend == CONFIG_BACKEND_HOST_ASYNC) {
+		log_notice("serving on the host backend with queued streams "
+			   "(backend = host-async)");
+		return backend_host_new(BACKEND_HOST_ASYNC, out);
+	}
 	backend_cuda_config_init(&cc);
 	cc.device = cfg->device;
 	cc.cache_dir = cfg->cache_dir[0] != '\0' ? cfg->cache_dir : NULL;

@@ -481,6 +481,8 @@ int backend_fault_error(const struct backend_fault *f, const struct op_call **ca
 	c = (const struct op_call *)(uintptr_t)f->site;
 	if (call)
 		*call = c;
+	if (f->code != 0)
+		return cep__set_error(f->code, "%.*s", (int)sizeof(f->msg), f->msg);
 	return cep__set_error(CEP_EINVAL, "%s: index %" PRId64 " is out of range for "
 			      "dimension %d of size %" PRId64,
 			      c != NULL && c->node != NULL ? c->node->op_type : "a kernel",

@@ -48,6 +48,9 @@ struct backend_fault {
 	uint64_t site;      /* the address of the op_call whose launch latched it */
 	int64_t value;      /* the bad index */
 	int64_t limit;      /* the size of that dimension */
+	/* Where the kernel said why itself (an asynchronous host stream): */
+	int32_t code;       /* its CEP_E* code; 0: a bad index as above */
+	char msg[220];      /* its message */
 };
 
 /* The kernel sets of the registry; every backend runs the kernels of one. */
@@ -278,6 +281,12 @@ enum backend_host_flags {
 	 * does when a recorded operation cannot be captured, so that tests
 	 * see the executor fall back to eager launches. */
 	BACKEND_HOST_FAIL_CAPTURE = 1u << 2,
+	/* Streams are queues run by a thread each, as a device runs them:
+	 * work is done after the call that queues it returns, a kernel's
+	 * failure is latched and reported by the next sync or fault record
+	 * (BACKEND_CAP_ASYNC). For clients and tests that need a GPU's timing
+	 * without a GPU. */
+	BACKEND_HOST_ASYNC = 1u << 3,
 };
 
 /*

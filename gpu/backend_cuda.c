@@ -91,7 +91,7 @@ struct cuda_ctx {
 };
 
 /* The fault record kernels write is the one the seam copies back. */
-_Static_assert(sizeof(struct cuda_fault) == sizeof(struct backend_fault) &&
+_Static_assert(sizeof(struct cuda_fault) <= offsetof(struct backend_fault, code) &&
 	       offsetof(struct cuda_fault, site) == offsetof(struct backend_fault, site) &&
 	       offsetof(struct cuda_fault, limit) == offsetof(struct backend_fault, limit),
 	       "struct cuda_fault and struct backend_fault differ");
@@ -230,10 +230,10 @@ static void cuda_stream_free(struct backend *b, struct backend_stream *s)
  * device (queued on s, so later work sees it clear) and here. */
 static int cuda_fault_report(struct cuda_ctx *cc, struct backend_stream *s)
 {
-	struct backend_fault f;
+	struct backend_fault f = { 0 };
 	int ret;
 
-	memcpy(&f, s->fault_host, sizeof(f));
+	memcpy(&f, s->fault_host, sizeof(struct cuda_fault));
 	memset(s->fault_host, 0, sizeof(*s->fault_host));
 	ret = CEP_CU_CHECK(cc->drv->cuMemsetD32Async(s->fault_dev, 0,
 						     sizeof(struct cuda_fault) / 4, s->stream));
@@ -289,7 +289,9 @@ static int cuda_stream_fault_save(struct backend *b, struct backend_stream *s,
 	ret = cuda_enter(cc, s);
 	if (ret < 0)
 		return ret;
-	ret = CEP_CU_CHECK(cc->drv->cuMemcpyDtoHAsync(dst, s->fault_dev, sizeof(*dst),
+	/* The device fills in the record's first part; the rest stays clear. */
+	memset(dst, 0, sizeof(*dst));
+	ret = CEP_CU_CHECK(cc->drv->cuMemcpyDtoHAsync(dst, s->fault_dev, sizeof(struct cuda_fault),
 						      s->stream));
 	if (ret < 0)
 		return ret;

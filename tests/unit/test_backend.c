@@ -312,3 +312,179 @@ Test(backend, a_registration_waits_for_an_open_capture)
 	backend_free(t.be);
 	free(t.mem);
 }
+
+/* ------------------------------------------------- asynchronous streams */
+
+static _Atomic int gate_go;       /* the blocking kernel waits for this */
+static _Atomic int order_next;    /* ranks of the calls below */
+
+static int blocking_kernel(struct op_call *call)
+{
+	while (!atomic_load(&gate_go))
+		sched_yield();
+	return 0;
+}
+
+static int failing_kernel(struct op_call *call)
+{
+	return cep__set_error(CEP_EINVAL, "Gather: index 9 is out of range (test)");
+}
+
+struct seen {
+	_Atomic int calls;
+	int rank;
+	uint64_t fence;             /* the fence word when the call ran */
+	char copied[8];             /* the copy's target when the call ran */
+};
+
+static struct {
+	uint64_t *fence;
+	char *dst;
+} watch;
+
+static void seen_call(void *arg)
+{
+	struct seen *s = arg;
+
+	s->rank = atomic_fetch_add(&order_next, 1);
+	s->fence = atomic_load((_Atomic uint64_t *)watch.fence);
+	memcpy(s->copied, watch.dst, sizeof(s->copied));
+	atomic_fetch_add(&s->calls, 1);
+}
+
+Test(backend, an_async_stream_runs_its_work_later_and_in_order)
+{
+	struct backend *be;
+	struct backend_stream *s;
+	struct backend_event *e;
+	struct op_call block = { 0 };
+	struct seen first = { 0 }, second = { 0 };
+	uint64_t *page;
+	char src[8] = "abcdefg", dst[8] = "-------";
+
+	atomic_store(&gate_go, 0);
+	atomic_store(&order_next, 0);
+	cr_assert_eq(backend_host_new(BACKEND_HOST_ASYNC, &be), 0);
+	cr_assert(be->caps & BACKEND_CAP_ASYNC);
+	cr_assert_eq(backend_stream_new(be, 0, &s), 0);
+	cr_assert_eq(backend_event_new(be, &e), 0);
+	page = aligned_alloc(4096, 4096);
+	memset(page, 0, 4096);
+	cr_assert_eq(backend_host_register(be, page, 4096), 0);
+	watch.fence = page;
+	watch.dst = dst;
+
+	cr_assert_eq(backend_launch(be, s, blocking_kernel, &block), 0);
+	cr_assert_eq(backend_stream_host_fn(be, s, seen_call, &first), 0);
+	cr_assert_eq(backend_copy_h2d(be, s, dst, src, sizeof(src)), 0);
+	cr_assert_eq(backend_stream_write_value64(be, s, page, 77), 0);
+	cr_assert_eq(backend_event_record(be, e, s), 0);
+	cr_assert_eq(backend_stream_host_fn(be, s, seen_call, &second), 0);
+	/* The kernel holds the stream until go: nothing after it has run. */
+	cr_assert_eq(backend_event_query(be, e), CEP_EAGAIN);
+	cr_assert_eq(atomic_load(&first.calls), 0);
+	cr_assert_str_eq(dst, "-------");
+	cr_assert_eq(page[0], 0);
+
+	atomic_store(&gate_go, 1);
+	cr_assert_eq(backend_event_sync(be, e), 0);
+	cr_assert_eq(backend_event_query(be, e), 0);
+	cr_assert_eq(backend_stream_sync(be, s), 0);
+	cr_assert_eq(first.calls, 1);
+	cr_assert_eq(second.calls, 1);
+	cr_assert_eq(first.rank, 0);
+	cr_assert_eq(second.rank, 1);
+	cr_assert_eq(first.fence, 0, "the first call came before the fence");
+	cr_assert_eq(memcmp(first.copied, "-------", 8), 0, "and before the copy");
+	cr_assert_eq(second.fence, 77, "the second came after both");
+	cr_assert_str_eq(second.copied, "abcdefg");
+
+	backend_host_unregister(be, page);
+	free(page);
+	backend_event_free(be, e);
+	backend_stream_free(be, s);
+	backend_free(be);
+}
+
+Test(backend, an_async_stream_waits_for_an_event_of_another)
+{
+	struct backend *be;
+	struct backend_stream *a, *b;
+	struct backend_event *e;
+	struct op_call block = { 0 };
+	struct seen after = { 0 };
+	uint64_t *page;
+	char dst[8] = "-------";
+
+	atomic_store(&gate_go, 0);
+	atomic_store(&order_next, 0);
+	cr_assert_eq(backend_host_new(BACKEND_HOST_ASYNC, &be), 0);
+	cr_assert_eq(backend_stream_new(be, 0, &a), 0);
+	cr_assert_eq(backend_stream_new(be, 0, &b), 0);
+	cr_assert_eq(backend_event_new(be, &e), 0);
+	page = aligned_alloc(4096, 4096);
+	memset(page, 0, 4096);
+	cr_assert_eq(backend_host_register(be, page, 4096), 0);
+	watch.fence = page;
+	watch.dst = dst;
+	cr_assert_eq(backend_launch(be, a, blocking_kernel, &block), 0);
+	cr_assert_eq(backend_stream_write_value64(be, a, page, 5), 0);
+	cr_assert_eq(backend_event_record(be, e, a), 0);
+	cr_assert_eq(backend_stream_wait(be, b, e), 0);
+	cr_assert_eq(backend_stream_host_fn(be, b, seen_call, &after), 0);
+	atomic_store(&gate_go, 1);
+	cr_assert_eq(backend_stream_sync(be, b), 0);
+	cr_assert_eq(after.calls, 1);
+	cr_assert_eq(after.fence, 5, "b ran its call only after a reached the event");
+	backend_host_unregister(be, page);
+	free(page);
+	backend_event_free(be, e);
+	backend_stream_free(be, a);
+	backend_stream_free(be, b);
+	backend_free(be);
+}
+
+Test(backend, an_async_stream_latches_a_kernel_failure)
+{
+	struct backend *be;
+	struct backend_stream *s;
+	struct op_call bad = { 0 }, good = { 0 };
+	struct backend_fault *f;
+	const struct op_call *who;
+	uint64_t *page;
+	int n = 0;
+
+	cr_assert_eq(backend_host_new(BACKEND_HOST_ASYNC, &be), 0);
+	cr_assert_eq(backend_stream_new(be, 0, &s), 0);
+	page = aligned_alloc(4096, 4096);
+	memset(page, 0xee, 4096);
+	cr_assert_eq(backend_host_register(be, page, 4096), 0);
+	good.workspace = &n;
+	good.workspace_bytes = 3;
+
+	/* Through a sync: the launch itself succeeds, the sync reports it. */
+	cr_assert_eq(backend_launch(be, s, failing_kernel, &bad), 0);
+	cr_assert_eq(backend_launch(be, s, counter_kernel, &good), 0);
+	cr_assert_eq(backend_stream_sync(be, s), CEP_EINVAL);
+	cr_assert_str_eq(cep_last_error(), "Gather: index 9 is out of range (test)");
+	cr_assert_eq(backend_stream_fault(be, s), &bad);
+	cr_assert_eq(n, 3, "work after the failure still ran");
+	cr_assert_eq(backend_stream_sync(be, s), 0, "a sync reports a failure once");
+
+	/* Through a run's own record, which the next run's does not see. */
+	f = (struct backend_fault *)page;
+	cr_assert_eq(backend_launch(be, s, failing_kernel, &bad), 0);
+	cr_assert_eq(backend_stream_fault_save(be, s, &f[0]), 1);
+	cr_assert_eq(backend_launch(be, s, counter_kernel, &good), 0);
+	cr_assert_eq(backend_stream_fault_save(be, s, &f[1]), 1);
+	cr_assert_eq(backend_stream_sync(be, s), 0, "the records took the failure");
+	cr_assert_eq(backend_fault_error(&f[0], &who), CEP_EINVAL);
+	cr_assert_str_eq(cep_last_error(), "Gather: index 9 is out of range (test)");
+	cr_assert_eq(who, &bad);
+	cr_assert_eq(backend_fault_error(&f[1], &who), 0);
+	cr_assert_null(who);
+	backend_host_unregister(be, page);
+	free(page);
+	backend_stream_free(be, s);
+	backend_free(be);
+}

@@ -297,3 +297,86 @@ Test(engine_async, a_warm_submit_allocates_nothing)
 	cr_assert_eq(c1.host_fns - c0.host_fns, 20);
 	fx_close(&f);
 }
+
+/* ------------------------------------------ a backend that completes later */
+
+struct ordered {
+	_Atomic int next;
+	int rank[24];
+	struct engine_run run[24];
+	_Atomic int calls[24];
+};
+
+static struct ordered ord;
+
+static void on_done_ordered(void *arg)
+{
+	int i = (int)(intptr_t)arg;
+
+	ord.rank[i] = atomic_fetch_add(&ord.next, 1);
+	atomic_fetch_add(&ord.calls[i], 1);
+}
+
+Test(engine_async, runs_on_a_queued_stream_complete_later_in_order)
+{
+	enum { RUNS = 24, N = 6, K = 5 };
+	static float xs[RUNS][N * 4], ys[RUNS][K * 4];
+	static int64_t idx[RUNS][K];
+	struct backend *be;
+	engine_model *m;
+	engine_session *s;
+	struct backend_fault *faults;
+	unsigned seed = 21;
+	int i, j, d, ret;
+
+	memset(&ord, 0, sizeof(ord));
+	cr_assert_eq(backend_host_new(BACKEND_HOST_ASYNC | BACKEND_HOST_GRAPHS, &be), 0);
+	m = gather_model();
+	cr_assert_eq(engine_session_new(m, be, NULL, &s), 0, "%s", cep_last_error());
+	faults = aligned_alloc(4096, sizeof(*faults) * RUNS + 4096);
+	cr_assert_eq(backend_host_register(be, faults, sizeof(*faults) * RUNS), 0);
+	for (i = 0; i < RUNS; i++) {
+		int64_t xd[2] = { N, 4 }, kd[1] = { K };
+		struct engine_input in[2] = {
+			{ "x", CEP_DTYPE_FLOAT32, 2, xd, xs[i], sizeof(xs[i]) },
+			{ "idx", CEP_DTYPE_INT64, 1, kd, idx[i], sizeof(idx[i]) },
+		};
+		struct engine_output out = { .name = "y", .data = ys[i], .capacity = sizeof(ys[i]) };
+		struct engine_fence fence = {
+			.fault = &faults[i], .done = on_done_ordered, .arg = (void *)(intptr_t)i,
+		};
+
+		for (j = 0; j < N * 4; j++)
+			xs[i][j] = frand(&seed);
+		for (j = 0; j < K; j++)
+			idx[i][j] = (int64_t)((seed = seed * 69069u + 1u) >> 8) % N;
+		if (i == 7)
+			idx[i][3] = -N - 1;  /* out of range, negative */
+		memset(ys[i], 0xa5, sizeof(ys[i]));
+		cr_assert_eq(engine_run_submit(s, in, 2, &out, 1, 0, &fence, &ord.run[i]), 0,
+			     "run %d: %s", i, cep_last_error());
+		cr_assert_eq(out.dims[0], K, "the shape is known at submit");
+	}
+	for (i = 0; i < RUNS; i++) {
+		while (atomic_load(&ord.calls[i]) == 0)
+			sched_yield();
+		cr_assert_eq(atomic_load(&ord.calls[i]), 1);
+		cr_assert_eq(ord.rank[i], i, "run %d completed out of order", i);
+		ret = engine_run_complete(s, &ord.run[i], &faults[i]);
+		if (i == 7) {
+			cr_assert_eq(ret, CEP_EINVAL);
+			cr_assert(strstr(cep_last_error(), "Gather") != NULL, "%s", cep_last_error());
+			continue;
+		}
+		cr_assert_eq(ret, 0, "run %d: %s", i, cep_last_error());
+		for (j = 0; j < K; j++)
+			for (d = 0; d < 4; d++)
+				cr_assert_eq(ys[i][j * 4 + d], xs[i][idx[i][j] * 4 + d] * scale[d],
+					     "run %d y[%d][%d]", i, j, d);
+	}
+	backend_host_unregister(be, faults);
+	free(faults);
+	engine_session_free(s);
+	engine_model_unref(m);
+	backend_free(be);
+}
