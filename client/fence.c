@@ -17,6 +17,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <poll.h>
 #include <linux/futex.h>
 #include <pb_decode.h>
 #include <stdio.h>
@@ -32,6 +33,10 @@
 /* How long a waiter spins before it sleeps: about what a small run takes
  * on a GPU, so that a quick one is seen without a system call. */
 #define SPIN_NS 20000
+
+/* The longest a waiter sleeps before it checks that the daemon is still
+ * there. */
+#define WAKE_SLICE_NS 100000000
 
 static int64_t now_ns(void)
 {
@@ -132,13 +137,18 @@ int cep_run_submit(cep_session *s, const cep_tensor *inputs, size_t n_inputs,
 			fence->client = c;
 		return ret;
 	}
-	seq = c->fence_seq + 1;
-	b = &c->fences[cep_fence_slot_of(seq)];
-	if (atomic_load_explicit(&b->seq, memory_order_acquire) != 0) {
+	/* Sequence numbers need only grow: the next one whose slot is free
+	 * is taken, so that one slow fence does not hold up the others. */
+	b = NULL;
+	for (seq = c->fence_seq + 1; seq <= c->fence_seq + CEP_FENCE_SLOTS; seq++) {
+		b = &c->fences[cep_fence_slot_of(seq)];
+		if (atomic_load_explicit(&b->seq, memory_order_acquire) == 0)
+			break;
+	}
+	if (seq > c->fence_seq + CEP_FENCE_SLOTS) {
 		pthread_mutex_unlock(&c->lock);
-		return cep__set_error(CEP_EAGAIN, "the fence submitted %d runs ago is still in "
-				      "flight: wait for it before submitting more",
-				      CEP_FENCE_SLOTS);
+		return cep__set_error(CEP_EAGAIN, "%d fences of this client are in flight: "
+				      "wait for one before submitting more", CEP_FENCE_SLOTS);
 	}
 	c->fence_seq = seq;
 	/* The book is ready before the request goes: the run's error can
@@ -164,9 +174,19 @@ static bool slot_done(const struct cep_fence_slot *slot, uint64_t seq)
 	return atomic_load_explicit(&slot->seq, memory_order_acquire) >= seq;
 }
 
+/* Whether the daemon has closed the connection (it died, say): then no
+ * fence of it will ever be signalled. Reads nothing, so it needs no lock. */
+static bool daemon_gone(const cep_client *c)
+{
+	struct pollfd pfd = { .fd = c->fd, .events = POLLRDHUP };
+
+	return poll(&pfd, 1, 0) > 0 && (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR));
+}
+
 /* Waits until the slot shows seq, until deadline (INT64_MAX: no limit).
- * Returns 0 or CEP_ETIMEDOUT. */
-static int slot_wait(struct cep_fence_slot *slot, uint64_t seq, int64_t deadline)
+ * Returns 0, CEP_ETIMEDOUT, or CEP_ECONNRESET when the daemon went away. */
+static int slot_wait(const cep_client *c, struct cep_fence_slot *slot, uint64_t seq,
+		     int64_t deadline)
 {
 	struct timespec ts;
 	int64_t t0 = now_ns(), now = t0, left;
@@ -192,12 +212,18 @@ static int slot_wait(struct cep_fence_slot *slot, uint64_t seq, int64_t deadline
 		if (now >= deadline)
 			return cep__set_error(CEP_ETIMEDOUT, "run %llu has not completed yet",
 					      (unsigned long long)seq);
+		/* In slices, so that a daemon that died is noticed. */
 		left = deadline - now;
+		if (left > WAKE_SLICE_NS)
+			left = WAKE_SLICE_NS;
 		ts.tv_sec = left / 1000000000;
 		ts.tv_nsec = left % 1000000000;
 		/* Shared, not FUTEX_PRIVATE_FLAG: the daemon wakes it. */
-		syscall(SYS_futex, (uint32_t *)&slot->futex, FUTEX_WAIT, v,
-			deadline == INT64_MAX ? NULL : &ts, NULL, 0);
+		if (syscall(SYS_futex, (uint32_t *)&slot->futex, FUTEX_WAIT, v, &ts, NULL, 0) != 0 &&
+		    errno == ETIMEDOUT && daemon_gone(c))
+			return cep__set_error(CEP_ECONNRESET, "cudaepd closed the connection "
+					      "while run %llu was in flight",
+					      (unsigned long long)seq);
 	}
 }
 
@@ -290,11 +316,20 @@ static int fence_wait(cep_fence *f, int64_t timeout_ns, bool poll)
 	else
 		deadline = now_ns() + timeout_ns;
 	if (!slot_done(slot, f->seq)) {
-		if (timeout_ns == 0)
+		if (timeout_ns == 0 && daemon_gone(c))
+			ret = cep__set_error(CEP_ECONNRESET, "cudaepd closed the connection "
+					     "while run %llu was in flight",
+					     (unsigned long long)f->seq);
+		else if (timeout_ns == 0)
 			ret = cep__set_error(CEP_ETIMEDOUT, "run %llu has not completed yet",
 					     (unsigned long long)f->seq);
 		else
-			ret = slot_wait(slot, f->seq, deadline);
+			ret = slot_wait(c, slot, f->seq, deadline);
+		if (ret == CEP_ECONNRESET) {
+			/* It can never complete now. */
+			fence_consume(f, b);
+			return ret;
+		}
 		if (ret != 0)
 			return poll ? cep__set_error(CEP_EAGAIN, "run %llu has not completed yet",
 						     (unsigned long long)f->seq) : ret;
