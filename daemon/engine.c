@@ -959,7 +959,8 @@ static int run_prepare(engine_session *s, const struct engine_input *inputs, siz
 	hash = plan_sig_hash(s->sig, sig_len);
 	p = plan_cache_find(&s->plans, s->sig, sig_len, hash,
 			    (const void *const *)s->in_ptr);
-	if (p && (flags & ENGINE_SUBMIT_WARM) && p->runs == 0)
+	if (p && (flags & ENGINE_SUBMIT_WARM) &&
+	    (p->runs == 0 || exec_captures_next(p, s->be)))
 		return ENGINE_RUN_COLD;
 	if (!p) {
 		if (flags & ENGINE_SUBMIT_WARM)

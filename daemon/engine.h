@@ -245,9 +245,10 @@ struct engine_run {
 };
 
 /* engine_run_submit() flag: return ENGINE_RUN_COLD, having done nothing
- * but check the inputs, unless the plan is cached and has run once, so
- * that a caller that must not block (the event loop) can leave planning
- * and first runs (compiles, lazy set-up) to another thread. */
+ * but check the inputs, unless the plan is cached, has run once and is not
+ * about to be captured, so that a caller that must not block (the event
+ * loop) can leave planning, first runs (compiles, lazy set-up) and graph
+ * capture to another thread. */
 #define ENGINE_SUBMIT_WARM 1u
 #define ENGINE_RUN_COLD 1
 

@@ -120,6 +120,12 @@ static int fault_blame(const struct graph *g, const struct plan *p,
 	return ret;
 }
 
+bool exec_captures_next(const struct plan *p, const struct backend *be)
+{
+	return !p->graph && !p->capture_error && (be->caps & BACKEND_CAP_GRAPHS) &&
+	       p->runs >= 1 && p->n_steps > 0;
+}
+
 /* Copies in, steps, copies out, queued on s. */
 static int exec_queue(const struct graph *g, struct plan *p, struct backend *be,
 		      struct backend_stream *s, const void *const *inputs,
@@ -134,8 +140,7 @@ static int exec_queue(const struct graph *g, struct plan *p, struct backend *be,
 	}
 	/* The first run goes eagerly (lazy set-up inside kernels must not be
 	 * captured); the second is captured; later ones replay. */
-	if (!p->graph && !p->capture_error && (be->caps & BACKEND_CAP_GRAPHS) &&
-	    p->runs >= 1 && p->n_steps > 0) {
+	if (exec_captures_next(p, be)) {
 		ret = capture_steps(g, p, be, s);
 		/* A plan that cannot be captured still runs: eagerly, for good,
 		 * keeping why for the stats. Nothing ran during the capture,

@@ -7,6 +7,8 @@
 #ifndef CEP_DAEMON_EXEC_H
 #define CEP_DAEMON_EXEC_H
 
+#include <stdbool.h>
+
 #include "backend.h"
 #include "graph.h"
 #include "plan.h"
@@ -41,6 +43,10 @@ int exec_run(const struct graph *g, struct plan *p, struct backend *be,
 int exec_submit(const struct graph *g, struct plan *p, struct backend *be,
 		struct backend_stream *s, const void *const *inputs,
 		void *const *outputs);
+
+/* Whether the next run of p on be captures its steps as a graph (which
+ * takes longer than queuing them: instantiating a graph). */
+bool exec_captures_next(const struct plan *p, const struct backend *be);
 
 /* After a run of p submitted with exec_submit() completed: 0 when its
  * fault record f (backend_stream_fault_save()) holds no bad index, else

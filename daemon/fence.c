@@ -411,6 +411,9 @@ int fence_run_open(struct server *s, struct conn *c, struct session *sess,
 	slot = &f->slots[cep_fence_slot_of(seq)];
 	atomic_store_explicit(&slot->status, 0, memory_order_relaxed);
 	atomic_store_explicit(&slot->request_id, req_id, memory_order_relaxed);
+	/* The device may write the sequence number without us: the status
+	 * must be visible to the client before anything is queued. */
+	atomic_thread_fence(memory_order_seq_cst);
 	session_run_begin(sess);
 	f->inflight++;
 	s->fences.inflight++;
