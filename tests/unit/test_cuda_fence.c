@@ -59,7 +59,7 @@ static int64_t now_ns(void)
 /* A page-aligned buffer registered with the backend, filled with fill. */
 static void *page_new(size_t bytes, int fill)
 {
-	void *p = aligned_alloc(4096, bytes);
+	void *p = aligned_alloc(4096, (bytes + 4095) & ~(size_t)4095);
 
 	cr_assert_not_null(p);
 	memset(p, fill, bytes);
@@ -214,4 +214,146 @@ Test(gpu_fence, copies_from_a_registered_region_are_counted_as_pinned)
 	page_free(region);
 	free(plain);
 	free(back);
+}
+
+/* ----------------------------------------- runs submitted through the engine */
+
+/* y = Gather(x, idx, axis 0) * 2: x [n, 8], idx [k]. */
+static engine_model *gather_model(void)
+{
+	static const float two[1] = { 2.0f };
+	struct onnxb *b = onnxb_new(13);
+	engine_model *m = NULL;
+	uint8_t *buf;
+	size_t len;
+
+	onnxb_input(b, "x", CEP_DTYPE_FLOAT32, "n,8");
+	onnxb_input(b, "idx", CEP_DTYPE_INT64, "k");
+	onnxb_output(b, "y", CEP_DTYPE_FLOAT32, "k,8");
+	onnxb_init(b, "two", CEP_DTYPE_FLOAT32, "1", two);
+	onnxb_node(b, "Gather", "x,idx", "g");
+	onnxb_node(b, "Mul", "g,two", "y");
+	buf = onnxb_finish(b, &len);
+	cr_assert_eq(engine_model_load(buf, len, -1, &m), 0, "%s", cep_last_error());
+	free(buf);
+	return m;
+}
+
+/* One run's memory, all registered: x [16, 8], idx [4], y [4, 8], its
+ * fence and its fault record. */
+struct grun {
+	float x[16 * 8];
+	int64_t idx[4];
+	float y[4 * 8];
+	struct backend_fault fault;
+	struct engine_run run;
+};
+
+static _Atomic int gdone[32];
+static _Atomic int grank[32];
+static _Atomic int gnext;
+
+static void grun_done(void *arg)
+{
+	int i = (int)(intptr_t)arg;
+
+	atomic_store(&grank[i], atomic_fetch_add(&gnext, 1));
+	atomic_fetch_add(&gdone[i], 1);
+}
+
+Test(gpu_fence, runs_submitted_without_a_sync_complete_in_order_each_with_its_fault)
+{
+	enum { RUNS = 32, BAD = 13 };
+	struct backend_counters c0, c1;
+	engine_model *m = gather_model();
+	engine_session *s;
+	struct grun *g;
+	uint64_t *fences;
+	int64_t deadline;
+	unsigned seed = 77;
+	int i, j, ret;
+
+	GPU_REQUIRE();
+	cr_assert_eq(engine_session_new(m, gpu_be, NULL, &s), 0, "%s", cep_last_error());
+	g = page_new(sizeof(*g) * RUNS, 0);
+	fences = page_new(4096, 0);
+	memset(gdone, 0, sizeof(gdone));
+	for (int pass = 0; pass < 2; pass++) {
+		/* The first pass plans, captures and warms up; the second is
+		 * all replays, and is the one checked. */
+		atomic_store(&gnext, 0);
+		backend_counters_get(gpu_be, &c0);
+		for (i = 0; i < RUNS; i++) {
+			int64_t xd[2] = { 16, 8 }, kd[1] = { 4 };
+			struct engine_input in[2] = {
+				{ "x", CEP_DTYPE_FLOAT32, 2, xd, g[i].x, sizeof(g[i].x) },
+				{ "idx", CEP_DTYPE_INT64, 1, kd, g[i].idx, sizeof(g[i].idx) },
+			};
+			struct engine_output out = { .name = "y", .data = g[i].y,
+						     .capacity = sizeof(g[i].y) };
+			struct engine_fence f = {
+				.seq = &fences[i % 64], .value = (uint64_t)(pass * RUNS + i + 1),
+				.fault = &g[i].fault, .done = grun_done, .arg = (void *)(intptr_t)i,
+			};
+
+			atomic_store(&gdone[i], 0);
+			for (j = 0; j < 16 * 8; j++)
+				g[i].x[j] = (float)(rnd(&seed) % 1000) / 8.0f;
+			for (j = 0; j < 4; j++)
+				g[i].idx[j] = (int64_t)(rnd(&seed) % 16);
+			if (i == BAD)
+				g[i].idx[2] = 16;
+			memset(g[i].y, 0xa5, sizeof(g[i].y));
+			ret = engine_run_submit(s, in, 2, &out, 1, 0, &f, &g[i].run);
+			cr_assert_eq(ret, 0, "pass %d run %d: %s", pass, i, cep_last_error());
+		}
+		for (i = 0; i < RUNS; i++) {
+			deadline = now_ns() + 60 * 1000000000LL;
+			while (atomic_load(&gdone[i]) == 0 && now_ns() < deadline)
+				sched_yield();
+			cr_assert_eq(atomic_load(&gdone[i]), 1, "run %d completed %d times", i,
+				     atomic_load(&gdone[i]));
+			ret = engine_run_complete(s, &g[i].run, &g[i].fault);
+			if (i == BAD) {
+				cr_assert_eq(ret, CEP_EINVAL, "the bad run fails");
+				cr_assert(strstr(cep_last_error(), "Gather: index 16 is out of range")
+					  != NULL, "%s", cep_last_error());
+				continue;
+			}
+			cr_assert_eq(ret, 0, "pass %d run %d: %s", pass, i, cep_last_error());
+			cr_assert(g[i].run.checked, "a Gather checks its indices on the device");
+			for (j = 0; j < 32; j++)
+				cr_assert_eq(g[i].y[j], 2.0f * g[i].x[g[i].idx[j / 8] * 8 + j % 8],
+					     "pass %d run %d y[%d]", pass, i, j);
+		}
+		backend_counters_get(gpu_be, &c1);
+	}
+	/* The order of completion: done[i] was stored in completion order on
+	 * one stream, so ranks follow the submission. */
+	for (i = 1; i < RUNS; i++)
+		cr_assert_lt(atomic_load(&grank[i - 1]), atomic_load(&grank[i]));
+	printf("  32 warm runs: %llu bytes in and out pinned, %llu pageable; %llu fences, "
+	       "%llu fault records copied back, %llu syncs\n",
+	       (unsigned long long)(c1.bytes_h2d_pinned + c1.bytes_d2h_pinned -
+				    c0.bytes_h2d_pinned - c0.bytes_d2h_pinned),
+	       (unsigned long long)(c1.bytes_h2d_pageable + c1.bytes_d2h_pageable -
+				    c0.bytes_h2d_pageable - c0.bytes_d2h_pageable),
+	       (unsigned long long)(c1.fences - c0.fences),
+	       (unsigned long long)(c1.fault_saves - c0.fault_saves),
+	       (unsigned long long)(c1.syncs - c0.syncs));
+	cr_assert_eq(c1.bytes_h2d_pageable, c0.bytes_h2d_pageable, "no pageable input copy");
+	cr_assert_eq(c1.bytes_d2h_pageable, c0.bytes_d2h_pageable, "no pageable output copy");
+	cr_assert_eq(c1.bytes_h2d_pinned - c0.bytes_h2d_pinned,
+		     (uint64_t)RUNS * (sizeof(g[0].x) + sizeof(g[0].idx)));
+	cr_assert_eq(c1.syncs, c0.syncs, "nothing waited for the device");
+	cr_assert_eq(c1.fault_saves - c0.fault_saves, RUNS, "each run copies its own record");
+	cr_assert_eq(c1.fences, c0.fences, "a run that may still fail leaves its fence to its "
+		     "host function");
+	for (i = 0; i < RUNS; i++)
+		cr_assert_eq(fences[i], 0);
+	cr_assert_eq(c1.allocs, c0.allocs, "the warm runs allocate no device memory");
+	engine_session_free(s);
+	engine_model_unref(m);
+	page_free(fences);
+	page_free(g);
 }
