@@ -128,7 +128,7 @@ void conn_free(struct conn *c)
 {
 	if (c == NULL || c->closing)
 		return;
-	if (c->busy || c->fence.inflight > 0) {
+	if (c->busy || c->dispatching || c->fence.inflight > 0) {
 		/* Its job may be reading its regions or running one of its
 		 * sessions right now, and queued runs still copy into its
 		 * regions: wait for them (conn_job_done(), fence.c). */
@@ -464,8 +464,19 @@ static void conn_read(struct conn *c)
 			flags |= DISPATCH_OVERSIZED;
 		stats_count(&s->stats, STATS_COUNTER_BYTES_RECEIVED,
 			    (uint64_t)n);
+		c->dispatching = true;
 		ret = dispatch_packet(s, c, s->in_buf, (size_t)n, fds, nfds,
 				      flags, s->out_buf, &out_len);
+		c->dispatching = false;
+		if (c->free_deferred) {
+			/* It went while its request was served (a send of
+			 * another run's error failed): nobody to answer. */
+			if (!c->busy && c->fence.inflight == 0) {
+				c->free_deferred = false;
+				conn_free(c);
+			}
+			return;
+		}
 		if (ret == DISPATCH_DEFERRED) {
 			/* Nothing more is read until the job is done. */
 			conn_poll_update(c);

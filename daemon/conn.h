@@ -51,6 +51,8 @@ struct conn {
 	bool read_paused;               /* the queue is too long to read more */
 	bool closing;                   /* torn down, waiting for its handle */
 	bool busy;                      /* a job of its request is running */
+	bool dispatching;               /* inside dispatch_packet(), which may
+	                                 * finish runs and so fail a send */
 	bool free_deferred;             /* gone; free it when the job ends */
 	int poll_events;                /* UV_* events polled now */
 	char name[CEP_MAX_CLIENT_NAME]; /* from Hello, printable */

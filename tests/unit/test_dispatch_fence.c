@@ -121,6 +121,13 @@ static Cudaep__V1__Response *fx_run(struct fx *f, const int64_t *idx, int k, uin
 	return tu_raw(f->srv, f->c, pkt, len, NULL, 0, 0, NULL);
 }
 
+/* tu_expect_ok(), then frees r. */
+static void ok_free(Cudaep__V1__Response *r)
+{
+	tu_expect_ok(r);
+	cudaep__v1__response__free_unpacked(r, NULL);
+}
+
 Test(dispatch_fence, hello_offers_a_registered_fence_page)
 {
 	Cudaep__V1__Response *r;
@@ -180,10 +187,10 @@ Test(dispatch_fence, sequence_numbers_must_grow)
 	struct fx f;
 
 	fx_open(&f);
-	tu_expect_ok(fx_run(&f, idx, 2, 7, 901));
+	ok_free(fx_run(&f, idx, 2, 7, 901));
 	tu_expect_error(fx_run(&f, idx, 2, 7, 902), CEP_EINVAL, "not above the last one, 7");
 	tu_expect_error(fx_run(&f, idx, 2, 3, 903), CEP_EINVAL, "not above");
-	tu_expect_ok(fx_run(&f, idx, 2, 8 + CEP_FENCE_SLOTS, 904));
+	ok_free(fx_run(&f, idx, 2, 8 + CEP_FENCE_SLOTS, 904));
 	cr_assert_eq(atomic_load(&f.c->fence.slots[cep_fence_slot_of(8)].seq),
 		     8 + CEP_FENCE_SLOTS, "a later number reuses a slot");
 	server_free(f.srv);
@@ -205,7 +212,7 @@ Test(dispatch_fence, a_run_that_fails_running_reports_through_its_slot)
 	cr_assert_eq(atomic_load(&slot->seq), 11);
 	cr_assert_eq(atomic_load(&slot->status), CEP_EINVAL);
 	cr_assert_eq(f.srv->stats.counters[STATS_COUNTER_RUN_ERRORS], 1);
-	tu_expect_ok(fx_run(&f, good, 2, 12, 906));
+	ok_free(fx_run(&f, good, 2, 12, 906));
 	cr_assert_eq(atomic_load(&f.c->fence.slots[cep_fence_slot_of(12)].status), 0);
 	cr_assert_eq(f.srv->stats.counters[STATS_COUNTER_RUNS], 1);
 	server_free(f.srv);
@@ -222,7 +229,7 @@ Test(dispatch_fence, regions_are_pinned_and_charged_while_they_live)
 	cr_assert(backend_host_registered(f.srv->backend, r->addr, 4096, NULL));
 	cr_assert_eq(account_usage_get(f.srv->account, (struct alloc_owner){ f.c->id, 0 }, &u), 0);
 	cr_assert_eq(u.current[ALLOC_ROLE_PINNED], 4096);
-	tu_expect_ok(tu_release(f.srv, f.c, f.reg));
+	ok_free(tu_release(f.srv, f.c, f.reg));
 	cr_assert_eq(account_usage_get(f.srv->account, (struct alloc_owner){ f.c->id, 0 }, &u), 0);
 	cr_assert_eq(u.current[ALLOC_ROLE_PINNED], 0);
 	server_free(f.srv);

@@ -339,7 +339,7 @@ Test(engine_async, runs_on_a_queued_stream_complete_later_in_order)
 	cr_assert_eq(backend_host_new(BACKEND_HOST_ASYNC | BACKEND_HOST_GRAPHS, &be), 0);
 	m = gather_model();
 	cr_assert_eq(engine_session_new(m, be, NULL, &s), 0, "%s", cep_last_error());
-	faults = aligned_alloc(4096, sizeof(*faults) * RUNS + 4096);
+	faults = aligned_alloc(4096, (sizeof(*faults) * RUNS + 4095) & ~(size_t)4095);
 	cr_assert_eq(backend_host_register(be, faults, sizeof(*faults) * RUNS), 0);
 	for (i = 0; i < RUNS; i++) {
 		int64_t xd[2] = { N, 4 }, kd[1] = { K };
