@@ -482,6 +482,26 @@ Test(fence, a_session_unloaded_in_flight_completes_its_runs)
 	cep_close(c);
 }
 
+/* The daemon's memory account, through a Memory request: the current
+ * bytes of owner/role, or -1 when there is no such entry. */
+static int64_t mem_current(cep_client *c, const char *owner, const char *role)
+{
+	static cudaep_v1_Request req;
+	static cudaep_v1_Response resp;
+
+	memset(&req, 0, sizeof(req));
+	memset(&resp, 0, sizeof(resp));
+	req.which_body = cudaep_v1_Request_memory_tag;
+	cr_assert_eq(cep__call(c, &req, NULL, 0, &resp), 0, "%s", cep_last_error());
+	for (pb_size_t i = 0; i < resp.body.memory.entries_count; i++) {
+		const cudaep_v1_MemoryEntry *e = &resp.body.memory.entries[i];
+
+		if (strcmp(e->owner, owner) == 0 && strcmp(e->role, role) == 0)
+			return (int64_t)e->current;
+	}
+	return -1;
+}
+
 Test(fence, a_client_killed_with_runs_in_flight_leaves_nothing)
 {
 	enum { RUNS = 60, ROWS = 256 };
@@ -489,10 +509,12 @@ Test(fence, a_client_killed_with_runs_in_flight_leaves_nothing)
 	int64_t base_regions = h_gauge(watch, "regions");
 	int64_t base_bytes = h_gauge(watch, "region_bytes");
 	int64_t base_sessions = h_gauge(watch, "sessions");
+	int64_t base_device = mem_current(watch, "total", "device");
 	int base_fds = h_settled_fds(&d, watch, 1);
+	char owner[64];
+	uint64_t victim = 0;
 	int ready[2], st;
 	pid_t pid;
-	char b;
 
 	cr_assert_eq(pipe(ready), 0);
 	pid = fork();
@@ -516,15 +538,19 @@ Test(fence, a_client_killed_with_runs_in_flight_leaves_nothing)
 			if (cep_run_submit(s, &t.in, 1, &t.out, 1, &t.fence) != 0)
 				_exit(11);
 		}
-		if (write(ready[1], "k", 1) != 1)
+		victim = cep_client_id(c);
+		if (write(ready[1], &victim, sizeof(victim)) != sizeof(victim))
 			_exit(12);
 		pause();
 		_exit(13);
 	}
 	close(ready[1]);
-	cr_assert_eq(read(ready[0], &b, 1), 1, "the child did not submit its runs");
-	printf("  the daemon had %lld runs in flight when the client was killed\n",
-	       (long long)h_gauge(watch, "runs_in_flight"));
+	cr_assert_eq(read(ready[0], &victim, sizeof(victim)), sizeof(victim),
+		     "the child did not submit its runs");
+	snprintf(owner, sizeof(owner), "client:%llu", (unsigned long long)victim);
+	printf("  the daemon had %lld runs in flight when the client was killed; it held "
+	       "%lld bytes pinned\n", (long long)h_gauge(watch, "runs_in_flight"),
+	       (long long)mem_current(watch, owner, "pinned"));
 	kill(pid, SIGKILL);
 	cr_assert_eq(waitpid(pid, &st, 0), pid);
 	close(ready[0]);
@@ -535,6 +561,10 @@ Test(fence, a_client_killed_with_runs_in_flight_leaves_nothing)
 	cr_assert_eq(h_gauge(watch, "sessions"), base_sessions);
 	cr_assert_eq(h_wait_fd_count(&d, base_fds), base_fds, "the daemon kept fds of the "
 		     "killed client");
+	cr_assert_eq(mem_current(watch, owner, "pinned"), -1, "the killed client's account "
+		     "entry is gone");
+	cr_assert_eq(mem_current(watch, "total", "device"), base_device,
+		     "its device memory is given back");
 	cep_close(watch);
 }
 
