@@ -311,10 +311,11 @@ static int fence_wait(cep_fence *f, int64_t timeout_ns, bool poll)
 	if (atomic_load_explicit(&b->seq, memory_order_acquire) != f->seq)
 		return cep__set_error(CEP_EINVAL, "fence %llu was consumed already",
 				      (unsigned long long)f->seq);
-	if (timeout_ns < 0)
+	deadline = now_ns();
+	if (timeout_ns < 0 || timeout_ns > INT64_MAX - deadline)
 		deadline = INT64_MAX;
 	else
-		deadline = now_ns() + timeout_ns;
+		deadline += timeout_ns;
 	if (!slot_done(slot, f->seq)) {
 		if (timeout_ns == 0 && daemon_gone(c))
 			ret = cep__set_error(CEP_ECONNRESET, "cudaepd closed the connection "

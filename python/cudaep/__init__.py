@@ -448,6 +448,8 @@ class Pending:
     def done(self):
         """Whether the run has completed (never waits)."""
         if self._result is None and self._error is None:
+            if not self._session._client._h:
+                raise Error(-107, "the client was closed while the run was in flight")
             rc = _cep_fence_poll(ctypes.byref(self._fence))
             if rc == EAGAIN:
                 return False
@@ -461,6 +463,8 @@ class Pending:
         with the run's error, or with name ETIMEDOUT when the time is up
         (the run stays in flight: wait again)."""
         if self._result is None and self._error is None:
+            if not self._session._client._h:
+                raise Error(-107, "the client was closed while the run was in flight")
             ns = -1 if timeout is None else max(0, int(timeout * 1e9))
             rc = _cep_fence_wait(ctypes.byref(self._fence), ns)
             if rc == ETIMEDOUT:
