@@ -22,6 +22,7 @@ this package (build/lib/libcudaep-client.so), then the system's loader path.
 import ctypes
 import ctypes.util
 import os
+import threading
 
 import numpy as np
 
@@ -227,6 +228,7 @@ class Session:
                         for i in range(_cep_session_output_count(h))]
         self._region = None
         self._scratch = []  # regions for submit()'s copies, reused
+        self._lock = threading.Lock()  # guards _scratch and _out_room
         self._out_room = {o.name: 0 for o in self.outputs}
 
     def _layout(self, arrays):
@@ -299,7 +301,7 @@ class Session:
         Pending.wait() has returned. Other inputs are copied into a scratch
         region, and outputs not given land there and are copied out by
         wait(). At most 64 runs of a client are in flight (cudaep.Error
-        EAGAIN beyond)."""
+        EAGAIN beyond). Threads may submit to one session at once."""
         names = list(feeds)
         arrays = [np.require(feeds[n], requirements="C") for n in names]
         given = dict(outputs or {})
@@ -309,6 +311,8 @@ class Session:
                                  "of one of the client's regions" % n)
         for attempt in range(2):
             spots = [self._client._locate(a) for a in arrays]
+            with self._lock:
+                room = dict(self._out_room)
             off, place = 0, []
             for a, spot in zip(arrays, spots):
                 place.append(off if spot is None else None)
@@ -318,7 +322,7 @@ class Session:
             for o in self.outputs:
                 if o.name not in given:
                     outs[o.name] = off
-                    off = _align(off + max(self._out_room[o.name], 1))
+                    off = _align(off + max(room[o.name], 1))
             scratch = self._scratch_take(off) if off else None
             tin = (_Tensor * len(arrays))()
             keep = []
@@ -349,18 +353,17 @@ class Session:
                     t.name, t.region, t.offset, t.bytes = nb, region._h, offset, given[n].nbytes
                 else:
                     t.name, t.region, t.offset = nb, scratch._h, outs[n]
-                    t.bytes = self._out_room[n]
+                    t.bytes = room[n]
             fence = _Fence()
             rc = _cep_run_submit(self._h, tin, len(arrays), tout, len(order), ctypes.byref(fence))
             if rc == ENOSPC and attempt == 0:
+                # The reply tells every output's size: make room, retry.
                 self._scratch_give(scratch)
-                grew = False
-                for i, n in enumerate(order):
-                    if n not in given and tout[i].bytes > self._out_room[n]:
-                        self._out_room[n] = tout[i].bytes
-                        grew = True
-                if grew:
-                    continue
+                with self._lock:
+                    for i, n in enumerate(order):
+                        if n not in given:
+                            self._out_room[n] = max(self._out_room[n], tout[i].bytes)
+                continue
             if rc != 0:
                 self._scratch_give(scratch)
                 raise Error(rc)
@@ -368,14 +371,16 @@ class Session:
         raise Error(ENOSPC, "outputs kept growing between attempts")
 
     def _scratch_take(self, nbytes):
-        for i, r in enumerate(self._scratch):
-            if r.size >= nbytes:
-                return self._scratch.pop(i)
+        with self._lock:
+            for i, r in enumerate(self._scratch):
+                if r.size >= nbytes:
+                    return self._scratch.pop(i)
         return Region(self._client, max(nbytes, 4096))
 
     def _scratch_give(self, region):
         if region is not None:
-            self._scratch.append(region)
+            with self._lock:
+                self._scratch.append(region)
 
     def close(self):
         for r in self._scratch:
@@ -499,7 +504,7 @@ class Client:
         if not isinstance(a, np.ndarray) or not a.flags.c_contiguous:
             return None
         ptr = a.__array_interface__["data"][0]
-        for r in self._regions:
+        for r in list(self._regions):  # a snapshot: other threads add regions
             if r._h and r.addr <= ptr and ptr + a.nbytes <= r.addr + r.size:
                 return r, ptr - r.addr
         return None
