@@ -385,7 +385,9 @@ static pid_t start_daemon(char *sock, size_t len, const char *dir, const char *b
 		struct sockaddr_un a = { .sun_family = AF_UNIX };
 		int fd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
 
-		snprintf(a.sun_path, sizeof(a.sun_path), "%s", sock);
+		if (strlen(sock) >= sizeof(a.sun_path))
+			break;
+		memcpy(a.sun_path, sock, strlen(sock) + 1);
 		if (connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0) {
 			close(fd);
 			return pid;

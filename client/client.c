@@ -1,7 +1,9 @@
 /*
  * client.c — the connection of libcudaep-client to cudaepd: connect and
- * hello, the request/response call over the SOCK_SEQPACKET socket (nanopb
- * on the wire, fds as SCM_RIGHTS), ping, close, and the client's accessors.
+ * hello (which brings the fence page, fence.c), the request/response call
+ * over the SOCK_SEQPACKET socket (nanopb on the wire, fds as SCM_RIGHTS;
+ * the errors of runs in flight that arrive meanwhile are kept for their
+ * waiters), ping, close, and the client's accessors.
  * region.c, session.c and run.c build their requests on top of
  * cep__call_locked(); cudaepctl and the tests use cep__call().
  */
@@ -14,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -132,9 +135,10 @@ static int packet_send(cep_client *c, size_t len, const int *fds, int nfds)
 	return 0;
 }
 
-/* No response body takes fds yet: whatever arrives is closed, so a
+/* Only the Hello reply carries an fd (the fence page), kept in
+ * c->recv_fd when keep_fd; everything else that arrives is closed, so a
  * misbehaving daemon cannot leak descriptors into the application. */
-static void close_received_fds(struct msghdr *msg)
+static void take_received_fds(cep_client *c, struct msghdr *msg, bool keep_fd)
 {
 	struct cmsghdr *cm;
 
@@ -147,18 +151,31 @@ static void close_received_fds(struct msghdr *msg)
 		n = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
 		for (size_t i = 0; i < n; i++) {
 			memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(fd));
-			close(fd);
+			if (keep_fd && c->recv_fd < 0)
+				c->recv_fd = fd;
+			else
+				close(fd);
 		}
 	}
 }
 
-static int packet_recv(cep_client *c, size_t *len)
+int cep__packet_recv(cep_client *c, size_t *len, bool keep_fd, int timeout_ms)
 {
 	union fd_control ctl;
 	struct iovec iov = {.iov_base = c->recv_buf, .iov_len = CEP_MAX_PACKET};
 	struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
+	struct pollfd pfd = {.fd = c->fd, .events = POLLIN};
 	ssize_t n;
+	int r;
 
+	if (timeout_ms >= 0) {
+		do
+			r = poll(&pfd, 1, timeout_ms);
+		while (r < 0 && errno == EINTR);
+		if (r == 0)
+			return cep__set_error(CEP_ETIMEDOUT, "no answer from cudaepd "
+					      "in %d ms", timeout_ms);
+	}
 	do {
 		msg.msg_control = ctl.buf;
 		msg.msg_controllen = sizeof(ctl.buf);
@@ -171,7 +188,7 @@ static int packet_recv(cep_client *c, size_t *len)
 				      "cannot receive from cudaepd: %s",
 				      strerror(errno));
 	}
-	close_received_fds(&msg);
+	take_received_fds(c, &msg, keep_fd);
 	if (n == 0)
 		return closed_error();
 	if (msg.msg_flags & MSG_TRUNC)
@@ -218,7 +235,7 @@ static int closed_reason(cep_client *c, cudaep_v1_Response *resp)
 	n = recvmsg(c->fd, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
 	if (n <= 0)
 		return closed_error();
-	close_received_fds(&msg);
+	take_received_fds(c, &msg, false);
 	is = pb_istream_from_buffer(c->recv_buf, (size_t)n);
 	if (!pb_decode(&is, cudaep_v1_Response_fields, resp) || resp->id != 0 ||
 	    !resp->has_status || resp->status.code >= 0)
@@ -262,14 +279,19 @@ int cep__call_locked(cep_client *c, cudaep_v1_Request *req, const int *fds,
 		return closed_reason(c, resp);
 	if (ret != 0)
 		return ret;
-	ret = packet_recv(c, &len);
-	if (ret != 0)
-		return ret;
-	is = pb_istream_from_buffer(c->recv_buf, len);
-	if (!pb_decode(&is, cudaep_v1_Response_fields, resp))
-		return cep__set_error(CEP_EPROTO,
-				      "cannot decode a response from cudaepd: %s",
-				      PB_GET_ERROR(&is));
+	/* The errors of runs in flight may come first: each is kept for its
+	 * fence's waiter. */
+	do {
+		ret = cep__packet_recv(c, &len,
+				       req->which_body == cudaep_v1_Request_hello_tag, -1);
+		if (ret != 0)
+			return ret;
+		is = pb_istream_from_buffer(c->recv_buf, len);
+		if (!pb_decode(&is, cudaep_v1_Response_fields, resp))
+			return cep__set_error(CEP_EPROTO,
+					      "cannot decode a response from cudaepd: %s",
+					      PB_GET_ERROR(&is));
+	} while (resp->id != req->id && cep__fence_stash(c, resp));
 	if (resp->id != req->id) {
 		/* Id 0: the daemon could not decode the request it answers,
 		 * which can only be the one in flight. */
@@ -325,6 +347,9 @@ static void client_free(cep_client *c)
 		return;
 	if (c->fd >= 0)
 		close(c->fd);
+	if (c->recv_fd >= 0)
+		close(c->recv_fd);
+	cep__fence_close(c);
 	free(c->req);
 	free(c->resp);
 	free(c->send_buf);
@@ -341,6 +366,7 @@ static int client_alloc(cep_client **out)
 	if (c == NULL)
 		return cep__set_error(CEP_ENOMEM, "cannot allocate a client");
 	c->fd = -1;
+	c->recv_fd = -1;
 	c->next_id = 1;
 	cep__link_init(&c->regions);
 	cep__link_init(&c->sessions);
@@ -406,6 +432,7 @@ static int client_hello(cep_client *c, const char *name)
 	c->client_id = hr->client_id;
 	snprintf(c->backend, sizeof(c->backend), "%s", hr->backend);
 	snprintf(c->device, sizeof(c->device), "%s", hr->device_name);
+	cep__fence_open(c, hr->fence_slots);
 	return 0;
 }
 

@@ -11,8 +11,24 @@
 #include "internal.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "cep_fence.h"
+
+_Static_assert(CEP_FENCES_MAX == CEP_FENCE_SLOTS, "one fence in flight per slot");
+
+/* What the client knows of the fence in flight in one slot. seq is read
+ * without the lock (a wait consumes with a store); the rest is the lock's. */
+struct cep__fence_book {
+	_Atomic uint64_t seq;        /* the fence in flight here; 0: none */
+	uint64_t req_id;             /* its Run request's id */
+	bool err_have;               /* its failure's Response has arrived */
+	int err_code;                /* that Response's status code */
+	char err_msg[CEP_MAX_STATUS_MSG];
+};
 
 #define cep__container_of(ptr, type, member) \
 	((type *)((char *)(ptr) - offsetof(type, member)))
@@ -36,6 +52,12 @@ struct cep_client {
 	char device[CEP_MAX_DEVICE_NAME];
 	struct cep_link regions;    /* live struct cep_region, by link */
 	struct cep_link sessions;   /* live struct cep_session, by link */
+	int recv_fd;                /* an fd the last response brought (Hello
+	                             * only), until taken; -1 */
+	struct cep_fence_slot *fence_page; /* (CEP_FENCE_SLOTS) mapped from the
+	                             * Hello reply; NULL: runs wait for replies */
+	uint64_t fence_seq;         /* the last fence sequence number sent */
+	struct cep__fence_book fences[CEP_FENCE_SLOTS];
 };
 
 struct cep_region {
@@ -64,6 +86,32 @@ struct cep_session {
  */
 int cep__call_locked(cep_client *c, cudaep_v1_Request *req, const int *fds,
 		     int nfds, cudaep_v1_Response *resp, pb_size_t want_body);
+
+/* Receives one packet into c->recv_buf (its length in *len), waiting at
+ * most timeout_ms (-1: no limit; CEP_ETIMEDOUT when it passes). Keeps the
+ * first fd attached in c->recv_fd when keep_fd, else closes every one. The
+ * caller holds c->lock. */
+int cep__packet_recv(cep_client *c, size_t *len, bool keep_fd, int timeout_ms);
+
+/* Maps the fence page c->recv_fd carries (slots of them, from the Hello
+ * reply) and closes the fd. A page that cannot be used is left out: runs
+ * then wait for their replies. Never fails. */
+void cep__fence_open(cep_client *c, uint32_t slots);
+
+/* Unmaps the fence page. */
+void cep__fence_close(cep_client *c);
+
+/* Keeps the error of a failed run (a RunDone response) for its waiter.
+ * Returns whether resp was one; the caller holds c->lock. */
+bool cep__fence_stash(cep_client *c, const cudaep_v1_Response *resp);
+
+/* Checks the tensors of a run (as cep_run documents), builds the Run with
+ * fence_seq and calls the daemon with c->lock held; fills outputs from the
+ * reply (also for CEP_ENOSPC). Returns 0 or the error. */
+int cep__run_check(const cep_session *s, const cep_tensor *inputs, size_t n_inputs,
+		   const cep_tensor *outputs, size_t n_outputs);
+int cep__run_call_locked(cep_session *s, const cep_tensor *inputs, size_t n_inputs,
+			 cep_tensor *outputs, size_t n_outputs, uint64_t fence_seq);
 
 /* Zeroes the header and the `name` body of c->req, selects that body and
  * returns c->req; the caller holds c->lock. Only the body in use is cleared

@@ -13,7 +13,7 @@
  *
  * Threads: a cep_client and everything created through it may be used from
  * several threads at once; calls on one client are serialized inside the
- * library. Freeing an object while another thread still uses it is the
+ * library, except waiting for fences, which happens outside. Freeing an object while another thread still uses it is the
  * caller's bug, as with free().
  *
  * Ownership: objects returned through an `out` pointer belong to the caller
@@ -266,16 +266,72 @@ typedef struct cep_tensor {
 } cep_tensor;
 
 /*
- * Runs the session on inputs and waits for completion. Output slices are
- * written in place; on success each outputs[i] gets its actual dtype, rank
- * and shape, and its bytes are those written. Fails with CEP_ESHAPE /
- * CEP_EDTYPE / CEP_EBOUNDS naming the tensor at fault, or with the error of
- * the run. When an output's slice is too small the run fails, before
- * computing anything, with CEP_ENOSPC, and every outputs[i] gets the dtype,
- * shape and bytes it needs: make room and run again. Does not allocate.
+ * Runs the session on inputs and waits for completion: cep_run_submit()
+ * then cep_fence_wait() without a time limit. Output slices are written in
+ * place; on success each outputs[i] gets its actual dtype, rank and shape,
+ * and its bytes are those written. Fails with CEP_ESHAPE / CEP_EDTYPE /
+ * CEP_EBOUNDS naming the tensor at fault, or with the error of the run.
+ * When an output's slice is too small the run fails, before computing
+ * anything, with CEP_ENOSPC, and every outputs[i] gets the dtype, shape and
+ * bytes it needs: make room and run again. Does not allocate.
  */
 int cep_run(cep_session *s, const cep_tensor *inputs, size_t n_inputs,
             cep_tensor *outputs, size_t n_outputs);
+
+/* ------------------------------------------------------------------ fences */
+
+/*
+ * A run in flight, as cep_run_submit() fills it in: caller memory, whose
+ * fields are the library's to read and write. A fence is consumed exactly
+ * once, by the cep_fence_wait() or cep_fence_poll() that returns its
+ * result (0 or the run's error); CEP_ETIMEDOUT and CEP_EAGAIN leave it in
+ * flight. One thread at a time may wait on a given fence; different
+ * fences may be waited on from different threads at once.
+ */
+typedef struct cep_fence {
+  cep_client *client; /* NULL when consumed (or never submitted) */
+  uint64_t seq;       /* the run's fence sequence number; 0: done at submit */
+} cep_fence;
+
+/* cep_fence_wait()'s timeout for waiting as long as it takes. */
+#define CEP_WAIT_FOREVER ((int64_t)-1)
+
+/* Fences of one client that may be in flight (submitted, not consumed). */
+#define CEP_FENCES_MAX 64
+
+/*
+ * Submits a run and returns as soon as the daemon has checked and queued
+ * it, without waiting for it to compute: the tensors are checked as by
+ * cep_run() (with the same errors, CEP_ENOSPC included, and nothing is
+ * queued then), each outputs[i] gets the dtype, rank, shape and bytes the
+ * run will write, and *fence is filled in. The device reads the inputs
+ * straight from their regions and writes the outputs straight into
+ * theirs while the run is in flight: leave the input slices unchanged and
+ * do not read the outputs until the fence has completed. Runs of one
+ * session complete in the order they were submitted. Fails with CEP_EAGAIN
+ * when CEP_FENCES_MAX fences of the client are in flight (consume one,
+ * then submit again). Against a daemon without fence pages the run
+ * completes before this returns. Does not allocate.
+ */
+int cep_run_submit(cep_session *s, const cep_tensor *inputs, size_t n_inputs,
+                   cep_tensor *outputs, size_t n_outputs, cep_fence *fence);
+
+/*
+ * Waits until the run of fence has completed, at most timeout_ns
+ * nanoseconds (CEP_WAIT_FOREVER: no limit; 0: do not wait): spins briefly
+ * on the fence word the device writes, then sleeps on it (a futex shared
+ * with the daemon). Returns 0 once the outputs are in their regions, or
+ * the run's error with the daemon's message (cep_last_error()), e.g.
+ * CEP_EINVAL naming the node and the bad index a kernel met; either
+ * consumes the fence. Returns CEP_ETIMEDOUT when the time is up (the fence
+ * stays in flight: wait again), CEP_EINVAL for a fence already consumed.
+ * Does not allocate.
+ */
+int cep_fence_wait(cep_fence *fence, int64_t timeout_ns);
+
+/* cep_fence_wait() without waiting: 0 or the run's error (consuming the
+ * fence) when it has completed, CEP_EAGAIN while it has not. */
+int cep_fence_poll(cep_fence *fence);
 
 #ifdef __cplusplus
 }

@@ -1,8 +1,9 @@
 /*
- * run.c — cep_run(), the hot path of libcudaep-client: check every tensor
- * here (a bad slice gets an error naming it before anything is sent),
- * build the Run request in the client's preallocated struct, and copy the
- * written outputs' dtypes and shapes back from the reply. Nothing here
+ * run.c — the Run request, the hot path of libcudaep-client: check every
+ * tensor here (a bad slice gets an error naming it before anything is
+ * sent), build the Run request in the client's preallocated struct, and
+ * copy the outputs' dtypes and shapes back from the reply. cep_run() is
+ * cep_run_submit() and cep_fence_wait() (fence.c). Nothing here
  * allocates.
  */
 #include "client_priv.h"
@@ -176,16 +177,11 @@ static int outputs_fill(cep_tensor *outputs, size_t n,
 	return 0;
 }
 
-int cep_run(cep_session *s, const cep_tensor *inputs, size_t n_inputs,
-	    cep_tensor *outputs, size_t n_outputs)
+int cep__run_check(const cep_session *s, const cep_tensor *inputs, size_t n_inputs,
+		   const cep_tensor *outputs, size_t n_outputs)
 {
-	cep_client *c;
-	cudaep_v1_Request *req;
-	cudaep_v1_Run *run;
 	int ret;
 
-	if (s == NULL)
-		return cep__set_error(CEP_EINVAL, "cep_run: session is NULL");
 	if ((n_inputs > 0 && inputs == NULL) ||
 	    (n_outputs > 0 && outputs == NULL))
 		return cep__set_error(CEP_EINVAL, "cep_run: tensors are NULL");
@@ -204,14 +200,23 @@ int cep_run(cep_session *s, const cep_tensor *inputs, size_t n_inputs,
 		if (ret != 0)
 			return ret;
 	}
+	return 0;
+}
 
-	c = s->client;
-	pthread_mutex_lock(&c->lock);
+int cep__run_call_locked(cep_session *s, const cep_tensor *inputs, size_t n_inputs,
+			 cep_tensor *outputs, size_t n_outputs, uint64_t fence_seq)
+{
+	cep_client *c = s->client;
+	cudaep_v1_Request *req;
+	cudaep_v1_Run *run;
+	int ret;
+
 	/* Every field that is encoded is set below; clearing the whole Run
 	 * body (tens of KiB) would cost more than the call. */
 	req = cep__req_begin(c, cudaep_v1_Request_run_tag, 0);
 	run = &req->body.run;
 	run->session_id = s->id;
+	run->fence_seq = fence_seq;
 	run->inputs_count = (pb_size_t)n_inputs;
 	run->outputs_count = (pb_size_t)n_outputs;
 	for (size_t i = 0; i < n_inputs; i++)
@@ -226,6 +231,17 @@ int cep_run(cep_session *s, const cep_tensor *inputs, size_t n_inputs,
 		 c->resp->which_body == cudaep_v1_Response_run_tag &&
 		 outputs_fill(outputs, n_outputs, &c->resp->body.run, true) != 0)
 		ret = CEP_EPROTO;
-	pthread_mutex_unlock(&c->lock);
 	return ret;
+}
+
+int cep_run(cep_session *s, const cep_tensor *inputs, size_t n_inputs,
+	    cep_tensor *outputs, size_t n_outputs)
+{
+	cep_fence f;
+	int ret;
+
+	ret = cep_run_submit(s, inputs, n_inputs, outputs, n_outputs, &f);
+	if (ret != 0)
+		return ret;
+	return cep_fence_wait(&f, CEP_WAIT_FOREVER);
 }

@@ -103,7 +103,9 @@ static const struct config_key config_keys[] = {
 	{ "backend", KEY_BACKEND, FIELD(backend), 0, "auto",
 	  "where sessions run: cuda, host (the CPU), or auto: cuda when the "
 	  "driver, NVRTC and the device can be used, else host (the log says "
-	  "why); with cuda the daemon does not start without them" },
+	  "why); with cuda the daemon does not start without them. "
+	  "host-async: the CPU with a GPU's timing (runs complete after "
+	  "their replies), for testing clients" },
 	{ "device", KEY_ORDINAL, FIELD(device), 0, "0",
 	  "the CUDA device to use, by ordinal as the driver numbers them" },
 	{ "cache_dir", KEY_DIR, FIELD(cache_dir), 0, "",
@@ -213,6 +215,8 @@ static int parse_backend(const char *s, int *out)
 		*out = CONFIG_BACKEND_CUDA;
 	else if (strcmp(s, "host") == 0)
 		*out = CONFIG_BACKEND_HOST;
+	else if (strcmp(s, "host-async") == 0)
+		*out = CONFIG_BACKEND_HOST_ASYNC;
 	else
 		return CEP_EINVAL;
 	return 0;

@@ -32,6 +32,8 @@ enum config_backend {
 	CONFIG_BACKEND_AUTO = 0, /* CUDA when a GPU can be used, else the host */
 	CONFIG_BACKEND_CUDA,     /* CUDA or nothing: the daemon does not start */
 	CONFIG_BACKEND_HOST,     /* the CPU, even with a GPU present */
+	CONFIG_BACKEND_HOST_ASYNC, /* the CPU, its streams queued as a GPU's
+	                            * (BACKEND_HOST_ASYNC) */
 };
 
 struct config {

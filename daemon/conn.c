@@ -20,6 +20,7 @@
 
 struct conn_out {
 	struct conn_out *next;
+	int fd;                    /* attached to it, owned; -1: none */
 	size_t len;                /* bytes in data */
 	uint8_t data[];            /* one encoded Response */
 };
@@ -45,7 +46,9 @@ static int conn_alloc(struct server *s, int fd, pid_t pid, uid_t uid,
 	c->admin = admin;
 	c->connected_ns = uv_hrtime();
 	region_table_init(&c->regions, &s->regions);
+	c->regions.client_id = c->id;
 	session_table_init(&c->sessions, &s->sessions, c->id);
+	c->fence.fd = -1;
 	*out = c;
 	return 0;
 }
@@ -111,6 +114,8 @@ static void conn_queue_drop(struct conn *c)
 
 	for (o = c->out_head; o != NULL; o = next) {
 		next = o->next;
+		if (o->fd >= 0)
+			close(o->fd);
 		free(o);
 	}
 	stats_gauge_add(&c->server->stats, STATS_GAUGE_SEND_QUEUE,
@@ -124,9 +129,10 @@ void conn_free(struct conn *c)
 {
 	if (c == NULL || c->closing)
 		return;
-	if (c->busy) {
+	if (c->busy || c->dispatching || c->fence.inflight > 0) {
 		/* Its job may be reading its regions or running one of its
-		 * sessions right now: wait for it (conn_job_done()). */
+		 * sessions right now, and queued runs still copy into its
+		 * regions: wait for them (conn_job_done(), fence.c). */
 		c->free_deferred = true;
 		if (c->poll_events != 0) {
 			uv_poll_stop(&c->poll);
@@ -143,6 +149,7 @@ void conn_free(struct conn *c)
 		   c->sessions.ids.count);
 	session_table_close(&c->sessions);
 	region_table_close(&c->regions);
+	fence_close(c->server, c);
 	dispatch_job_free(c->job);
 	c->job = NULL;
 	conn_queue_drop(c);
@@ -246,17 +253,20 @@ void conn_shutdown(struct conn *c)
 
 /* ------------------------------------------------------------------ send */
 
-static int conn_queue(struct conn *c, const uint8_t *buf, size_t len)
+static int conn_queue(struct conn *c, const uint8_t *buf, size_t len, int fd)
 {
 	struct conn_out *o = malloc(sizeof(*o) + len);
 
 	if (o == NULL) {
 		log_err("client %llu: no memory to queue a response; closing "
 			"the connection", (unsigned long long)c->id);
+		if (fd >= 0)
+			close(fd);
 		conn_free(c);
 		return CEP_ENOMEM;
 	}
 	o->next = NULL;
+	o->fd = fd;
 	o->len = len;
 	memcpy(o->data, buf, len);
 	if (c->out_tail != NULL)
@@ -271,14 +281,32 @@ static int conn_queue(struct conn *c, const uint8_t *buf, size_t len)
 	return 0;
 }
 
-/* One send(2) of a whole packet: 1 when sent, 0 when the socket is full,
- * a CEP_E* code when the peer is gone. */
-static int conn_send_one(struct conn *c, const uint8_t *buf, size_t len)
+/* One sendmsg(2) of a whole packet, with fd attached when it is not -1:
+ * 1 when sent, 0 when the socket is full, a CEP_E* code when the peer is
+ * gone. */
+static int conn_send_one(struct conn *c, const uint8_t *buf, size_t len, int fd)
 {
+	union {
+		struct cmsghdr align;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} ctl;
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
+	struct cmsghdr *cm;
 	ssize_t n;
 
+	if (fd >= 0) {
+		memset(&ctl, 0, sizeof(ctl));
+		msg.msg_control = ctl.buf;
+		msg.msg_controllen = sizeof(ctl.buf);
+		cm = CMSG_FIRSTHDR(&msg);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	}
 	do
-		n = send(c->fd, buf, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+		n = sendmsg(c->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
 	while (n < 0 && errno == EINTR);
 	if (n >= 0) {
 		stats_count(&c->server->stats, STATS_COUNTER_BYTES_SENT,
@@ -292,22 +320,36 @@ static int conn_send_one(struct conn *c, const uint8_t *buf, size_t len)
 	return cep__from_errno(errno);
 }
 
-int conn_send(struct conn *c, const uint8_t *buf, size_t len)
+int conn_send_fd(struct conn *c, const uint8_t *buf, size_t len, int fd)
 {
 	int ret;
 
-	if (c->fd < 0 || c->closing)
+	if (c->fd < 0 || c->closing) {
+		if (fd >= 0)
+			close(fd);
 		return 0;
+	}
 	if (c->out_head == NULL) {
-		ret = conn_send_one(c, buf, len);
-		if (ret == 1)
+		ret = conn_send_one(c, buf, len, fd);
+		if (ret == 1) {
+			/* The peer has its own copy of the descriptor now. */
+			if (fd >= 0)
+				close(fd);
 			return 0;
+		}
 		if (ret < 0) {
+			if (fd >= 0)
+				close(fd);
 			conn_free(c);
 			return ret;
 		}
 	}
-	return conn_queue(c, buf, len);
+	return conn_queue(c, buf, len, fd);
+}
+
+int conn_send(struct conn *c, const uint8_t *buf, size_t len)
+{
+	return conn_send_fd(c, buf, len, -1);
 }
 
 static void conn_flush(struct conn *c)
@@ -316,7 +358,7 @@ static void conn_flush(struct conn *c)
 	int ret;
 
 	while ((o = c->out_head) != NULL) {
-		ret = conn_send_one(c, o->data, o->len);
+		ret = conn_send_one(c, o->data, o->len, o->fd);
 		if (ret == 0)
 			break;
 		if (ret < 0) {
@@ -328,6 +370,8 @@ static void conn_flush(struct conn *c)
 			c->out_tail = NULL;
 		c->out_count--;
 		stats_gauge_add(&c->server->stats, STATS_GAUGE_SEND_QUEUE, -1);
+		if (o->fd >= 0)
+			close(o->fd);
 		free(o);
 	}
 	if (c->out_head == NULL && c->close_after_flush) {
@@ -421,14 +465,27 @@ static void conn_read(struct conn *c)
 			flags |= DISPATCH_OVERSIZED;
 		stats_count(&s->stats, STATS_COUNTER_BYTES_RECEIVED,
 			    (uint64_t)n);
+		c->dispatching = true;
 		ret = dispatch_packet(s, c, s->in_buf, (size_t)n, fds, nfds,
 				      flags, s->out_buf, &out_len);
+		c->dispatching = false;
+		if (c->free_deferred) {
+			/* It went while its request was served (a send of
+			 * another run's error failed): nobody to answer. */
+			if (!c->busy && c->fence.inflight == 0) {
+				c->free_deferred = false;
+				conn_free(c);
+			}
+			return;
+		}
 		if (ret == DISPATCH_DEFERRED) {
 			/* Nothing more is read until the job is done. */
 			conn_poll_update(c);
 			return;
 		}
-		if (conn_send(c, s->out_buf, out_len) != 0)
+		/* A Hello reply carries the fence page. */
+		if (conn_send_fd(c, s->out_buf, out_len,
+				 fence_fd_take(&c->fence)) != 0)
 			return;
 		if (ret == DISPATCH_CLOSE) {
 			c->close_after_flush = true;

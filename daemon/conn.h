@@ -5,7 +5,8 @@
  * queue of responses the socket has not taken yet.
  *
  * Whatever a connection owns is released when it goes, whether the client
- * closed it, died, broke the protocol or the daemon is stopping. A
+ * closed it, died, broke the protocol or the daemon is stopping, once its
+ * runs in flight have completed (until then it is only no longer read). A
  * detached connection has no socket: tests and the fuzzer create one and
  * feed it packets through dispatch_packet() (dispatch.h).
  */
@@ -21,6 +22,7 @@
 
 #include "access.h"
 #include "cep_limits.h"
+#include "fence.h"
 #include "region.h"
 #include "session.h"
 
@@ -50,6 +52,8 @@ struct conn {
 	bool read_paused;               /* the queue is too long to read more */
 	bool closing;                   /* torn down, waiting for its handle */
 	bool busy;                      /* a job of its request is running */
+	bool dispatching;               /* inside dispatch_packet(), which may
+	                                 * finish runs and so fail a send */
 	bool free_deferred;             /* gone; free it when the job ends */
 	int poll_events;                /* UV_* events polled now */
 	char name[CEP_MAX_CLIENT_NAME]; /* from Hello, printable */
@@ -66,6 +70,7 @@ struct conn {
 	uint64_t kill_pending;          /* a killed session its job still
 	                                 * uses, unloaded when the job ends;
 	                                 * 0: none */
+	struct fence fence;             /* its fence page and runs in flight */
 };
 
 /*
@@ -87,13 +92,13 @@ int conn_new_detached(struct server *s, uid_t uid, gid_t gid, pid_t pid,
 		      struct conn **out);
 
 /*
- * Tears c down now: releases its sessions and regions (closing their fds),
- * drops unsent responses and takes it out of the server. A detached
- * connection is freed at once; a socket's memory and fd go in its
- * handle's close callback. While a job of c is running (c->busy), which
- * may still use its sessions and regions, c only stops being read, and
- * the teardown happens when the job ends. Accepts NULL and a connection
- * already closing.
+ * Tears c down now: releases its sessions, regions and fence page (closing
+ * their fds), drops unsent responses and takes it out of the server. A
+ * detached connection is freed at once; a socket's memory and fd go in its
+ * handle's close callback. While a job of c is running (c->busy), or runs
+ * of c are in flight, which may still use its sessions and regions, c
+ * only stops being read, and the teardown happens when the last of them
+ * ends. Accepts NULL and a connection already closing.
  */
 void conn_free(struct conn *c);
 
@@ -112,5 +117,9 @@ void conn_shutdown(struct conn *c);
  * bytes and returns 0.
  */
 int conn_send(struct conn *c, const uint8_t *buf, size_t len);
+
+/* conn_send() with fd attached (SCM_RIGHTS) when fd >= 0. Takes fd in
+ * every case: it is closed once sent, queued or dropped. */
+int conn_send_fd(struct conn *c, const uint8_t *buf, size_t len, int fd);
 
 #endif

@@ -148,7 +148,8 @@ void dispatch__response_encode(Cudaep__V1__Response *resp, int code,
 		status.message = (char *)"";
 		if (code != 0) {
 			if (!(code == CEP_ENOSPC && resp->body_case ==
-			      CUDAEP__V1__RESPONSE__BODY_RUN))
+			      CUDAEP__V1__RESPONSE__BODY_RUN) &&
+			    resp->body_case != CUDAEP__V1__RESPONSE__BODY_RUN_DONE)
 				resp->body_case =
 					CUDAEP__V1__RESPONSE__BODY__NOT_SET;
 			text = cep_last_error();
@@ -202,6 +203,10 @@ static int handle_hello(struct req *r, const Cudaep__V1__Hello *m)
 	}
 	dispatch__name_copy(c->name, sizeof(c->name), m->client_name);
 	c->hello_done = true;
+	/* Without a page the client still runs, waiting for each reply. */
+	if (fence_page_open(r->s, c) != 0)
+		log_warning("client %llu: no fence page: %s",
+			    (unsigned long long)c->id, cep_last_error());
 	log_info("client %llu connected: pid %d uid %u name '%s'",
 		 (unsigned long long)c->id, (int)c->pid, (unsigned)c->uid,
 		 c->name);
@@ -213,6 +218,7 @@ static int handle_hello(struct req *r, const Cudaep__V1__Hello *m)
 	rep->device_name = (char *)r->s->backend->iface.device;
 	rep->device_memory = r->s->backend->device_memory;
 	rep->max_packet = CEP_MAX_PACKET;
+	rep->fence_slots = c->fence.slots != NULL ? CEP_FENCE_SLOTS : 0;
 	r->resp->body_case = CUDAEP__V1__RESPONSE__BODY_HELLO;
 	r->resp->hello = rep;
 	return 0;
@@ -408,12 +414,18 @@ static int handle_sessions(struct req *r)
 static int handle_stats(struct req *r)
 {
 	Cudaep__V1__StatsReply *rep = &r->body->stats;
-	const struct stats *st = &r->s->stats;
+	struct stats *st = &r->s->stats;
+	struct backend_counters bc;
 	Cudaep__V1__Counter **counters;
 	Cudaep__V1__Gauge **gauges;
 	size_t i;
 
 	access_stats_sync(r->s);
+	/* The backend counts its copies itself; they are read here. */
+	backend_counters_get(r->s->backend, &bc);
+	st->counters[STATS_COUNTER_COPY_BYTES_PINNED] = bc.bytes_h2d_pinned + bc.bytes_d2h_pinned;
+	st->counters[STATS_COUNTER_COPY_BYTES_PAGEABLE] =
+		bc.bytes_h2d_pageable + bc.bytes_d2h_pageable;
 	counters = (Cudaep__V1__Counter **)req_alloc_list(r,
 		STATS_COUNTER_COUNT, sizeof(**counters));
 	gauges = (Cudaep__V1__Gauge **)req_alloc_list(r, STATS_GAUGE_COUNT,
@@ -595,5 +607,9 @@ out:
 	}
 	dispatch__response_encode(&resp, ret, out, out_len);
 	reqarena_reset(&s->arena);
+	/* Without a socket there is no loop to finish runs later; with one,
+	 * this reply must leave before any completion's error. */
+	if (c->fd < 0)
+		fence_reap(s, false);
 	return r.close ? DISPATCH_CLOSE : 0;
 }

@@ -37,6 +37,7 @@
 #include "dispatch_priv.h"
 #include "engine.h"
 #include "error.h"
+#include "fence.h"
 #include "log.h"
 #include "precision.h"
 #include "server.h"
@@ -48,6 +49,7 @@
 enum job_kind {
 	JOB_LOAD = 1,
 	JOB_RUN,
+	JOB_RUN_FENCED,               /* a cold run with a fence: plan, submit */
 };
 
 /* A Run tensor as the job keeps it: the request arena is gone by the time
@@ -86,6 +88,7 @@ struct job {
 		struct engine_output out[CEP_MAX_IO];
 		struct job_tensor tin[CEP_MAX_IO];
 		struct job_tensor tout[CEP_MAX_IO];
+		struct fence_run *fr; /* JOB_RUN_FENCED: its record */
 	} run;
 };
 
@@ -231,6 +234,15 @@ static int job_load(struct job *j)
 	return ret;
 }
 
+/* Submits the fenced run of j (flags: ENGINE_SUBMIT_WARM on the loop). */
+static int job_run_submit(struct job *j, unsigned flags)
+{
+	struct fence_run *fr = j->run.fr;
+
+	return engine_run_submit(j->run.sess->engine, j->run.in, j->run.n_in,
+				 j->run.out, j->run.n_out, flags, &fr->fence, &fr->er);
+}
+
 static void job_work(uv_work_t *w)
 {
 	struct job *j = container_of(w, struct job, work);
@@ -238,6 +250,8 @@ static void job_work(uv_work_t *w)
 	cep__clear_error();
 	if (j->kind == JOB_LOAD)
 		j->ret = job_load(j);
+	else if (j->kind == JOB_RUN_FENCED)
+		j->ret = job_run_submit(j, 0);
 	else
 		j->ret = engine_run(j->run.sess->engine, j->run.in,
 				    j->run.n_in, j->run.out, j->run.n_out);
@@ -367,30 +381,14 @@ static int load_finish(struct job *j, struct req *r)
 	return 0;
 }
 
-/* The RunReply: every output as written, or, for CEP_ENOSPC, with the
- * room each one needs. */
-static int run_finish(struct job *j, struct req *r)
+/* The RunReply of j: every output as written (or to be written), or, for
+ * CEP_ENOSPC (ret), with the room each one needs. */
+static int run_reply(struct job *j, struct req *r, int ret)
 {
 	Cudaep__V1__RunReply *rep = &r->body->run;
 	Cudaep__V1__TensorRef **refs;
-	int ret = j->ret;
 	size_t i;
 
-	stats_count(&j->s->stats, ret == 0 ? STATS_COUNTER_RUNS
-					   : STATS_COUNTER_RUN_ERRORS, 1);
-	stats_count(&j->s->stats, STATS_COUNTER_RUN_NS,
-		    uv_hrtime() - j->start_ns);
-	if (ret != 0 && ret != CEP_ENOSPC) {
-		log_info("client %llu session %llu: run failed: %s: %s",
-			 (unsigned long long)j->c->id,
-			 (unsigned long long)j->run.sess->id, cep_err_name(ret),
-			 j->msg);
-		return cep__set_error(ret, "%s", j->msg);
-	}
-	if (ret == 0)
-		j->run.sess->runs++;
-	if (j->run.sess->engine)
-		engine_session_stats(j->run.sess->engine, &j->run.sess->stats);
 	refs = reqarena_alloc(r->arena, sizeof(*refs) * (j->run.n_out + 1));
 	if (refs == NULL)
 		return cep__set_error(CEP_ENOMEM, "out of request memory");
@@ -418,9 +416,65 @@ static int run_finish(struct job *j, struct req *r)
 	return ret == 0 ? 0 : cep__set_error(ret, "%s", j->msg);
 }
 
+/* The reply of a run without a fence, which has completed. */
+static int run_finish(struct job *j, struct req *r)
+{
+	int ret = j->ret;
+
+	stats_count(&j->s->stats, ret == 0 ? STATS_COUNTER_RUNS
+					   : STATS_COUNTER_RUN_ERRORS, 1);
+	stats_count(&j->s->stats, STATS_COUNTER_RUN_NS,
+		    uv_hrtime() - j->start_ns);
+	if (ret != 0 && ret != CEP_ENOSPC) {
+		log_info("client %llu session %llu: run failed: %s: %s",
+			 (unsigned long long)j->c->id,
+			 (unsigned long long)j->run.sess->id, cep_err_name(ret),
+			 j->msg);
+		return cep__set_error(ret, "%s", j->msg);
+	}
+	if (ret == 0)
+		j->run.sess->runs++;
+	if (j->run.sess->engine)
+		engine_session_stats(j->run.sess->engine, &j->run.sess->stats);
+	return run_reply(j, r, ret);
+}
+
+/* The reply of a run with a fence once it is submitted (j->ret 0: its
+ * outputs' shapes; it completes later) or refused (nothing was queued:
+ * its record goes back). */
+static int run_fenced_finish(struct job *j, struct req *r)
+{
+	struct fence_run *fr = j->run.fr;
+	int ret = j->ret;
+
+	stats_count(&j->s->stats, STATS_COUNTER_RUN_NS, uv_hrtime() - j->start_ns);
+	if (ret != 0) {
+		fence_run_abort(fr);
+		j->run.fr = NULL;
+		stats_count(&j->s->stats, STATS_COUNTER_RUN_ERRORS, 1);
+		if (ret != CEP_ENOSPC) {
+			log_info("client %llu session %llu: run refused: %s: %s",
+				 (unsigned long long)j->c->id,
+				 (unsigned long long)j->run.sess->id, cep_err_name(ret),
+				 j->msg);
+			return cep__set_error(ret, "%s", j->msg);
+		}
+	} else {
+		stats_count(&j->s->stats, STATS_COUNTER_RUNS_FENCED, 1);
+	}
+	return run_reply(j, r, ret);
+}
+
 static int job_finish(struct job *j, struct req *r)
 {
-	return j->kind == JOB_LOAD ? load_finish(j, r) : run_finish(j, r);
+	switch (j->kind) {
+	case JOB_LOAD:
+		return load_finish(j, r);
+	case JOB_RUN_FENCED:
+		return run_fenced_finish(j, r);
+	default:
+		return run_finish(j, r);
+	}
 }
 
 /* The thread pool's completion, on the loop: reply, then let the
@@ -445,11 +499,17 @@ static void job_after(uv_work_t *w, int status)
 		snprintf(j->msg, sizeof(j->msg), "the request was canceled");
 	}
 	if (c->free_deferred) {
-		/* The client is gone: drop what the job made, reply to no one. */
+		/* The client is gone: drop what the job made, reply to no one;
+		 * a run it queued completes first. */
 		fd_close(s, &j->load.model_fd);
 		fd_close(s, &j->load.dir_fd);
 		engine_session_free(j->load.es);
 		j->load.es = NULL;
+		if (j->kind == JOB_RUN_FENCED && j->ret != 0)
+			fence_run_abort(j->run.fr);
+		else if (j->kind == JOB_RUN_FENCED)
+			fence_run_replied(j->run.fr);
+		j->run.fr = NULL;
 		conn_job_done(c);
 		return;
 	}
@@ -464,6 +524,14 @@ static void job_after(uv_work_t *w, int status)
 	access_kill_finish(c);
 	conn_job_done(c);
 	conn_send(c, s->out_buf, len);
+	/* Its completion may have come already; it is finished after the
+	 * reply, whose body it cannot overtake. */
+	if (j->kind == JOB_RUN_FENCED && j->run.fr != NULL) {
+		struct fence_run *fr = j->run.fr;
+
+		j->run.fr = NULL;
+		fence_run_replied(fr);
+	}
 }
 
 /* Runs j: on the thread pool for a connection with a socket (the reply
@@ -679,6 +747,52 @@ static int tensor_take(struct req *r, const Cudaep__V1__TensorRef *t,
 	return 0;
 }
 
+/*
+ * A Run with a fence: checked and queued now, answered at once with the
+ * outputs' shapes; it completes later (fence.c). Its record holds the
+ * session and every region it names until then. A warm plan on a backend
+ * that queues work is submitted right here on the loop, which costs no
+ * more than queuing; planning, first runs and the host backend's
+ * computing go to the thread pool.
+ */
+static int run_fenced(struct req *r, const Cudaep__V1__Run *m, struct job *j)
+{
+	struct fence_run *fr;
+	size_t i;
+	int ret;
+
+	ret = fence_run_open(r->s, r->c, j->run.sess, m->fence_seq, r->resp->id, &fr);
+	if (ret != 0)
+		return ret;
+	j->kind = JOB_RUN_FENCED;
+	j->run.fr = fr;
+	for (i = 0; i < j->run.n_in; i++)
+		fence_run_hold(fr, region_table_find(&r->c->regions, j->run.tin[i].region_id));
+	for (i = 0; i < j->run.n_out; i++)
+		fence_run_hold(fr, region_table_find(&r->c->regions, j->run.tout[i].region_id));
+	if (r->c->fd >= 0 && (r->s->backend->caps & BACKEND_CAP_ASYNC)) {
+		cep__clear_error();
+		j->ret = job_run_submit(j, ENGINE_SUBMIT_WARM);
+		if (j->ret != ENGINE_RUN_COLD) {
+			if (j->ret != 0)
+				snprintf(j->msg, sizeof(j->msg), "%s", cep_last_error());
+			ret = run_fenced_finish(j, r);
+			goto replied;
+		}
+	}
+	ret = job_start(j, r);
+	if (ret == DISPATCH__DEFERRED)
+		return ret;
+replied:
+	/* The reply is encoded as soon as this returns, and nothing finishes
+	 * a run on this thread before that: job_after() does the rest when
+	 * the work went to the pool. */
+	if (j->run.fr != NULL)
+		j->run.fr->replied = true;
+	j->run.fr = NULL;
+	return ret;
+}
+
 int dispatch__run(struct req *r, const Cudaep__V1__Run *m)
 {
 	struct session *sess;
@@ -698,6 +812,7 @@ int dispatch__run(struct req *r, const Cudaep__V1__Run *m)
 	if (ret != 0)
 		return ret;
 	j->run.sess = sess;
+	j->run.fr = NULL;
 	j->run.n_in = m->n_inputs;
 	j->run.n_out = m->n_outputs;
 	for (i = 0; i < m->n_inputs; i++) {
@@ -728,6 +843,8 @@ int dispatch__run(struct req *r, const Cudaep__V1__Run *m)
 		j->run.out[i].data = (uint8_t *)reg->addr + t->offset;
 		j->run.out[i].capacity = t->bytes;
 	}
+	if (m->fence_seq != 0)
+		return run_fenced(r, m, j);
 	return job_start(j, r);
 }
 

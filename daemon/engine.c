@@ -27,6 +27,7 @@
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -912,17 +913,20 @@ static void plans_sum(const engine_session *s, uint64_t *act, uint64_t *ws)
 	}
 }
 
-/* Evicts the least recently used plan and uncharges what it held. */
-static void plan_evict(engine_session *s)
+/* Evicts the least recently used plan not in flight and uncharges what it
+ * held. Returns whether there was one. */
+static bool plan_evict(engine_session *s)
 {
 	uint64_t act, ws;
 
-	plan_cache_evict(&s->plans, s->be);
+	if (!plan_cache_evict(&s->plans, s->be))
+		return false;
 	plans_sum(s, &act, &ws);
 	account_uncharge(s->acc, s->owner, ALLOC_ROLE_ACTIVATIONS, s->plan_act - act);
 	account_uncharge(s->acc, s->owner, ALLOC_ROLE_WORKSPACE, s->plan_ws - ws);
 	s->plan_act = act;
 	s->plan_ws = ws;
+	return true;
 }
 
 /* The smaller of limit - used and room, where a limit of 0 is none. */
@@ -990,14 +994,16 @@ static int plan_make(engine_session *s, struct plan_env *env, int sig_len, struc
 	size_t needed = 0;
 	int ret;
 
-	if (s->plans.n == s->plans.cap)
-		plan_evict(s);
+	if (s->plans.n == s->plans.cap && !plan_evict(s))
+		return cep__set_error(CEP_EAGAIN, "each of the %d plans the session keeps is "
+				      "in use by a run in flight; wait for one to finish",
+				      s->plans.cap);
 	env->needed_bytes = &needed;
 	env->max_block_bytes = room_block(room_left(s));
 	ret = plan_build(env, s->in_t, s->sig, sig_len, out);
 	if (ret == CEP_ELIMIT && needed) {
-		while (s->plans.n > 0 && room_left(s) < needed)
-			plan_evict(s);
+		while (s->plans.n > 0 && room_left(s) < needed && plan_evict(s))
+			;
 		if (room_left(s) >= needed) {
 			env->max_block_bytes = room_block(room_left(s));
 			ret = plan_build(env, s->in_t, s->sig, sig_len, out);
@@ -1019,26 +1025,37 @@ static int plan_make(engine_session *s, struct plan_env *env, int sig_len, struc
 		*out = NULL;
 		return ret;
 	}
-	if (s->plans.n == s->plans.cap)
-		plan_evict(s);
-	plan_cache_insert(&s->plans, *out, s->be);
+	/* Room was made above, and nothing but this thread adds plans. */
+	ret = plan_cache_insert(&s->plans, *out, s->be);
+	if (ret < 0) {
+		account_uncharge(s->acc, s->owner, ALLOC_ROLE_ACTIVATIONS, (*out)->activation_bytes);
+		account_uncharge(s->acc, s->owner, ALLOC_ROLE_WORKSPACE, (*out)->workspace_bytes);
+		s->plan_act -= (*out)->activation_bytes;
+		s->plan_ws -= (*out)->workspace_bytes;
+		plan_free(*out, s->be);
+		*out = NULL;
+		return ret;
+	}
 	s->stats.plans_built++;
 	return 0;
 }
 
-int engine_run(engine_session *s, const struct engine_input *inputs, size_t n_inputs,
-	       struct engine_output *outputs, size_t n_outputs)
+/* What a run needs before anything is queued: the inputs checked, the
+ * plan found or built (not with ENGINE_SUBMIT_WARM: then a plan that is
+ * not cached, or has never run, is ENGINE_RUN_COLD), the outputs checked
+ * and described. */
+static int run_prepare(engine_session *s, const struct engine_input *inputs, size_t n_inputs,
+		       struct engine_output *outputs, size_t n_outputs, unsigned flags,
+		       struct plan **out)
 {
-	const struct graph *g = &s->m->model->g;
 	struct plan_env env = {
-		.g = g, .be = s->be, .stream = s->stream,
+		.g = &s->m->model->g, .be = s->be, .stream = s->stream,
 		.const_dev = (void *const *)s->const_dev,
 		.call_flags = s->call_flags,
 	};
 	struct plan *p;
 	uint64_t hash;
 	int sig_len = 0, ret;
-	bool had_error;
 
 	cep__clear_error();
 	ret = inputs_check(s, inputs, n_inputs, &sig_len);
@@ -1047,7 +1064,12 @@ int engine_run(engine_session *s, const struct engine_input *inputs, size_t n_in
 	hash = plan_sig_hash(s->sig, sig_len);
 	p = plan_cache_find(&s->plans, s->sig, sig_len, hash,
 			    (const void *const *)s->in_ptr);
+	if (p && (flags & ENGINE_SUBMIT_WARM) &&
+	    (p->runs == 0 || exec_captures_next(p, s->be)))
+		return ENGINE_RUN_COLD;
 	if (!p) {
+		if (flags & ENGINE_SUBMIT_WARM)
+			return ENGINE_RUN_COLD;
 		ret = plan_make(s, &env, sig_len, &p);
 		if (ret < 0)
 			return ret;
@@ -1057,25 +1079,133 @@ int engine_run(engine_session *s, const struct engine_input *inputs, size_t n_in
 	ret = outputs_check(s, p, outputs, n_outputs);
 	if (ret < 0)
 		return ret;
-	had_error = p->capture_error != NULL;
-	ret = exec_run(g, p, s->be, s->stream, (const void *const *)s->in_ptr,
-		       (void *const *)s->out_ptr);
-	if (!had_error && p->capture_error) {
-		s->stats.capture_failures++;
-		snprintf(s->stats.capture_error, sizeof(s->stats.capture_error), "%s",
-			 p->capture_error);
-	}
-	if (ret < 0)
-		return ret;
+	*out = p;
+	return 0;
+}
+
+/* Counts a run that queued all its work. */
+static void run_count(engine_session *s, const struct plan *p)
+{
 	if (p->graph)
 		s->stats.graph_replays++;
 	else
 		s->stats.eager_runs++;
-	outputs_describe(s, p, outputs, n_outputs);
 	s->stats.runs++;
 	s->stats.last_steps = p->n_steps;
 	s->stats.last_folded = p->folded;
+}
+
+/* Keeps why the capture of p failed, the first time it does. */
+static void capture_note(engine_session *s, const struct plan *p, bool had_error)
+{
+	if (had_error || !p->capture_error)
+		return;
+	s->stats.capture_failures++;
+	snprintf(s->stats.capture_error, sizeof(s->stats.capture_error), "%s",
+		 p->capture_error);
+}
+
+int engine_run(engine_session *s, const struct engine_input *inputs, size_t n_inputs,
+	       struct engine_output *outputs, size_t n_outputs)
+{
+	const struct graph *g = &s->m->model->g;
+	struct plan *p = NULL;
+	bool had_error;
+	int ret;
+
+	ret = run_prepare(s, inputs, n_inputs, outputs, n_outputs, 0, &p);
+	if (ret < 0)
+		return ret;
+	had_error = p->capture_error != NULL;
+	ret = exec_run(g, p, s->be, s->stream, (const void *const *)s->in_ptr,
+		       (void *const *)s->out_ptr);
+	capture_note(s, p, had_error);
+	if (ret < 0)
+		return ret;
+	outputs_describe(s, p, outputs, n_outputs);
+	run_count(s, p);
 	return 0;
+}
+
+/* The run's error, kept for engine_run_complete() (the message is this
+ * thread's, and the completion may run on another). */
+static void run_fail(struct engine_run *run, int err)
+{
+	if (run->err)
+		return;
+	run->err = err;
+	snprintf(run->msg, sizeof(run->msg), "%s", cep_last_error());
+}
+
+int engine_run_submit(engine_session *s, const struct engine_input *inputs, size_t n_inputs,
+		      struct engine_output *outputs, size_t n_outputs, unsigned flags,
+		      const struct engine_fence *f, struct engine_run *run)
+{
+	const struct graph *g = &s->m->model->g;
+	struct plan *p = NULL;
+	bool had_error;
+	int ret;
+
+	memset(run, 0, sizeof(*run));
+	ret = run_prepare(s, inputs, n_inputs, outputs, n_outputs, flags, &p);
+	if (ret != 0)
+		return ret;
+	/* The reply can tell the shapes now: they are the plan's. */
+	outputs_describe(s, p, outputs, n_outputs);
+	atomic_fetch_add_explicit(&p->inflight, 1, memory_order_relaxed);
+	run->plan = p;
+	had_error = p->capture_error != NULL;
+	ret = exec_submit(g, p, s->be, s->stream, (const void *const *)s->in_ptr,
+			  (void *const *)s->out_ptr);
+	capture_note(s, p, had_error);
+	if (ret == 0 && f->fault) {
+		ret = backend_stream_fault_save(s->be, s->stream, f->fault);
+		run->checked = ret > 0;
+		ret = ret > 0 ? 0 : ret;
+	}
+	/* A run that may still turn out to have failed leaves the fence to
+	 * its host function, which writes it after the status; so does a
+	 * device that cannot write it. */
+	if (ret == 0 && f->seq && !run->checked) {
+		ret = backend_stream_write_value64(s->be, s->stream, f->seq, f->value);
+		run->seq_queued = ret == 0;
+		if (ret == CEP_ENOTSUP) {
+			cep__clear_error();
+			ret = 0;
+		}
+	}
+	if (ret < 0)
+		run_fail(run, ret);
+	else
+		run_count(s, p);
+	ret = backend_stream_host_fn(s->be, s->stream, f->done, f->arg);
+	if (ret < 0) {
+		/* Nothing will call back: wait for what was queued (a device
+		 * that refuses to queue has failed already), then complete
+		 * here. */
+		run_fail(run, ret);
+		(void)backend_stream_sync(s->be, s->stream);
+		f->done(f->arg);
+	}
+	return 0;
+}
+
+int engine_run_complete(engine_session *s, struct engine_run *run,
+			const struct backend_fault *fault)
+{
+	const struct graph *g = &s->m->model->g;
+	struct plan *p = run->plan;
+	int ret = 0;
+
+	if (!p)
+		return 0;
+	if (run->err)
+		ret = cep__set_error(run->err, "%s", run->msg);
+	else if (run->checked)
+		ret = exec_fault(g, p, fault);
+	atomic_fetch_sub_explicit(&p->inflight, 1, memory_order_release);
+	run->plan = NULL;
+	return ret;
 }
 
 void engine_session_stats(const engine_session *s, struct engine_stats *out)

@@ -201,8 +201,9 @@ int engine_session_new(engine_model *m, struct backend *be,
 		       const struct engine_session_options *opts,
 		       engine_session **out);
 
-/* Frees the session and its plans, uncharging them and forgetting the
- * session's entry in the account, releases its share of the model's
+/* Frees the session and its plans (none may be in flight: complete their
+ * runs first), uncharging them and forgetting the session's entry in the
+ * account, releases its share of the model's
  * device weights (the last session frees and uncharges them), and drops
  * its reference to the model. Accepts NULL. */
 void engine_session_free(engine_session *s);
@@ -256,6 +257,76 @@ struct engine_output {
  */
 int engine_run(engine_session *s, const struct engine_input *inputs, size_t n_inputs,
 	       struct engine_output *outputs, size_t n_outputs);
+
+/* ------------------------------------------------------------ runs in flight */
+
+/* Where a run submitted without waiting says that it is done. */
+struct engine_fence {
+	uint64_t *seq;                 /* 8 bytes of registered host memory
+	                                * (backend_host_register()) that the
+	                                * device sets to value once the outputs
+	                                * are in place, if the run can no longer
+	                                * fail then (see engine_run.seq_queued);
+	                                * NULL: none */
+	uint64_t value;
+	struct backend_fault *fault;   /* registered host memory for the run's
+	                                * own fault record; NULL: do not check */
+	backend_host_fn done;          /* queued last: called once, when the
+	                                * run's work has completed */
+	void *arg;                     /* done's argument */
+};
+
+/* A run in flight, from engine_run_submit() to engine_run_complete();
+ * caller memory. */
+struct engine_run {
+	struct plan *plan;             /* the plan it runs, kept from eviction */
+	int err;                       /* why queuing stopped part way, or 0 */
+	bool checked;                  /* fault was queued to be copied back: the
+	                                * run fails if it records a bad index */
+	bool seq_queued;               /* the device writes the fence; otherwise
+	                                * done must (after the status) */
+	char msg[512];                 /* err's message */
+};
+
+/* engine_run_submit() flag: return ENGINE_RUN_COLD, having done nothing
+ * but check the inputs, unless the plan is cached, has run once and is not
+ * about to be captured, so that a caller that must not block (the event
+ * loop) can leave planning, first runs (compiles, lazy set-up) and graph
+ * capture to another thread. */
+#define ENGINE_SUBMIT_WARM 1u
+#define ENGINE_RUN_COLD 1
+
+/*
+ * engine_run() without waiting: checks inputs and outputs, finds or
+ * builds the plan and describes every output asked for in outputs (dtype,
+ * shape, bytes: the plan knows them before it runs), then queues on the
+ * session's stream the copies straight from the inputs' memory, the plan
+ * (its captured graph once warm), the copies straight into the outputs'
+ * memory, the fault record copy and the fence of f, and last f->done.
+ * Inputs must stay unchanged and outputs valid until done has been called.
+ *
+ * Returns, having queued nothing: a negative error as engine_run() does
+ * (CEP_ENOSPC with the outputs described; CEP_EAGAIN when a new plan is
+ * needed and every cached one is in flight), or ENGINE_RUN_COLD (see
+ * ENGINE_SUBMIT_WARM). Returns 0 once done is queued, which it then is
+ * exactly once; it may be called before this returns (on the host
+ * backend, or after a device error). A failure while queuing leaves
+ * run->err set and does not change the return. The warm path allocates
+ * nothing.
+ */
+int engine_run_submit(engine_session *s, const struct engine_input *inputs, size_t n_inputs,
+		      struct engine_output *outputs, size_t n_outputs, unsigned flags,
+		      const struct engine_fence *f, struct engine_run *run);
+
+/*
+ * Ends a run of s whose done function has been called: returns 0, or the
+ * run's error with its message (run->err from queuing, or CEP_EINVAL for a
+ * bad index recorded in fault, naming the node), and lets its plan go. It
+ * touches nothing of s that a thread using s meanwhile does, so it may run
+ * on any thread. Calling it for a run not in flight does nothing.
+ */
+int engine_run_complete(engine_session *s, struct engine_run *run,
+			const struct backend_fault *fault);
 
 /* ------------------------------------------------------------------- stats */
 

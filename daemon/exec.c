@@ -1,7 +1,9 @@
 /*
  * exec.c — the executor (daemon/exec.h). A run is: copy the inputs into
  * the plan's block, launch the steps in order (or replay them once
- * captured), copy the wanted outputs out, wait. Everything it touches was
+ * captured), copy the wanted outputs out, and wait (exec_run) or return
+ * at once and check for a device fault once the work has completed
+ * (exec_submit, exec_fault). Everything it touches was
  * placed by the planner, so nothing here allocates after the first run.
  */
 #include "exec.h"
@@ -105,12 +107,10 @@ static int capture_steps(const struct graph *g, struct plan *p, struct backend *
 	return 0;
 }
 
-/* A sync that failed because a device kernel met a bad index names the
- * node whose launch latched it. */
-static int sync_failed(const struct graph *g, const struct plan *p, struct backend *be,
-		       struct backend_stream *s, int ret)
+/* The node whose launch is call, wrapped around the error ret. */
+static int fault_blame(const struct graph *g, const struct plan *p,
+		       const struct op_call *call, int ret)
 {
-	const struct op_call *call = backend_stream_fault(be, s);
 	int i;
 
 	for (i = 0; call && i < p->n_steps; i++) {
@@ -120,9 +120,16 @@ static int sync_failed(const struct graph *g, const struct plan *p, struct backe
 	return ret;
 }
 
-int exec_run(const struct graph *g, struct plan *p, struct backend *be,
-	     struct backend_stream *s, const void *const *inputs,
-	     void *const *outputs)
+bool exec_captures_next(const struct plan *p, const struct backend *be)
+{
+	return !p->graph && !p->capture_error && (be->caps & BACKEND_CAP_GRAPHS) &&
+	       p->runs >= 1 && p->n_steps > 0;
+}
+
+/* Copies in, steps, copies out, queued on s. */
+static int exec_queue(const struct graph *g, struct plan *p, struct backend *be,
+		      struct backend_stream *s, const void *const *inputs,
+		      void *const *outputs)
 {
 	int i, ret;
 
@@ -133,8 +140,7 @@ int exec_run(const struct graph *g, struct plan *p, struct backend *be,
 	}
 	/* The first run goes eagerly (lazy set-up inside kernels must not be
 	 * captured); the second is captured; later ones replay. */
-	if (!p->graph && !p->capture_error && (be->caps & BACKEND_CAP_GRAPHS) &&
-	    p->runs >= 1 && p->n_steps > 0) {
+	if (exec_captures_next(p, be)) {
 		ret = capture_steps(g, p, be, s);
 		/* A plan that cannot be captured still runs: eagerly, for good,
 		 * keeping why for the stats. Nothing ran during the capture,
@@ -159,9 +165,23 @@ int exec_run(const struct graph *g, struct plan *p, struct backend *be,
 		if (ret < 0)
 			return ret;
 	}
-	ret = backend_stream_sync(be, s);
+	return 0;
+}
+
+int exec_run(const struct graph *g, struct plan *p, struct backend *be,
+	     struct backend_stream *s, const void *const *inputs,
+	     void *const *outputs)
+{
+	int ret;
+
+	ret = exec_queue(g, p, be, s, inputs, outputs);
 	if (ret < 0)
-		return sync_failed(g, p, be, s, ret);
+		return ret;
+	ret = backend_stream_sync(be, s);
+	/* A sync that failed because a device kernel met a bad index names
+	 * the node whose launch latched it. */
+	if (ret < 0)
+		return fault_blame(g, p, backend_stream_fault(be, s), ret);
 	p->runs++;
 	return 0;
 }
@@ -200,7 +220,7 @@ int exec_profile(const struct graph *g, struct plan *p, struct backend *be,
 	if (ret == 0) {
 		ret = backend_stream_sync(be, s);
 		if (ret < 0)
-			ret = sync_failed(g, p, be, s, ret);
+			ret = fault_blame(g, p, backend_stream_fault(be, s), ret);
 	}
 	for (i = 0; i < p->n_steps && ret == 0; i++)
 		ret = backend_event_elapsed(be, ev[i], ev[i + 1], &step_ms[i]);
@@ -208,4 +228,24 @@ int exec_profile(const struct graph *g, struct plan *p, struct backend *be,
 		backend_event_free(be, ev[i]);
 	free(ev);
 	return ret;
+}
+
+int exec_submit(const struct graph *g, struct plan *p, struct backend *be,
+		struct backend_stream *s, const void *const *inputs,
+		void *const *outputs)
+{
+	int ret = exec_queue(g, p, be, s, inputs, outputs);
+
+	if (ret == 0)
+		p->runs++;
+	return ret;
+}
+
+int exec_fault(const struct graph *g, const struct plan *p,
+	       const struct backend_fault *f)
+{
+	const struct op_call *call;
+	int ret = backend_fault_error(f, &call);
+
+	return ret < 0 ? fault_blame(g, p, call, ret) : 0;
 }

@@ -1,10 +1,13 @@
 /*
  * exec.h — the executor: runs a plan on its backend (copies in, launches,
- * copies out), and evaluates single nodes on the host for the optimizer and
+ * copies out) and waits, or queues such a run without waiting, and
+ * evaluates single nodes on the host for the optimizer and
  * the planner, which fold what is known before any run.
  */
 #ifndef CEP_DAEMON_EXEC_H
 #define CEP_DAEMON_EXEC_H
+
+#include <stdbool.h>
 
 #include "backend.h"
 #include "graph.h"
@@ -37,6 +40,30 @@ int exec_run(const struct graph *g, struct plan *p, struct backend *be,
 int exec_profile(const struct graph *g, struct plan *p, struct backend *be,
 		 struct backend_stream *s, const void *const *inputs,
 		 void *const *outputs, double *step_ms);
+
+/*
+ * exec_run() without the wait: queues the copies in, the steps (captured
+ * or replayed as there) and the copies out on s and returns. The inputs
+ * must stay unchanged and the outputs' memory valid until the work has
+ * completed, and p must not be freed before then (struct plan's
+ * inflight). A bad index a device kernel meets is found afterwards with
+ * backend_stream_fault_save() and exec_fault(). Returns 0 or the error of
+ * queuing a copy or launching a kernel (the message naming the node),
+ * after which part of the work may be queued.
+ */
+int exec_submit(const struct graph *g, struct plan *p, struct backend *be,
+		struct backend_stream *s, const void *const *inputs,
+		void *const *outputs);
+
+/* Whether the next run of p on be captures its steps as a graph (which
+ * takes longer than queuing them: instantiating a graph). */
+bool exec_captures_next(const struct plan *p, const struct backend *be);
+
+/* After a run of p submitted with exec_submit() completed: 0 when its
+ * fault record f (backend_stream_fault_save()) holds no bad index, else
+ * CEP_EINVAL with the operator's message naming the node. */
+int exec_fault(const struct graph *g, const struct plan *p,
+	       const struct backend_fault *f);
 
 /*
  * Evaluates node (with its kernel k, which must be a host kernel) on host

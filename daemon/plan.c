@@ -1001,25 +1001,32 @@ struct plan *plan_cache_find(struct plan_cache *c, const int64_t *sig, int len,
 	return NULL;
 }
 
-void plan_cache_evict(struct plan_cache *c, struct backend *be)
+/* A plan in flight stays: queued work still reads its block and launches
+ * its calls, and its completion still names its nodes. */
+bool plan_cache_evict(struct plan_cache *c, struct backend *be)
 {
-	int lru = 0, i;
+	int lru = -1, i;
 
-	if (c->n == 0)
-		return;
-	for (i = 1; i < c->n; i++) {
-		if (c->plans[i]->last_used < c->plans[lru]->last_used)
+	for (i = 0; i < c->n; i++) {
+		if (atomic_load_explicit(&c->plans[i]->inflight, memory_order_acquire) != 0)
+			continue;
+		if (lru < 0 || c->plans[i]->last_used < c->plans[lru]->last_used)
 			lru = i;
 	}
+	if (lru < 0)
+		return false;
 	plan_free(c->plans[lru], be);
 	c->plans[lru] = c->plans[--c->n];
 	c->evictions++;
+	return true;
 }
 
-void plan_cache_insert(struct plan_cache *c, struct plan *p, struct backend *be)
+int plan_cache_insert(struct plan_cache *c, struct plan *p, struct backend *be)
 {
-	if (c->n == c->cap)
-		plan_cache_evict(c, be);
+	if (c->n == c->cap && !plan_cache_evict(c, be))
+		return cep__set_error(CEP_EAGAIN, "each of the %d plans the session keeps is in "
+				      "use by a run in flight", c->cap);
 	p->last_used = ++c->clock;
 	c->plans[c->n++] = p;
+	return 0;
 }

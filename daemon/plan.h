@@ -26,6 +26,7 @@
 #ifndef CEP_DAEMON_PLAN_H
 #define CEP_DAEMON_PLAN_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -88,8 +89,12 @@ struct plan {
 	char *capture_error;           /* why capturing the steps failed (then
 	                                * the plan runs eagerly for good); NULL
 	                                * while it has not failed; owned */
-	uint64_t runs;                 /* completed runs */
+	uint64_t runs;                 /* runs queued (the second is captured) */
 	uint64_t last_used;            /* the cache's clock at the last lookup */
+	_Atomic uint32_t inflight;     /* runs queued and not yet completed: the
+	                                * cache never evicts it meanwhile; the
+	                                * completing thread may not be the
+	                                * session's */
 };
 
 /* What building a plan needs from its session. */
@@ -159,7 +164,8 @@ struct plan_cache {
 /* Makes an empty cache of cap plans (cap >= 1). Returns 0 or CEP_ENOMEM. */
 int plan_cache_init(struct plan_cache *c, int cap);
 
-/* Frees every plan in the cache and the cache's array. Accepts NULL. */
+/* Frees every plan in the cache and the cache's array; none may be in
+ * flight. Accepts NULL. */
 void plan_cache_close(struct plan_cache *c, struct backend *be);
 
 /* Hashes a signature for the cache. */
@@ -174,12 +180,14 @@ struct plan *plan_cache_find(struct plan_cache *c, const int64_t *sig, int len,
 			     uint64_t hash, const void *const *in_data);
 
 /* Adds p (which must carry its sig and hash), evicting and freeing the
- * least recently used plan when the cache is full. The cache owns p
- * afterwards. */
-void plan_cache_insert(struct plan_cache *c, struct plan *p, struct backend *be);
+ * least recently used plan not in flight when the cache is full. The
+ * cache owns p afterwards. Fails with CEP_EAGAIN, taking nothing, when
+ * the cache is full of plans in flight. */
+int plan_cache_insert(struct plan_cache *c, struct plan *p, struct backend *be);
 
-/* Evicts and frees the least recently used plan, if any (to make room
- * before building a new one under a memory limit). */
-void plan_cache_evict(struct plan_cache *c, struct backend *be);
+/* Evicts and frees the least recently used plan that no run has in
+ * flight (to make room before building a new one under a memory limit).
+ * Returns whether it evicted one. */
+bool plan_cache_evict(struct plan_cache *c, struct backend *be);
 
 #endif

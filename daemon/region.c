@@ -8,12 +8,15 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "account.h"
+#include "backend.h"
 #include "cudaep.h"
 #include "error.h"
 #include "reqarena.h"
@@ -41,12 +44,19 @@ static void region_fd_close(struct region_pool *pool, int fd)
 	stats_count(pool->stats, STATS_COUNTER_FDS_CLOSED, 1);
 }
 
-/* Unmaps r, closes its fd, frees it and takes it out of the totals; the
- * caller removes it from the table's array. */
+/* Unpins and unmaps r, closes its fd, frees it and takes it out of the
+ * totals; the caller removes it from the table's array. */
 static void region_destroy(struct region_table *t, struct region *r)
 {
 	struct region_pool *pool = t->pool;
 
+	if (r->pinned) {
+		backend_host_unregister(pool->backend, r->addr);
+		if (pool->account != NULL)
+			account_uncharge(pool->account,
+					 (struct alloc_owner){ t->client_id, 0 },
+					 ALLOC_ROLE_PINNED, r->size);
+	}
 	munmap(r->addr, r->size);
 	region_fd_close(pool, r->fd);
 	t->bytes -= r->size;
@@ -146,6 +156,34 @@ static int region_fd_check(int fd, uint64_t size)
 	return 0;
 }
 
+/* Charges the client for size bytes of pinned memory and registers the
+ * mapping with the backend (both only where the pool has them). */
+static int region_pin(struct region_table *t, void *addr, uint64_t size)
+{
+	struct region_pool *pool = t->pool;
+	struct alloc_owner owner = { t->client_id, 0 };
+	int ret;
+
+	if (pool->backend == NULL)
+		return 0;
+	if (pool->account != NULL) {
+		ret = account_charge(pool->account, owner, ALLOC_ROLE_PINNED, size);
+		if (ret != 0)
+			return ret;
+	}
+	ret = backend_host_register(pool->backend, addr, (size_t)size);
+	if (ret != 0) {
+		char why[CEP_MAX_STATUS_MSG];
+
+		snprintf(why, sizeof(why), "%s", cep_last_error());
+		if (pool->account != NULL)
+			account_uncharge(pool->account, owner, ALLOC_ROLE_PINNED, size);
+		return cep__set_error(ret, "cannot pin the region of %llu bytes for "
+				      "the device: %s", (unsigned long long)size, why);
+	}
+	return 0;
+}
+
 int region_table_register(struct region_table *t, int fd, uint64_t size,
 			  const char *name, struct region **out)
 {
@@ -182,6 +220,10 @@ int region_table_register(struct region_table *t, int fd, uint64_t size,
 				     (unsigned long long)size, strerror(errno));
 		goto out;
 	}
+	ret = region_pin(t, addr, size);
+	if (ret != 0)
+		goto out;
+	r->pinned = pool->backend != NULL;
 	r->id = pool->next_id++;
 	r->fd = fd;
 	r->addr = addr;
@@ -203,6 +245,8 @@ int region_table_register(struct region_table *t, int fd, uint64_t size,
 	*out = r;
 	return 0;
 out:
+	if (addr != MAP_FAILED)
+		munmap(addr, size);
 	free(r);
 	if (fd >= 0)
 		region_fd_close(pool, fd);
@@ -216,8 +260,27 @@ int region_table_release(struct region_table *t, uint64_t id)
 	if (r == NULL)
 		return cep__set_error(CEP_ENOENT, "no region %llu on this "
 				      "connection", (unsigned long long)id);
+	if (r->holds > 0) {
+		/* Queued copies still read or write it. */
+		r->released = true;
+		t->released_held++;
+		return 0;
+	}
 	region_destroy(t, r);
 	return 0;
+}
+
+void region_hold(struct region *r)
+{
+	r->holds++;
+}
+
+void region_hold_drop(struct region_table *t, struct region *r)
+{
+	if (--r->holds > 0 || !r->released)
+		return;
+	t->released_held--;
+	region_destroy(t, r);
 }
 
 int region_span_check(uint64_t size, uint64_t offset, uint64_t bytes)

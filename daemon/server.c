@@ -62,6 +62,11 @@ int server_backend_open(const struct config *cfg, const char *driver_lib,
 		log_notice("serving on the host backend (backend = host)");
 		return backend_host_new(0, out);
 	}
+	if (cfg->backend == CONFIG_BACKEND_HOST_ASYNC) {
+		log_notice("serving on the host backend with queued streams "
+			   "(backend = host-async)");
+		return backend_host_new(BACKEND_HOST_ASYNC, out);
+	}
 	backend_cuda_config_init(&cc);
 	cc.device = cfg->device;
 	cc.cache_dir = cfg->cache_dir[0] != '\0' ? cfg->cache_dir : NULL;
@@ -102,6 +107,7 @@ int server_new(const struct config *cfg, struct server **out)
 	limits.bytes_total = cfg->region_bytes_total;
 	region_pool_init(&s->regions, &limits, &s->stats);
 	session_pool_init(&s->sessions, &s->stats);
+	fence_queue_init(&s->fences);
 	ret = reqarena_init(&s->arena, ARENA_BLOCK, ARENA_LIMIT);
 	if (ret != 0)
 		goto fail;
@@ -116,6 +122,9 @@ int server_new(const struct config *cfg, struct server **out)
 	account_limit_set_global(s->account, cfg->memory_limit != 0 ?
 				 cfg->memory_limit : s->backend->device_memory);
 	access_limits_set(s, cfg);
+	/* Regions are pinned for the device and charged to their client. */
+	s->regions.backend = s->backend;
+	s->regions.account = s->account;
 	ret = engine_model_cache_new(&s->models);
 	if (ret != 0)
 		goto fail;
@@ -136,6 +145,8 @@ void server_free(struct server *s)
 {
 	if (s == NULL)
 		return;
+	/* Queued runs still write into the connections' regions. */
+	fence_drain(s);
 	while (s->conns != NULL)
 		conn_free(s->conns);
 	if (s->listen_fd >= 0)
@@ -144,6 +155,7 @@ void server_free(struct server *s)
 	backend_free(s->backend);
 	account_free(s->account);
 	reqarena_close(&s->arena);
+	fence_queue_close(&s->fences);
 	free(s->in_buf);
 	free(s->out_buf);
 	free(s);
@@ -770,6 +782,9 @@ static int server_handles_start(struct server *s)
 	if (ret != 0)
 		return ret;
 	s->handles |= SERVER_H_LISTEN;
+	ret = fence_queue_start(s);
+	if (ret != 0)
+		return ret;
 	ret = uv_poll_start(&s->listen_poll, UV_READABLE, server_on_accept);
 	if (ret != 0)
 		return ret;
@@ -833,6 +848,7 @@ static void server_trim_timer_close(struct server *s)
 
 static void server_handles_close(struct server *s)
 {
+	fence_queue_stop(s);
 	server_listener_close(s);
 	server_stop_timer_close(s);
 	server_trim_timer_close(s);
@@ -901,6 +917,8 @@ void server_stop(struct server *s)
 	s->stopping = true;
 	sd_notify(0, "STOPPING=1");
 	log_notice("stopping: closing %u connections", s->n_sock_conns);
+	/* Its handle stays until the runs in flight have completed. */
+	fence_queue_stop(s);
 	server_listener_close(s);
 	server_trim_timer_close(s);
 	server_handle_close(s, SERVER_H_SIGTERM, (uv_handle_t *)&s->sigterm,

@@ -23,6 +23,7 @@
 #include "backend.h"
 #include "config.h"
 #include "engine.h"
+#include "fence.h"
 #include "reqarena.h"
 #include "region.h"
 #include "session.h"
@@ -46,6 +47,7 @@ struct server {
 	struct stats stats;
 	struct region_pool regions;     /* limits and totals of all regions */
 	struct session_pool sessions;   /* ids and count of all sessions */
+	struct fence_queue fences;      /* completions of runs in flight */
 	struct reqarena arena;          /* the request being served */
 	uint8_t *in_buf;                /* CEP_MAX_PACKET + 1 bytes */
 	uint8_t *out_buf;               /* CEP_MAX_PACKET: its response */
@@ -114,9 +116,10 @@ int server_backend_open(const struct config *cfg, const char *driver_lib,
 			struct backend **out);
 
 /*
- * Frees s and every detached connection still open. Connections with a
- * socket and the libuv handles must be closed already (server_stop(), then
- * uv_run() until it returns). Accepts NULL.
+ * Frees s and every detached connection still open, after waiting for
+ * their runs in flight. Connections with a socket and the libuv handles
+ * must be closed already (server_stop(), then uv_run() until it returns).
+ * Accepts NULL.
  */
 void server_free(struct server *s);
 

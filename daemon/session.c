@@ -97,6 +97,25 @@ int session_table_remove(struct session_table *t, uint64_t id)
 	if (s == NULL)
 		return cep__set_error(CEP_ENOENT, "no session %llu on this "
 				      "connection", (unsigned long long)id);
+	if (s->inflight > 0) {
+		/* Its stream still runs its plans, into its client's regions. */
+		s->unloaded = true;
+		t->unloaded_held++;
+		return 0;
+	}
 	session_destroy(t, s);
 	return 0;
+}
+
+void session_run_begin(struct session *s)
+{
+	s->inflight++;
+}
+
+void session_run_end(struct session_table *t, struct session *s)
+{
+	if (--s->inflight > 0 || !s->unloaded)
+		return;
+	t->unloaded_held--;
+	session_destroy(t, s);
 }

@@ -4,6 +4,10 @@
  * client loaded; unloading it, by request or with its connection, frees
  * that and the model's memory with it.
  *
+ * A run in flight holds its session: a session unloaded meanwhile (by
+ * request, or with its connection) leaves its table at once and is freed
+ * when the last of those runs completes.
+ *
  * A session_table holds one connection's sessions; a session_pool, shared
  * by every table of a server, holds the id counter and the count. Both are
  * single-threaded (the event loop's).
@@ -11,6 +15,7 @@
 #ifndef CEPD_SESSION_H
 #define CEPD_SESSION_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "cep_limits.h"
@@ -30,6 +35,9 @@ struct session {
 	                              * event loop after each run so that
 	                              * cudaepctl never reads them while a
 	                              * run on the thread pool writes them */
+	uint32_t inflight;           /* runs in flight that hold it */
+	bool unloaded;               /* out of its table, freed with its last
+	                              * run */
 };
 
 struct session_pool {
@@ -42,6 +50,7 @@ struct session_table {
 	struct session_pool *pool;
 	uint64_t client_id;          /* stamped on each session */
 	struct idtable ids;          /* its struct session, by id */
+	uint32_t unloaded_held;      /* unloaded sessions with runs in flight */
 };
 
 /* Initializes pool (caller memory); stats must outlive it. Ids start at 1.
@@ -53,7 +62,8 @@ void session_pool_init(struct session_pool *pool, struct stats *stats);
 void session_table_init(struct session_table *t, struct session_pool *pool,
 			uint64_t client_id);
 
-/* Unloads every session of t and frees t's array. Accepts NULL. */
+/* Unloads every session of t and frees t's array. No run may be in
+ * flight. Accepts NULL. */
 void session_table_close(struct session_table *t);
 
 /*
@@ -73,8 +83,14 @@ struct session *session_table_find(const struct session_table *t,
 int session_table_get(const struct session_table *t, uint64_t id,
 		      struct session **out);
 
-/* Unloads session id of t, freeing its engine session. Returns 0 or
- * CEP_ENOENT (with its message). */
+/* Unloads session id of t: it leaves the table now, and its engine
+ * session is freed now or, with runs in flight, when the last of them
+ * completes. Returns 0 or CEP_ENOENT (with its message). */
 int session_table_remove(struct session_table *t, uint64_t id);
+
+/* A run of s (of t) was queued / has completed; the completion of the last
+ * run of an unloaded session frees it. */
+void session_run_begin(struct session *s);
+void session_run_end(struct session_table *t, struct session *s);
 
 #endif

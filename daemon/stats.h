@@ -63,7 +63,14 @@
 	X(UID_BYTES_REFUSED, "uid_bytes_refused",                              \
 	  "memory charges refused at uid_max_bytes")                           \
 	X(SESSIONS_KILLED, "sessions_killed",                                  \
-	  "sessions unloaded by an administrator's KillSession")
+	  "sessions unloaded by an administrator's KillSession")              \
+	X(RUNS_FENCED, "runs_fenced",                                          \
+	  "Run requests with a fence, answered before they completed")         \
+	X(COPY_BYTES_PINNED, "copy_bytes_pinned",                              \
+	  "bytes copied between the device and registered (pinned) host "      \
+	  "memory: straight from and into regions")                           \
+	X(COPY_BYTES_PAGEABLE, "copy_bytes_pageable",                          \
+	  "bytes copied between the device and other host memory")
 
 #define STATS_GAUGES(X)                                                        \
 	X(CONNECTIONS, "connections", "open connections")                      \
@@ -71,7 +78,9 @@
 	X(REGION_BYTES, "region_bytes", "bytes of registered regions")         \
 	X(SESSIONS, "sessions", "loaded sessions")                             \
 	X(SEND_QUEUE, "send_queue", "responses waiting to be sent")            \
-	X(JOBS, "jobs", "loads and runs being worked on off the event loop")
+	X(JOBS, "jobs", "loads and runs being worked on off the event loop")   \
+	X(RUNS_IN_FLIGHT, "runs_in_flight",                                    \
+	  "runs with a fence queued and not yet completed")
 
 enum stats_counter {
 #define STATS__ENUM(id, name, help) STATS_COUNTER_##id,

@@ -6,8 +6,13 @@
  */
 #include "backend.h"
 
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "cudaep.h"
 #include "error.h"
+#include "ops.h"
 
 #define relaxed memory_order_relaxed
 
@@ -21,10 +26,24 @@ const char *backend_kind_name(enum backend_kind kind)
 	return "unknown";
 }
 
+void backend__init(struct backend *b)
+{
+	pthread_mutex_init(&b->regs_lock, NULL);
+	pthread_mutex_init(&b->gate_lock, NULL);
+	pthread_cond_init(&b->gate_open, NULL);
+}
+
 void backend_free(struct backend *b)
 {
-	if (b)
-		b->iface.free(b);
+	if (!b)
+		return;
+	/* Whatever is still registered was the caller's to unregister; the
+	 * device forgets it with its context. */
+	free(b->regs);
+	pthread_cond_destroy(&b->gate_open);
+	pthread_mutex_destroy(&b->gate_lock);
+	pthread_mutex_destroy(&b->regs_lock);
+	b->iface.free(b);
 }
 
 void backend_counters_get(const struct backend *b, struct backend_counters *out)
@@ -39,10 +58,20 @@ void backend_counters_get(const struct backend *b, struct backend_counters *out)
 	out->bytes_h2d = atomic_load_explicit(&b->count.bytes_h2d, relaxed);
 	out->bytes_d2h = atomic_load_explicit(&b->count.bytes_d2h, relaxed);
 	out->bytes_d2d = atomic_load_explicit(&b->count.bytes_d2d, relaxed);
+	out->bytes_h2d_pinned = atomic_load_explicit(&b->count.bytes_h2d_pinned, relaxed);
+	out->bytes_h2d_pageable = out->bytes_h2d - out->bytes_h2d_pinned;
+	out->bytes_d2h_pinned = atomic_load_explicit(&b->count.bytes_d2h_pinned, relaxed);
+	out->bytes_d2h_pageable = out->bytes_d2h - out->bytes_d2h_pinned;
 	out->launches = atomic_load_explicit(&b->count.launches, relaxed);
 	out->captures = atomic_load_explicit(&b->count.captures, relaxed);
 	out->replays = atomic_load_explicit(&b->count.replays, relaxed);
 	out->syncs = atomic_load_explicit(&b->count.syncs, relaxed);
+	out->host_registers = atomic_load_explicit(&b->count.host_registers, relaxed);
+	out->host_unregisters = atomic_load_explicit(&b->count.host_unregisters, relaxed);
+	out->host_bytes = atomic_load_explicit(&b->count.host_bytes, relaxed);
+	out->fences = atomic_load_explicit(&b->count.fences, relaxed);
+	out->host_fns = atomic_load_explicit(&b->count.host_fns, relaxed);
+	out->fault_saves = atomic_load_explicit(&b->count.fault_saves, relaxed);
 }
 
 /* ----------------------------------------------------------------- memory */
@@ -161,6 +190,8 @@ int backend_copy_h2d(struct backend *b, struct backend_stream *s, void *dst,
 		return 0;
 	atomic_fetch_add_explicit(&b->count.copies_h2d, 1, relaxed);
 	atomic_fetch_add_explicit(&b->count.bytes_h2d, bytes, relaxed);
+	if (backend_host_registered(b, src, bytes, NULL))
+		atomic_fetch_add_explicit(&b->count.bytes_h2d_pinned, bytes, relaxed);
 	return b->iface.copy_h2d(b, s, dst, src, bytes);
 }
 
@@ -171,6 +202,8 @@ int backend_copy_d2h(struct backend *b, struct backend_stream *s, void *dst,
 		return 0;
 	atomic_fetch_add_explicit(&b->count.copies_d2h, 1, relaxed);
 	atomic_fetch_add_explicit(&b->count.bytes_d2h, bytes, relaxed);
+	if (backend_host_registered(b, dst, bytes, NULL))
+		atomic_fetch_add_explicit(&b->count.bytes_d2h_pinned, bytes, relaxed);
 	return b->iface.copy_d2h(b, s, dst, src, bytes);
 }
 
@@ -192,11 +225,33 @@ static int no_graphs(const struct backend *b)
 			      b->iface.name);
 }
 
+/* A capture closes the gate for registrations until it ends. */
+static void gate_capture_enter(struct backend *b)
+{
+	pthread_mutex_lock(&b->gate_lock);
+	b->captures_open++;
+	pthread_mutex_unlock(&b->gate_lock);
+}
+
+static void gate_capture_leave(struct backend *b)
+{
+	pthread_mutex_lock(&b->gate_lock);
+	if (--b->captures_open == 0)
+		pthread_cond_broadcast(&b->gate_open);
+	pthread_mutex_unlock(&b->gate_lock);
+}
+
 int backend_graph_begin(struct backend *b, struct backend_stream *s)
 {
+	int ret;
+
 	if (!(b->caps & BACKEND_CAP_GRAPHS) || !b->iface.graph_begin)
 		return no_graphs(b);
-	return b->iface.graph_begin(b, s);
+	gate_capture_enter(b);
+	ret = b->iface.graph_begin(b, s);
+	if (ret < 0)
+		gate_capture_leave(b);
+	return ret;
 }
 
 int backend_graph_end(struct backend *b, struct backend_stream *s,
@@ -208,6 +263,10 @@ int backend_graph_end(struct backend *b, struct backend_stream *s,
 	if (!(b->caps & BACKEND_CAP_GRAPHS) || !b->iface.graph_end)
 		return no_graphs(b);
 	ret = b->iface.graph_end(b, s, out);
+	/* Only a stream that was not capturing is refused with EINVAL; any
+	 * other outcome ended a capture that began through the gate. */
+	if (ret != CEP_EINVAL)
+		gate_capture_leave(b);
 	if (ret == 0)
 		atomic_fetch_add_explicit(&b->count.captures, 1, relaxed);
 	return ret;
@@ -241,4 +300,246 @@ const struct op_call *backend_stream_fault(struct backend *b,
 					   struct backend_stream *s)
 {
 	return b->iface.stream_fault ? b->iface.stream_fault(b, s) : NULL;
+}
+
+/* ------------------------------------------- registered memory, fences */
+
+/* The index of the first range that starts above addr. Called with
+ * regs_lock held. */
+static size_t regs_upper(const struct backend *b, uintptr_t addr)
+{
+	size_t lo = 0, hi = b->n_regs;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (b->regs[mid].addr <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+bool backend_host_registered(struct backend *b, const void *addr, size_t bytes,
+			     uint64_t *dev)
+{
+	uintptr_t a = (uintptr_t)addr;
+	const struct backend_host_reg *r;
+	bool in = false;
+	size_t i;
+
+	pthread_mutex_lock(&b->regs_lock);
+	i = regs_upper(b, a);
+	if (i > 0) {
+		r = &b->regs[i - 1];
+		in = a - r->addr < r->bytes && bytes <= r->bytes - (a - r->addr);
+		if (in && dev)
+			*dev = r->dev + (a - r->addr);
+	}
+	pthread_mutex_unlock(&b->regs_lock);
+	return in;
+}
+
+/* Whether [a, a + bytes) overlaps a registered range. Called with
+ * regs_lock held; i is regs_upper(a). */
+static bool regs_overlap(const struct backend *b, size_t i, uintptr_t a, size_t bytes)
+{
+	if (i > 0 && a - b->regs[i - 1].addr < b->regs[i - 1].bytes)
+		return true;
+	return i < b->n_regs && b->regs[i].addr - a < bytes;
+}
+
+static int regs_insert(struct backend *b, uintptr_t a, size_t bytes, uint64_t dev)
+{
+	size_t i;
+
+	pthread_mutex_lock(&b->regs_lock);
+	if (b->n_regs == b->cap_regs) {
+		size_t cap = b->cap_regs ? 2 * b->cap_regs : 16;
+		struct backend_host_reg *regs = realloc(b->regs, cap * sizeof(*regs));
+
+		if (!regs) {
+			pthread_mutex_unlock(&b->regs_lock);
+			return cep__set_error(CEP_ENOMEM, "out of memory registering host memory");
+		}
+		b->regs = regs;
+		b->cap_regs = cap;
+	}
+	i = regs_upper(b, a);
+	memmove(&b->regs[i + 1], &b->regs[i], (b->n_regs - i) * sizeof(*b->regs));
+	b->regs[i] = (struct backend_host_reg){ .addr = a, .bytes = bytes, .dev = dev };
+	b->n_regs++;
+	pthread_mutex_unlock(&b->regs_lock);
+	return 0;
+}
+
+/* Waits until no capture is open, and returns with gate_lock held, so
+ * that none opens until the caller is done. */
+static void gate_register_enter(struct backend *b)
+{
+	pthread_mutex_lock(&b->gate_lock);
+	while (b->captures_open > 0)
+		pthread_cond_wait(&b->gate_open, &b->gate_lock);
+}
+
+int backend_host_register(struct backend *b, void *addr, size_t bytes)
+{
+	uintptr_t a = (uintptr_t)addr;
+	uint64_t dev = 0;
+	bool overlap;
+	int ret;
+
+	if (!addr || bytes == 0 || a + bytes < a)
+		return cep__set_error(CEP_EINVAL, "registering %zu bytes at %p", bytes, addr);
+	gate_register_enter(b);
+	pthread_mutex_lock(&b->regs_lock);
+	overlap = regs_overlap(b, regs_upper(b, a), a, bytes);
+	pthread_mutex_unlock(&b->regs_lock);
+	if (overlap) {
+		ret = cep__set_error(CEP_EINVAL, "host memory at %p (%zu bytes) overlaps "
+				     "memory registered before", addr, bytes);
+		goto out;
+	}
+	ret = b->iface.host_register(b, addr, bytes, &dev);
+	if (ret < 0)
+		goto out;
+	ret = regs_insert(b, a, bytes, dev);
+	if (ret < 0) {
+		b->iface.host_unregister(b, addr);
+		goto out;
+	}
+	atomic_fetch_add_explicit(&b->count.host_registers, 1, relaxed);
+	atomic_fetch_add_explicit(&b->count.host_bytes, bytes, relaxed);
+out:
+	pthread_mutex_unlock(&b->gate_lock);
+	return ret;
+}
+
+void backend_host_unregister(struct backend *b, void *addr)
+{
+	uintptr_t a = (uintptr_t)addr;
+	size_t i, bytes = 0;
+	bool found = false;
+
+	if (!addr)
+		return;
+	gate_register_enter(b);
+	pthread_mutex_lock(&b->regs_lock);
+	i = regs_upper(b, a);
+	if (i > 0 && b->regs[i - 1].addr == a) {
+		bytes = b->regs[i - 1].bytes;
+		memmove(&b->regs[i - 1], &b->regs[i], (b->n_regs - i) * sizeof(*b->regs));
+		b->n_regs--;
+		found = true;
+	}
+	pthread_mutex_unlock(&b->regs_lock);
+	if (found) {
+		b->iface.host_unregister(b, addr);
+		atomic_fetch_add_explicit(&b->count.host_unregisters, 1, relaxed);
+		atomic_fetch_sub_explicit(&b->count.host_bytes, bytes, relaxed);
+	}
+	pthread_mutex_unlock(&b->gate_lock);
+}
+
+int backend_stream_write_value64(struct backend *b, struct backend_stream *s,
+				 uint64_t *addr, uint64_t value)
+{
+	uint64_t dev;
+	int ret;
+
+	if ((uintptr_t)addr % sizeof(uint64_t) != 0 ||
+	    !backend_host_registered(b, addr, sizeof(*addr), &dev))
+		return cep__set_error(CEP_EINVAL, "a fence at %p is not 8 bytes of aligned "
+				      "registered host memory", (void *)addr);
+	ret = b->iface.stream_write_value64(b, s, addr, dev, value);
+	if (ret == 0)
+		atomic_fetch_add_explicit(&b->count.fences, 1, relaxed);
+	return ret;
+}
+
+int backend_stream_host_fn(struct backend *b, struct backend_stream *s,
+			   backend_host_fn fn, void *arg)
+{
+	/* Counted first: on the host backend fn runs inside the call, and
+	 * may be what a waiter checks the count after. */
+	atomic_fetch_add_explicit(&b->count.host_fns, 1, relaxed);
+	return b->iface.stream_host_fn(b, s, fn, arg);
+}
+
+int backend_stream_fault_save(struct backend *b, struct backend_stream *s,
+			      struct backend_fault *dst)
+{
+	int ret;
+
+	if (!backend_host_registered(b, dst, sizeof(*dst), NULL))
+		return cep__set_error(CEP_EINVAL, "a fault record at %p is not in registered "
+				      "host memory", (void *)dst);
+	if (!b->iface.stream_fault_save) {
+		memset(dst, 0, sizeof(*dst));
+		return 0;
+	}
+	ret = b->iface.stream_fault_save(b, s, dst);
+	if (ret > 0)
+		atomic_fetch_add_explicit(&b->count.fault_saves, 1, relaxed);
+	return ret;
+}
+
+/* The error of fault record f (a kind of enum backend_fault_kind) of a
+ * launch of op. */
+static int fault_kind_error(const struct backend_fault *f, const char *op)
+{
+	union {
+		int32_t i;
+		float f;
+	} ratio;
+
+	switch (f->flag) {
+	case BACKEND_FAULT_INDEX:
+		return cep__set_error(CEP_EINVAL, "%s: index %" PRId64 " is out of range for "
+				      "dimension %d of size %" PRId64, op, f->value,
+				      (int)f->axis, f->limit);
+	case BACKEND_FAULT_AXIS:
+		return cep__set_error(CEP_EINVAL, "%s: axes entry %d is %" PRId64 ", out of range "
+				      "for rank %" PRId64 " or repeated", op, (int)f->axis,
+				      f->value, f->limit);
+	case BACKEND_FAULT_SHAPE:
+		return cep__set_error(CEP_EINVAL, "%s: the values of its inputs give %" PRId64
+				      " elements along dimension %d, where the plan made for "
+				      "the shapes has %" PRId64, op, f->value, (int)f->axis,
+				      f->limit);
+	case BACKEND_FAULT_STEP:
+		return cep__set_error(CEP_EINVAL, "%s: the step along dimension %d is 0", op,
+				      (int)f->axis);
+	case BACKEND_FAULT_TRAINING:
+		ratio.i = (int32_t)f->value;
+		return cep__set_error(CEP_EUNSUPPORTED, "%s: training_mode is true with ratio "
+				      "%g; only inference (training_mode false) is supported",
+				      op, (double)ratio.f);
+	case BACKEND_FAULT_VALUE:
+		return cep__set_error(CEP_EINVAL, "%s: the value %" PRId64 " read at run time for "
+				      "dimension %d is not allowed%s", op, f->value, (int)f->axis,
+				      f->limit ? " (past the limit)" : "");
+	default:
+		return cep__set_error(CEP_EDEVICE, "%s: the device latched fault kind %u", op,
+				      (unsigned)f->flag);
+	}
+}
+
+int backend_fault_error(const struct backend_fault *f, const struct op_call **call)
+{
+	const struct op_call *c;
+
+	if (call)
+		*call = NULL;
+	if (f->flag == 0)
+		return 0;
+	/* site is what the launcher passed to its kernel: the address of its
+	 * op_call, which lives as long as the plan that made it. */
+	c = (const struct op_call *)(uintptr_t)f->site;
+	if (call)
+		*call = c;
+	if (f->code != 0)
+		return cep__set_error(f->code, "%.*s", (int)sizeof(f->msg), f->msg);
+	return fault_kind_error(f, c != NULL && c->node != NULL ? c->node->op_type : "a kernel");
 }

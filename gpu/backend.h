@@ -22,6 +22,7 @@
 #ifndef CEP_GPU_BACKEND_H
 #define CEP_GPU_BACKEND_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -29,6 +30,44 @@
 
 struct op_call;
 typedef int (*backend_kernel_fn)(struct op_call *call);
+
+/* A function a stream calls once the work queued before it has completed
+ * (stream_host_fn). It runs on a thread of the backend's (the CUDA
+ * driver's) or, on the host backend, at once in the caller's, and must not
+ * call the backend: it may only record, store and wake. */
+typedef void (*backend_host_fn)(void *arg);
+
+/*
+ * A stream's fault record as stream_fault_save() copies it back: where a
+ * device kernel that indexes with data latched the first bad index it met
+ * (kernels/cuda/common.cuh writes the same layout). flag 0: no fault.
+ */
+/* What a latched fault is (struct backend_fault's flag). */
+enum backend_fault_kind {
+	BACKEND_FAULT_INDEX = 1,    /* value out of [-limit, limit) on axis */
+	BACKEND_FAULT_AXIS = 2,     /* axes entry axis names value: out of
+	                             * range for rank limit, or repeated */
+	BACKEND_FAULT_SHAPE = 3,    /* run-time values give value elements
+	                             * along axis where the plan has limit */
+	BACKEND_FAULT_STEP = 4,     /* a Slice step of 0 on axis */
+	BACKEND_FAULT_TRAINING = 5, /* Dropout in training mode; value: the
+	                             * ratio's float bits */
+	BACKEND_FAULT_VALUE = 6,    /* an input's value for dimension axis,
+	                             * value, is not allowed (limit: the bound
+	                             * it broke, or 0) */
+};
+
+struct backend_fault {
+	uint32_t flag;      /* 0: nothing; else an enum backend_fault_kind
+	                     * (the fields below are set) */
+	int32_t axis;       /* the dimension indexed */
+	uint64_t site;      /* the address of the op_call whose launch latched it */
+	int64_t value;      /* the bad index */
+	int64_t limit;      /* the size of that dimension */
+	/* Where the kernel said why itself (an asynchronous host stream): */
+	int32_t code;       /* its CEP_E* code; 0: a bad index as above */
+	char msg[220];      /* its message */
+};
 
 /* The kernel sets of the registry; every backend runs the kernels of one. */
 enum backend_kind {
@@ -48,6 +87,10 @@ enum backend_caps {
 	/* graph_begin/end/replay record launches for replay; the executor
 	 * captures a plan on its second run and replays it afterwards. */
 	BACKEND_CAP_GRAPHS = 1u << 1,
+	/* Copies and launches only queue work, which the device does later:
+	 * a caller that must not block (the event loop) may submit runs. The
+	 * host backend computes as it queues. */
+	BACKEND_CAP_ASYNC = 1u << 2,
 };
 
 /* The alignment of every device allocation, in bytes. */
@@ -138,6 +181,34 @@ struct backend_iface {
 	 * report such errors themselves (the host's). */
 	const struct op_call *(*stream_fault)(struct backend *b,
 					      struct backend_stream *s);
+
+	/* Pins bytes of host memory at addr for the device (page-locked,
+	 * portable, mapped into the device's address space) and stores the
+	 * device's address of addr in *dev. The host backend only stores
+	 * addr. Never called while a capture is open (backend.c sees to it). */
+	int (*host_register)(struct backend *b, void *addr, size_t bytes, uint64_t *dev);
+	void (*host_unregister)(struct backend *b, void *addr);
+
+	/* Queues on s a write of value to the 8 bytes at host (registered
+	 * memory, dev its device address), made after everything queued
+	 * before it and after those writes are visible to the host.
+	 * CEP_ENOTSUP when the device cannot write 64-bit values from a
+	 * stream. */
+	int (*stream_write_value64)(struct backend *b, struct backend_stream *s,
+				    uint64_t *host, uint64_t dev, uint64_t value);
+
+	/* Queues fn(arg) on s (see backend_host_fn). */
+	int (*stream_host_fn)(struct backend *b, struct backend_stream *s,
+			      backend_host_fn fn, void *arg);
+
+	/* Queues on s a copy of the fault record that kernels queued on s
+	 * since the last save or sync latched into, into dst (registered
+	 * host memory), and clears the record for the work after it.
+	 * Returns 1 when it queued that, 0 when no checking kernel was
+	 * queued since (dst is then cleared now). NULL when the backend's
+	 * kernels report such errors themselves (the host's). */
+	int (*stream_fault_save)(struct backend *b, struct backend_stream *s,
+				 struct backend_fault *dst);
 };
 
 /* What the wrappers count; read with backend_counters_get(). */
@@ -152,10 +223,28 @@ struct backend_counters {
 	uint64_t bytes_h2d;     /* bytes */
 	uint64_t bytes_d2h;
 	uint64_t bytes_d2d;
+	uint64_t bytes_h2d_pinned;   /* of bytes_h2d, copied from registered
+	                              * host memory (straight DMA) */
+	uint64_t bytes_h2d_pageable; /* of bytes_h2d, from any other memory */
+	uint64_t bytes_d2h_pinned;   /* of bytes_d2h, into registered memory */
+	uint64_t bytes_d2h_pageable; /* of bytes_d2h, into any other memory */
 	uint64_t launches;      /* kernel launches queued (recorded ones too) */
 	uint64_t captures;      /* graphs recorded */
 	uint64_t replays;       /* graph replays */
 	uint64_t syncs;         /* stream and event syncs */
+	uint64_t host_registers;     /* successful host_register calls */
+	uint64_t host_unregisters;   /* host_unregister calls */
+	uint64_t host_bytes;         /* bytes of host memory registered now */
+	uint64_t fences;        /* stream_write_value64 calls queued */
+	uint64_t host_fns;      /* stream_host_fn calls queued */
+	uint64_t fault_saves;   /* fault records queued for copying back */
+};
+
+/* One range of registered host memory (backend.c keeps them sorted). */
+struct backend_host_reg {
+	uintptr_t addr;          /* host address */
+	size_t bytes;
+	uint64_t dev;            /* the device's address of addr */
 };
 
 /* A backend: its operations, its context, its counters. Created by a
@@ -174,9 +263,29 @@ struct backend {
 		_Atomic uint64_t allocs, frees, bytes_live, bytes_peak;
 		_Atomic uint64_t copies_h2d, copies_d2h, copies_d2d;
 		_Atomic uint64_t bytes_h2d, bytes_d2h, bytes_d2d;
+		_Atomic uint64_t bytes_h2d_pinned, bytes_d2h_pinned;
 		_Atomic uint64_t launches, captures, replays, syncs;
+		_Atomic uint64_t host_registers, host_unregisters, host_bytes;
+		_Atomic uint64_t fences, host_fns, fault_saves;
 	} count;
+	/* Registered host memory, kept by the wrappers for every backend so
+	 * that copies can be counted as pinned or pageable and fences can
+	 * find their device addresses. */
+	pthread_mutex_t regs_lock;        /* guards the three below */
+	struct backend_host_reg *regs;    /* (n_regs), sorted by addr, disjoint */
+	size_t n_regs, cap_regs;
+	/* Registering pins pages, which CUDA forbids while a stream captures
+	 * (it would invalidate the capture): registrations wait for open
+	 * captures to end, and captures for a registration. */
+	pthread_mutex_t gate_lock;        /* guards captures_open; held by a
+	                                   * registration throughout */
+	pthread_cond_t gate_open;         /* signalled when captures_open drops */
+	unsigned captures_open;           /* graph_begin without graph_end */
 };
+
+/* Initializes the wrappers' state of a backend a constructor made (its
+ * locks and registry); backend_free() releases it. For gpu/ only. */
+void backend__init(struct backend *b);
 
 /* ------------------------------------------------------------ host backend */
 
@@ -194,6 +303,12 @@ enum backend_host_flags {
 	 * does when a recorded operation cannot be captured, so that tests
 	 * see the executor fall back to eager launches. */
 	BACKEND_HOST_FAIL_CAPTURE = 1u << 2,
+	/* Streams are queues run by a thread each, as a device runs them:
+	 * work is done after the call that queues it returns, a kernel's
+	 * failure is latched and reported by the next sync or fault record
+	 * (BACKEND_CAP_ASYNC). For clients and tests that need a GPU's timing
+	 * without a GPU. */
+	BACKEND_HOST_ASYNC = 1u << 3,
 };
 
 /*
@@ -317,5 +432,71 @@ int backend_launch(struct backend *b, struct backend_stream *s,
  * can name the node. */
 const struct op_call *backend_stream_fault(struct backend *b,
 					   struct backend_stream *s);
+
+/* ------------------------------------------- registered memory, fences */
+
+/*
+ * Registers bytes of host memory at addr with the backend: on a GPU it is
+ * pinned and mapped for the device (cuMemHostRegister with PORTABLE and
+ * DEVICEMAP), so copies from and into it run as direct DMA without a
+ * staging copy and the device can write fences into it; on the host
+ * backend it is only remembered. Waits while a graph capture is open on
+ * any stream of b (pinning would invalidate it), and holds new captures
+ * off meanwhile. The memory must stay mapped until
+ * backend_host_unregister(). Fails with CEP_EINVAL (NULL, 0 bytes, a
+ * range overlapping one registered before), CEP_ENOMEM, or the device's
+ * error (CEP_EDEVICE, CEP_EDEVMEM when nothing more can be pinned).
+ */
+int backend_host_register(struct backend *b, void *addr, size_t bytes);
+
+/* Unpins memory registered at addr (waiting for open captures likewise).
+ * No queued work may still use it. Accepts NULL and an address never
+ * registered (ignored). */
+void backend_host_unregister(struct backend *b, void *addr);
+
+/* Whether [addr, addr + bytes) lies in one registered range; if so and
+ * dev is not NULL, *dev is the device's address of addr. */
+bool backend_host_registered(struct backend *b, const void *addr, size_t bytes,
+			     uint64_t *dev);
+
+/*
+ * Queues on s a write of value into *addr, which must be 8-byte aligned
+ * in registered host memory, after every write of the work queued before
+ * it (copies into host memory included) is visible: a host that reads
+ * value there may read the outputs. On a GPU the device writes it
+ * (cuStreamWriteValue64); the host backend stores it now, with release
+ * ordering. Fails with CEP_EINVAL (unregistered or unaligned), CEP_ENOTSUP
+ * when the device cannot (the caller then writes the value itself from a
+ * host function), or the device's error.
+ */
+int backend_stream_write_value64(struct backend *b, struct backend_stream *s,
+				 uint64_t *addr, uint64_t value);
+
+/* Queues fn(arg) on s, to run once everything queued before it has
+ * completed (see backend_host_fn); the host backend calls it now. Not
+ * while s captures. Fails with the device's error, in which case fn is
+ * never called. */
+int backend_stream_host_fn(struct backend *b, struct backend_stream *s,
+			   backend_host_fn fn, void *arg);
+
+/*
+ * Queues on s a copy of the fault record of s into *dst (registered host
+ * memory), so that a run's bad index can be told apart from the next
+ * run's without a sync: once the work queued before has completed (a
+ * host function queued after this has run), backend_fault_error(dst)
+ * says whether a kernel latched one. Clears the device's record behind
+ * the copy. Returns 1 when a copy was queued, 0 when no kernel that
+ * checks indices was queued on s since the last save or sync (dst is
+ * cleared now, nothing is queued; always so on the host backend), or a
+ * negative error (CEP_EINVAL for dst outside registered memory).
+ */
+int backend_stream_fault_save(struct backend *b, struct backend_stream *s,
+			      struct backend_fault *dst);
+
+/* 0 when f records no fault; else CEP_EINVAL with the operator's message
+ * ("Gather: index 7 is out of range for dimension 0 of size 5") and, if
+ * call is not NULL, *call the launch that latched it (its op_call must
+ * still live). */
+int backend_fault_error(const struct backend_fault *f, const struct op_call **call);
 
 #endif

@@ -19,6 +19,11 @@
  * work (no extra synchronization) and turns a latched fault into the
  * run's error.
  *
+ * Registered host memory is pinned and mapped (cuMemHostRegister), fences
+ * are cuStreamWriteValue64 into it, and completions are host functions
+ * (cuLaunchHostFunc). A run that does not sync copies its own fault
+ * record back (stream_fault_save) into registered memory instead.
+ *
  * Nothing here synchronizes the whole device: every wait is on one stream
  * or one event.
  */
@@ -89,7 +94,15 @@ struct cuda_ctx {
 	                                    * or nobody asked yet */
 	char dnn_why[400];                 /* that failure's message */
 	char dnn_path[512];                /* the configured library; "": search */
+	bool write64;                      /* streams can write 64-bit values
+	                                    * (CAN_USE_64_BIT_STREAM_MEM_OPS) */
 };
+
+/* The fault record kernels write is the one the seam copies back. */
+_Static_assert(sizeof(struct cuda_fault) <= offsetof(struct backend_fault, code) &&
+	       offsetof(struct cuda_fault, site) == offsetof(struct backend_fault, site) &&
+	       offsetof(struct cuda_fault, limit) == offsetof(struct backend_fault, limit),
+	       "struct cuda_fault and struct backend_fault differ");
 
 static int cuda_launch_op(struct backend *b, struct backend_stream *s,
 			  backend_kernel_fn fn, struct op_call *call);
@@ -221,64 +234,20 @@ static void cuda_stream_free(struct backend *b, struct backend_stream *s)
 	free(s);
 }
 
-/* The error of a latched fault record f of a launch of op. */
-static int cuda_fault_error(const struct cuda_fault *f, const char *op)
-{
-	union {
-		int32_t i;
-		float f;
-	} ratio;
-
-	switch (f->flag) {
-	case CUDA_FAULT_INDEX:
-		return cep__set_error(CEP_EINVAL, "%s: index %" PRId64 " is out of range for "
-				      "dimension %d of size %" PRId64, op, f->value,
-				      (int)f->axis, f->limit);
-	case CUDA_FAULT_AXIS:
-		return cep__set_error(CEP_EINVAL, "%s: axes entry %d is %" PRId64 ", out of range "
-				      "for rank %" PRId64 " or repeated", op, (int)f->axis,
-				      f->value, f->limit);
-	case CUDA_FAULT_SHAPE:
-		return cep__set_error(CEP_EINVAL, "%s: the values of its inputs give %" PRId64
-				      " elements along dimension %d, where the plan made for "
-				      "the shapes has %" PRId64, op, f->value, (int)f->axis,
-				      f->limit);
-	case CUDA_FAULT_STEP:
-		return cep__set_error(CEP_EINVAL, "%s: the step along dimension %d is 0", op,
-				      (int)f->axis);
-	case CUDA_FAULT_TRAINING:
-		ratio.i = (int32_t)f->value;
-		return cep__set_error(CEP_EUNSUPPORTED, "%s: training_mode is true with ratio "
-				      "%g; only inference (training_mode false) is supported",
-				      op, (double)ratio.f);
-	case CUDA_FAULT_VALUE:
-		return cep__set_error(CEP_EINVAL, "%s: the value %" PRId64 " read at run time for "
-				      "dimension %d is not allowed%s", op, f->value, (int)f->axis,
-				      f->limit ? " (past the limit)" : "");
-	default:
-		return cep__set_error(CEP_EDEVICE, "%s: the device latched fault kind %u", op,
-				      (unsigned)f->flag);
-	}
-}
-
 /* Turns the latched record into the run's error, and clears it on the
  * device (queued on s, so later work sees it clear) and here. */
 static int cuda_fault_report(struct cuda_ctx *cc, struct backend_stream *s)
 {
-	struct cuda_fault f = *s->fault_host;
-	const struct op_call *call = (const struct op_call *)(uintptr_t)f.site;
+	struct backend_fault f = { 0 };
 	int ret;
 
+	memcpy(&f, s->fault_host, sizeof(struct cuda_fault));
 	memset(s->fault_host, 0, sizeof(*s->fault_host));
 	ret = CEP_CU_CHECK(cc->drv->cuMemsetD32Async(s->fault_dev, 0,
 						     sizeof(struct cuda_fault) / 4, s->stream));
 	if (ret < 0)
 		return ret;
-	/* site is what the launcher passed to its kernel: the address of its
-	 * op_call, which lives as long as the plan, so past this sync. */
-	s->fault_call = call;
-	return cuda_fault_error(&f, call != NULL && call->node != NULL ?
-				    call->node->op_type : "a kernel");
+	return backend_fault_error(&f, &s->fault_call);
 }
 
 static int cuda_stream_sync(struct backend *b, struct backend_stream *s)
@@ -310,6 +279,36 @@ static int cuda_stream_sync(struct backend *b, struct backend_stream *s)
 static const struct op_call *cuda_stream_fault(struct backend *b, struct backend_stream *s)
 {
 	return s->fault_call;
+}
+
+/* The run's own copy of the record: queued behind the work that may have
+ * latched into it, then the device's record is cleared for the work
+ * after, so runs in flight on one stream each see their own faults. */
+static int cuda_stream_fault_save(struct backend *b, struct backend_stream *s,
+				  struct backend_fault *dst)
+{
+	struct cuda_ctx *cc = b->ctx;
+	int ret;
+
+	if (!s->armed) {
+		memset(dst, 0, sizeof(*dst));
+		return 0;
+	}
+	ret = cuda_enter(cc, s);
+	if (ret < 0)
+		return ret;
+	/* The device fills in the record's first part; the rest stays clear. */
+	memset(dst, 0, sizeof(*dst));
+	ret = CEP_CU_CHECK(cc->drv->cuMemcpyDtoHAsync(dst, s->fault_dev, sizeof(struct cuda_fault),
+						      s->stream));
+	if (ret < 0)
+		return ret;
+	ret = CEP_CU_CHECK(cc->drv->cuMemsetD32Async(s->fault_dev, 0,
+						     sizeof(struct cuda_fault) / 4, s->stream));
+	if (ret < 0)
+		return ret;
+	s->armed = false;
+	return 1;
 }
 
 /* ----------------------------------------------------------------- events */
@@ -452,6 +451,73 @@ static int cuda_copy_d2d(struct backend *b, struct backend_stream *s, void *dst,
 	return ret < 0 ? ret : CEP_CU_CHECK(cc->drv->cuMemcpyDtoDAsync((CUdeviceptr)(uintptr_t)dst,
 								       (CUdeviceptr)(uintptr_t)src,
 								       bytes, s->stream));
+}
+
+/* ---------------------------------------------- registered memory, fences */
+
+/* Portable: any context may use it; device-mapped: streams can write
+ * fences into it, and copies from it need no staging buffer. */
+static int cuda_host_register(struct backend *b, void *addr, size_t bytes, uint64_t *dev)
+{
+	struct cuda_ctx *cc = b->ctx;
+	CUdeviceptr d = 0;
+	int ret;
+
+	ret = cuda_current(cc);
+	if (ret < 0)
+		return ret;
+	ret = CEP_CU_CHECK(cc->drv->cuMemHostRegister(addr, bytes, CU_MEMHOSTREGISTER_PORTABLE |
+							       CU_MEMHOSTREGISTER_DEVICEMAP));
+	if (ret < 0)
+		return ret;
+	ret = CEP_CU_CHECK(cc->drv->cuMemHostGetDevicePointer(&d, addr, 0));
+	if (ret < 0) {
+		(void)CEP_CU_CHECK(cc->drv->cuMemHostUnregister(addr));
+		return ret;
+	}
+	*dev = (uint64_t)d;
+	return 0;
+}
+
+static void cuda_host_unregister(struct backend *b, void *addr)
+{
+	struct cuda_ctx *cc = b->ctx;
+
+	if (cuda_current(cc) == 0)
+		(void)CEP_CU_CHECK(cc->drv->cuMemHostUnregister(addr));
+}
+
+/* The default flags put a system-wide memory fence before the write, so
+ * the copies into host memory queued before it are visible first. */
+static int cuda_write_value64(struct backend *b, struct backend_stream *s, uint64_t *host,
+			      uint64_t dev, uint64_t value)
+{
+	struct cuda_ctx *cc = b->ctx;
+	int ret;
+
+	if (!cc->write64)
+		return cep__set_error(CEP_ENOTSUP, "cuda backend: device %d cannot write "
+				      "64-bit values from a stream", cc->ordinal);
+	ret = cuda_enter(cc, s);
+	if (ret < 0)
+		return ret;
+	return CEP_CU_CHECK(cc->drv->cuStreamWriteValue64(s->stream, (CUdeviceptr)dev, value,
+							   CU_STREAM_WRITE_VALUE_DEFAULT));
+}
+
+static int cuda_stream_host_fn(struct backend *b, struct backend_stream *s,
+			       backend_host_fn fn, void *arg)
+{
+	struct cuda_ctx *cc = b->ctx;
+	int ret;
+
+	if (s->capturing)
+		return cep__set_error(CEP_EINVAL, "cuda backend: a host function cannot be "
+				      "queued while the stream captures");
+	ret = cuda_current(cc);
+	if (ret < 0)
+		return ret;
+	return CEP_CU_CHECK(cc->drv->cuLaunchHostFunc(s->stream, fn, arg));
 }
 
 /* ----------------------------------------------------------------- graphs */
@@ -769,6 +835,12 @@ static int cuda_ctx_device(struct cuda_ctx *cc, char *name, size_t name_len,
 	if (ret < 0)
 		return ret;
 	cc->arch = major * 10 + minor;
+	/* Without 64-bit stream writes the fences are written by a host
+	 * function instead: slower, never wrong. */
+	if (CEP_CU_CHECK(drv->cuDeviceGetAttribute(&major,
+		CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS, cc->dev)) == 0)
+		cc->write64 = major != 0;
+	cep__clear_error();
 	ret = CEP_CU_CHECK(drv->cuDevicePrimaryCtxRetain(&cc->ctx, cc->dev));
 	if (ret < 0)
 		return ret;
@@ -861,7 +933,7 @@ int backend_cuda_new_config(const struct backend_cuda_config *cfg, struct backen
 	b->ctx = cc;
 	b->kind = BACKEND_CUDA;
 	b->arena = cc->arena;
-	b->caps = BACKEND_CAP_GRAPHS;
+	b->caps = BACKEND_CAP_GRAPHS | BACKEND_CAP_ASYNC;
 	b->device_memory = total;
 	b->iface = (struct backend_iface){
 		.name = "cuda",
@@ -889,7 +961,13 @@ int backend_cuda_new_config(const struct backend_cuda_config *cfg, struct backen
 		.graph_free = cuda_graph_free,
 		.launch = cuda_launch_op,
 		.stream_fault = cuda_stream_fault,
+		.host_register = cuda_host_register,
+		.host_unregister = cuda_host_unregister,
+		.stream_write_value64 = cuda_write_value64,
+		.stream_host_fn = cuda_stream_host_fn,
+		.stream_fault_save = cuda_stream_fault_save,
 	};
+	backend__init(b);
 	*out = b;
 	b = NULL;
 	cc = NULL;

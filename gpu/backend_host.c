@@ -12,6 +12,17 @@
  * kernels/cpu. It is what cudaepd runs when there is no GPU and what GPU
  * kernels are checked against, so it is a real backend, not a mock.
  *
+ * Registered memory is only recorded, fences are release stores made at
+ * once, and host functions are called at once: the work before them is
+ * done already.
+ *
+ * With BACKEND_HOST_ASYNC a stream is a queue instead, run in order by a
+ * thread of its own, as a GPU runs a stream: copies, launches, fences and
+ * host functions are done after the call that queued them returns, events
+ * complete when the queue reaches them, and a kernel's failure is latched
+ * like a device fault, reported by the next sync or fault record. Clients
+ * see the timing of a GPU (replies before completions) on any machine.
+ *
  * Graphs: with BACKEND_HOST_GRAPHS a stream between graph_begin and
  * graph_end records its copies and launches instead of running them, and a
  * replay runs the record in order, exactly the contract of a CUDA graph.
@@ -20,6 +31,8 @@
  */
 #include "backend.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,16 +59,65 @@ struct rec {
 	struct op_call *call;
 };
 
+/* One operation queued on an asynchronous stream. */
+enum hop_kind {
+	HOP_REC,                /* a copy or a launch: rec */
+	HOP_REPLAY,             /* a graph's records, in order */
+	HOP_HOST_FN,
+	HOP_WRITE64,
+	HOP_WAIT,               /* until another queue has done ticket ops */
+	HOP_FAULT_SAVE,         /* the latched failure into fault */
+};
+
+struct host_queue;
+
+struct hop {
+	enum hop_kind kind;
+	union {
+		struct rec rec;
+		const struct backend_graph *graph;
+		struct { backend_host_fn fn; void *arg; } host_fn;
+		struct { uint64_t *addr; uint64_t value; } write;
+		struct { struct host_queue *q; uint64_t ticket; } wait;
+		struct backend_fault *fault;
+	};
+};
+
+/* Ops a queue holds; a stream that has this many waiting blocks the
+ * thread that queues more until one is done. */
+#define QUEUE_OPS 4096
+
+/* The work of an asynchronous stream, run in order by its own thread. */
+struct host_queue {
+	pthread_t thread;
+	pthread_mutex_t lock;       /* guards everything below */
+	pthread_cond_t work;        /* ops were queued, or stop */
+	pthread_cond_t progress;    /* an op was done */
+	struct hop ops[QUEUE_OPS];  /* op n is ops[n % QUEUE_OPS] */
+	uint64_t queued;            /* ops queued so far */
+	uint64_t done;              /* ops done so far */
+	bool stop;
+	int err;                    /* the first kernel failure since the last
+	                             * sync or fault save, latched */
+	char err_msg[220];          /* its message (as struct backend_fault's) */
+	const struct op_call *err_call; /* the launch that failed */
+};
+
 struct backend_stream {
 	bool capturing;
 	int capture_err;        /* first failure while recording, reported at end */
 	struct rec *recs;       /* (n_recs) while capturing */
 	size_t n_recs, cap_recs;
+	struct host_queue *q;   /* BACKEND_HOST_ASYNC: its work; else NULL */
+	const struct op_call *fault_call; /* the launch the last failed sync
+	                                   * blamed, or NULL */
 };
 
 struct backend_event {
 	bool recorded;
 	uint64_t ns;            /* CLOCK_MONOTONIC when last recorded */
+	struct host_queue *q;   /* on an asynchronous stream: complete when */
+	uint64_t ticket;        /* q has done this many ops */
 };
 
 struct backend_graph {
@@ -87,7 +149,9 @@ static int host_mem_alloc(struct backend *b, size_t bytes, void **out)
 	return 0;
 }
 
-/* Host work is complete when queued, so a block is free to reuse at once. */
+/* The engine frees a block only once no queued work uses it (on a
+ * synchronous stream, that is as soon as it is queued), so the arena may
+ * reuse it at once. */
 static void host_mem_free(struct backend *b, void *ptr)
 {
 	struct host_ctx *ctx = b->ctx;
@@ -103,28 +167,246 @@ static void host_mem_free(struct backend *b, void *ptr)
 
 /* ---------------------------------------------------------------- streams */
 
+/* ----------------------------------------------------- asynchronous queue */
+
+static void queue_latch(struct host_queue *q, int err, const struct op_call *call)
+{
+	pthread_mutex_lock(&q->lock);
+	if (q->err == 0) {
+		q->err = err;
+		snprintf(q->err_msg, sizeof(q->err_msg), "%s", cep_last_error());
+		q->err_call = call;
+	}
+	pthread_mutex_unlock(&q->lock);
+}
+
+static void queue_rec_run(struct host_queue *q, const struct rec *r)
+{
+	int ret;
+
+	if (r->kind == REC_COPY) {
+		memmove(r->dst, r->src, r->bytes);
+		return;
+	}
+	cep__clear_error();
+	ret = r->fn(r->call);
+	/* A failed kernel does not stop the stream, as a device's latched
+	 * fault does not: later work runs on whatever it left. */
+	if (ret < 0)
+		queue_latch(q, ret, r->call);
+}
+
+static void queue_wait(struct host_queue *q, uint64_t ticket)
+{
+	pthread_mutex_lock(&q->lock);
+	while (q->done < ticket)
+		pthread_cond_wait(&q->progress, &q->lock);
+	pthread_mutex_unlock(&q->lock);
+}
+
+static void queue_op_run(struct host_queue *q, const struct hop *op)
+{
+	struct backend_fault *f;
+	size_t i;
+
+	switch (op->kind) {
+	case HOP_REC:
+		queue_rec_run(q, &op->rec);
+		break;
+	case HOP_REPLAY:
+		for (i = 0; i < op->graph->n_recs; i++)
+			queue_rec_run(q, &op->graph->recs[i]);
+		break;
+	case HOP_HOST_FN:
+		op->host_fn.fn(op->host_fn.arg);
+		break;
+	case HOP_WRITE64:
+		atomic_store_explicit((_Atomic uint64_t *)op->write.addr, op->write.value,
+				      memory_order_release);
+		break;
+	case HOP_WAIT:
+		queue_wait(op->wait.q, op->wait.ticket);
+		break;
+	case HOP_FAULT_SAVE:
+		f = op->fault;
+		memset(f, 0, sizeof(*f));
+		pthread_mutex_lock(&q->lock);
+		if (q->err != 0) {
+			f->flag = 1;
+			f->code = q->err;
+			f->site = (uint64_t)(uintptr_t)q->err_call;
+			snprintf(f->msg, sizeof(f->msg), "%s", q->err_msg);
+			q->err = 0;
+		}
+		pthread_mutex_unlock(&q->lock);
+		break;
+	}
+}
+
+static void *queue_main(void *arg)
+{
+	struct host_queue *q = arg;
+	struct hop op;
+
+	pthread_mutex_lock(&q->lock);
+	for (;;) {
+		while (q->done == q->queued && !q->stop)
+			pthread_cond_wait(&q->work, &q->lock);
+		if (q->done == q->queued)
+			break;
+		op = q->ops[q->done % QUEUE_OPS];
+		pthread_mutex_unlock(&q->lock);
+		queue_op_run(q, &op);
+		pthread_mutex_lock(&q->lock);
+		q->done++;
+		pthread_cond_broadcast(&q->progress);
+	}
+	pthread_mutex_unlock(&q->lock);
+	return NULL;
+}
+
+/* Queues op; returns the number of ops queued with it (its ticket). */
+static uint64_t queue_push(struct host_queue *q, const struct hop *op)
+{
+	uint64_t ticket;
+
+	pthread_mutex_lock(&q->lock);
+	while (q->queued - q->done == QUEUE_OPS)
+		pthread_cond_wait(&q->progress, &q->lock);
+	q->ops[q->queued % QUEUE_OPS] = *op;
+	ticket = ++q->queued;
+	pthread_cond_signal(&q->work);
+	pthread_mutex_unlock(&q->lock);
+	return ticket;
+}
+
+static uint64_t queue_tail(struct host_queue *q)
+{
+	uint64_t t;
+
+	pthread_mutex_lock(&q->lock);
+	t = q->queued;
+	pthread_mutex_unlock(&q->lock);
+	return t;
+}
+
+/* Waits for everything queued, stops the thread and frees q. */
+static void queue_free(struct host_queue *q)
+{
+	pthread_mutex_lock(&q->lock);
+	q->stop = true;
+	pthread_cond_signal(&q->work);
+	pthread_mutex_unlock(&q->lock);
+	pthread_join(q->thread, NULL);
+	pthread_cond_destroy(&q->progress);
+	pthread_cond_destroy(&q->work);
+	pthread_mutex_destroy(&q->lock);
+	free(q);
+}
+
+static int queue_new(struct host_queue **out)
+{
+	struct host_queue *q = calloc(1, sizeof(*q));
+
+	*out = NULL;
+	if (!q)
+		return cep__set_error(CEP_ENOMEM, "host backend: out of memory for a stream");
+	pthread_mutex_init(&q->lock, NULL);
+	pthread_cond_init(&q->work, NULL);
+	pthread_cond_init(&q->progress, NULL);
+	if (pthread_create(&q->thread, NULL, queue_main, q) != 0) {
+		pthread_cond_destroy(&q->progress);
+		pthread_cond_destroy(&q->work);
+		pthread_mutex_destroy(&q->lock);
+		free(q);
+		return cep__set_error(CEP_ENOMEM, "host backend: cannot start a stream's thread");
+	}
+	*out = q;
+	return 0;
+}
+
+/* ---------------------------------------------------------------- streams */
+
 static int host_stream_new(struct backend *b, int priority,
 			   struct backend_stream **out)
 {
+	struct host_ctx *ctx = b->ctx;
+	int ret;
+
 	*out = calloc(1, sizeof(**out));
-	return *out ? 0 : cep__set_error(CEP_ENOMEM, NULL);
+	if (!*out)
+		return cep__set_error(CEP_ENOMEM, NULL);
+	if (ctx->flags & BACKEND_HOST_ASYNC) {
+		ret = queue_new(&(*out)->q);
+		if (ret < 0) {
+			free(*out);
+			*out = NULL;
+			return ret;
+		}
+	}
+	return 0;
 }
 
 static void host_stream_free(struct backend *b, struct backend_stream *s)
 {
+	if (s->q)
+		queue_free(s->q);
 	free(s->recs);
 	free(s);
 }
 
+/* Waits for the queue, then reports a kernel's failure latched since the
+ * last sync, as a device reports a fault. */
 static int host_stream_sync(struct backend *b, struct backend_stream *s)
 {
-	return 0;
+	struct host_queue *q = s->q;
+	int ret = 0;
+
+	s->fault_call = NULL;
+	if (!q)
+		return 0;
+	queue_wait(q, queue_tail(q));
+	pthread_mutex_lock(&q->lock);
+	if (q->err != 0) {
+		s->fault_call = q->err_call;
+		ret = cep__set_error(q->err, "%s", q->err_msg);
+		q->err = 0;
+	}
+	pthread_mutex_unlock(&q->lock);
+	return ret;
+}
+
+static const struct op_call *host_stream_fault(struct backend *b, struct backend_stream *s)
+{
+	return s->fault_call;
 }
 
 static int host_stream_wait(struct backend *b, struct backend_stream *s,
 			    struct backend_event *e)
 {
+	struct hop op = { .kind = HOP_WAIT };
+
+	if (!s->q || !e->q || e->q == s->q)
+		return 0;
+	op.wait.q = e->q;
+	op.wait.ticket = e->ticket;
+	queue_push(s->q, &op);
 	return 0;
+}
+
+/* Each run keeps its own record of a failure, as a device copies its
+ * fault record back behind the run. */
+static int host_stream_fault_save(struct backend *b, struct backend_stream *s,
+				  struct backend_fault *dst)
+{
+	struct hop op = { .kind = HOP_FAULT_SAVE, .fault = dst };
+
+	if (!s->q) {
+		memset(dst, 0, sizeof(*dst));
+		return 0;
+	}
+	queue_push(s->q, &op);
+	return 1;
 }
 
 /* Appends an operation to a capturing stream; a failure is remembered and
@@ -166,12 +448,15 @@ static int host_event_record(struct backend *b, struct backend_event *e,
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	e->recorded = true;
+	e->q = s ? s->q : NULL;
+	e->ticket = e->q ? queue_tail(e->q) : 0;
 	e->ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 	return 0;
 }
 
-/* Work on a host stream is done when queued, so the time an event was
- * recorded is the time everything before it completed. */
+/* On a synchronous host stream work is done when queued, so the time an
+ * event was recorded is the time everything before it completed (on an
+ * asynchronous one it is only when it was queued: profile on the former). */
 static int host_event_elapsed(struct backend *b, struct backend_event *start,
 			      struct backend_event *end, double *ms)
 {
@@ -179,15 +464,26 @@ static int host_event_elapsed(struct backend *b, struct backend_event *start,
 	return 0;
 }
 
-/* Work on a host stream is done when queued, so a recorded event is always
- * complete; one never recorded is, like CUDA's, complete too. */
+/* Work on a synchronous host stream is done when queued, so an event
+ * recorded there is complete at once; one never recorded is, like CUDA's,
+ * complete too. */
 static int host_event_query(struct backend *b, struct backend_event *e)
 {
-	return 0;
+	int ret = 0;
+
+	if (!e->q)
+		return 0;
+	pthread_mutex_lock(&e->q->lock);
+	if (e->q->done < e->ticket)
+		ret = CEP_EAGAIN;
+	pthread_mutex_unlock(&e->q->lock);
+	return ret;
 }
 
 static int host_event_sync(struct backend *b, struct backend_event *e)
 {
+	if (e->q)
+		queue_wait(e->q, e->ticket);
 	return 0;
 }
 
@@ -196,10 +492,17 @@ static int host_event_sync(struct backend *b, struct backend_event *e)
 static int host_copy(struct backend *b, struct backend_stream *s, void *dst,
 		     const void *src, size_t bytes)
 {
+	struct hop op = { .kind = HOP_REC };
+
 	if (s && s->capturing) {
 		struct rec r = { .kind = REC_COPY, .dst = dst, .src = src, .bytes = bytes };
 
 		return stream_record(s, &r);
+	}
+	if (s && s->q) {
+		op.rec = (struct rec){ .kind = REC_COPY, .dst = dst, .src = src, .bytes = bytes };
+		queue_push(s->q, &op);
+		return 0;
 	}
 	memmove(dst, src, bytes);
 	return 0;
@@ -210,11 +513,18 @@ static int host_copy(struct backend *b, struct backend_stream *s, void *dst,
 static int host_launch(struct backend *b, struct backend_stream *s,
 		       backend_kernel_fn fn, struct op_call *call)
 {
+	struct hop op = { .kind = HOP_REC };
+
 	call->stream = NULL;
 	if (s && s->capturing) {
 		struct rec r = { .kind = REC_LAUNCH, .fn = fn, .call = call };
 
 		return stream_record(s, &r);
+	}
+	if (s && s->q) {
+		op.rec = (struct rec){ .kind = REC_LAUNCH, .fn = fn, .call = call };
+		queue_push(s->q, &op);
+		return 0;
 	}
 	return fn(call);
 }
@@ -274,9 +584,14 @@ out:
 static int host_graph_replay(struct backend *b, struct backend_graph *g,
 			     struct backend_stream *s)
 {
+	struct hop op = { .kind = HOP_REPLAY, .graph = g };
 	size_t i;
 	int ret;
 
+	if (s->q) {
+		queue_push(s->q, &op);
+		return 0;
+	}
 	for (i = 0; i < g->n_recs; i++) {
 		const struct rec *r = &g->recs[i];
 
@@ -295,6 +610,55 @@ static void host_graph_free(struct backend *b, struct backend_graph *g)
 {
 	free(g->recs);
 	free(g);
+}
+
+/* ---------------------------------------------- registered memory, fences */
+
+/* Host memory is what the "device" uses anyway: registering only records
+ * the range (backend.c), so that fences and the pinned-copy counters work
+ * as on a GPU. */
+static int host_host_register(struct backend *b, void *addr, size_t bytes, uint64_t *dev)
+{
+	*dev = (uint64_t)(uintptr_t)addr;
+	return 0;
+}
+
+static void host_host_unregister(struct backend *b, void *addr)
+{
+}
+
+/* Everything queued before has completed, so the value goes out now; the
+ * release store orders the outputs' writes before it for a reader that
+ * loads it with acquire. */
+static int host_write_value64(struct backend *b, struct backend_stream *s, uint64_t *host,
+			      uint64_t dev, uint64_t value)
+{
+	struct hop op = { .kind = HOP_WRITE64, .write = { host, value } };
+
+	if (s && s->capturing)
+		return cep__set_error(CEP_EINVAL, "host backend: a fence cannot be captured");
+	if (s && s->q) {
+		queue_push(s->q, &op);
+		return 0;
+	}
+	atomic_store_explicit((_Atomic uint64_t *)host, value, memory_order_release);
+	return 0;
+}
+
+static int host_stream_host_fn(struct backend *b, struct backend_stream *s,
+			       backend_host_fn fn, void *arg)
+{
+	struct hop op = { .kind = HOP_HOST_FN, .host_fn = { fn, arg } };
+
+	if (s && s->capturing)
+		return cep__set_error(CEP_EINVAL, "host backend: a host function cannot be "
+				      "captured");
+	if (s && s->q) {
+		queue_push(s->q, &op);
+		return 0;
+	}
+	fn(arg);
+	return 0;
 }
 
 /* ------------------------------------------------------------- the backend */
@@ -338,6 +702,8 @@ int backend_host_new(unsigned flags, struct backend **out)
 	b->caps = (flags & BACKEND_HOST_UPLOAD_WEIGHTS) ? 0 : BACKEND_CAP_HOST_MEMORY;
 	if (flags & BACKEND_HOST_GRAPHS)
 		b->caps |= BACKEND_CAP_GRAPHS;
+	if (flags & BACKEND_HOST_ASYNC)
+		b->caps |= BACKEND_CAP_ASYNC;
 	b->iface = (struct backend_iface){
 		.name = "host",
 		.device = "CPU (reference kernels)",
@@ -363,7 +729,16 @@ int backend_host_new(unsigned flags, struct backend **out)
 		.graph_replay = host_graph_replay,
 		.graph_free = host_graph_free,
 		.launch = host_launch,
+		.host_register = host_host_register,
+		.host_unregister = host_host_unregister,
+		.stream_write_value64 = host_write_value64,
+		.stream_host_fn = host_stream_host_fn,
 	};
+	if (flags & BACKEND_HOST_ASYNC) {
+		b->iface.stream_fault = host_stream_fault;
+		b->iface.stream_fault_save = host_stream_fault_save;
+	}
+	backend__init(b);
 	*out = b;
 	b = NULL;
 	ctx = NULL;

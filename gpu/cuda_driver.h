@@ -64,6 +64,8 @@
 	X(cuEventDestroy, 4000)                       \
 	X(cuMemHostRegister, 6050)                    \
 	X(cuMemHostUnregister, 4000)                  \
+	X(cuMemHostGetDevicePointer, 3020)            \
+	X(cuLaunchHostFunc, 10000)                    \
 	X(cuMemcpyHtoDAsync, 3020)                    \
 	X(cuMemcpyDtoHAsync, 3020)                    \
 	X(cuStreamWriteValue64, 11070)                \

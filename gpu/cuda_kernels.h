@@ -75,16 +75,12 @@ int cuda_source_get(const char *name, struct nvrtc_source *out);
  * when the stream is synced and clears it. */
 /* What a latched fault is; twin of the CEP_FAULT_ kinds of common.cuh. */
 enum cuda_fault_kind {
-	CUDA_FAULT_INDEX = 1,    /* value out of [-limit, limit) on axis */
-	CUDA_FAULT_AXIS = 2,     /* axes entry axis names value: out of range
-	                          * for rank limit, or repeated */
-	CUDA_FAULT_SHAPE = 3,    /* run-time values give value elements along
-	                          * axis where the plan has limit */
-	CUDA_FAULT_STEP = 4,     /* a Slice step of 0 on axis */
-	CUDA_FAULT_TRAINING = 5, /* Dropout in training mode; value: the
-	                          * ratio's float bits */
-	CUDA_FAULT_VALUE = 6,    /* an input's value for dimension axis, value,
-	                          * is not allowed (limit: the bound, or 0) */
+	CUDA_FAULT_INDEX = BACKEND_FAULT_INDEX,
+	CUDA_FAULT_AXIS = BACKEND_FAULT_AXIS,
+	CUDA_FAULT_SHAPE = BACKEND_FAULT_SHAPE,
+	CUDA_FAULT_STEP = BACKEND_FAULT_STEP,
+	CUDA_FAULT_TRAINING = BACKEND_FAULT_TRAINING,
+	CUDA_FAULT_VALUE = BACKEND_FAULT_VALUE,
 };
 
 struct cuda_fault {

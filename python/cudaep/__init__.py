@@ -7,9 +7,14 @@ A thin ctypes layer over libcudaep-client with numpy arrays in and out:
     s = c.load("model.onnx")
     out = s.run({"x": x})                 # {"y": numpy array, ...}
 
-Tensors travel through a shared-memory region owned by the session, so the
-daemon reads inputs and writes outputs without a copy through the socket.
-Errors raise cudaep.Error with the daemon's message.
+    p = s.submit({"x": x})                # returns once the run is queued
+    out = p.wait()                        # the outputs, once computed
+
+Tensors travel through shared-memory regions, so the daemon reads inputs and
+writes outputs without a copy through the socket. Arrays that are views of
+one of the client's regions (Region.array()) are passed by reference to
+submit(): nothing is copied at all. Errors raise cudaep.Error with the
+daemon's message.
 
 The library is found through $CUDAEP_CLIENT_LIB, then the build tree next to
 this package (build/lib/libcudaep-client.so), then the system's loader path.
@@ -17,10 +22,11 @@ this package (build/lib/libcudaep-client.so), then the system's loader path.
 import ctypes
 import ctypes.util
 import os
+import threading
 
 import numpy as np
 
-__all__ = ["connect", "Client", "Session", "Region", "Error", "TensorInfo"]
+__all__ = ["connect", "Client", "Session", "Region", "Pending", "Error", "TensorInfo"]
 
 MAX_RANK = 8
 
@@ -45,6 +51,10 @@ class _Tensor(ctypes.Structure):
         ("rank", ctypes.c_int),
         ("shape", ctypes.c_int64 * MAX_RANK),
     ]
+
+
+class _Fence(ctypes.Structure):
+    _fields_ = [("client", ctypes.c_void_p), ("seq", ctypes.c_uint64)]
 
 
 class _SessionOptions(ctypes.Structure):
@@ -101,9 +111,15 @@ _cep_session_output_count = _fn("cep_session_output_count", _int, _vp)
 _cep_session_input = _fn("cep_session_input", ctypes.POINTER(_TensorInfo), _vp, _int)
 _cep_session_output = _fn("cep_session_output", ctypes.POINTER(_TensorInfo), _vp, _int)
 _cep_run = _fn("cep_run", _int, _vp, ctypes.POINTER(_Tensor), _sz, ctypes.POINTER(_Tensor), _sz)
+_cep_run_submit = _fn("cep_run_submit", _int, _vp, ctypes.POINTER(_Tensor), _sz,
+                      ctypes.POINTER(_Tensor), _sz, ctypes.POINTER(_Fence))
+_cep_fence_wait = _fn("cep_fence_wait", _int, ctypes.POINTER(_Fence), ctypes.c_int64)
+_cep_fence_poll = _fn("cep_fence_poll", _int, ctypes.POINTER(_Fence))
 
 # Error codes the Python layer acts on (client/cudaep.h).
 ENOSPC = -28
+EAGAIN = -11
+ETIMEDOUT = -110
 
 _DTYPES = {
     1: np.float32, 2: np.uint8, 3: np.int8, 4: np.uint16, 5: np.int16,
@@ -164,7 +180,9 @@ class Region:
         self._h = _vp()
         _check(_cep_region_new(client._h, nbytes, ctypes.byref(self._h)))
         self.size = _cep_region_size(self._h)
-        self._buf = (ctypes.c_uint8 * self.size).from_address(_cep_region_data(self._h))
+        self.addr = _cep_region_data(self._h)
+        self._buf = (ctypes.c_uint8 * self.size).from_address(self.addr)
+        client._regions.add(self)
 
     def array(self, dtype, shape, offset=0):
         dtype = np.dtype(dtype)
@@ -175,6 +193,7 @@ class Region:
         return np.frombuffer(self._buf, dtype=dtype, count=count, offset=offset).reshape(shape)
 
     def close(self):
+        self._client._regions.discard(self)
         if self._h and not self._client._h:
             self._h = _vp()  # cep_close() already released it
         if self._h:
@@ -208,6 +227,8 @@ class Session:
         self.outputs = [TensorInfo(_cep_session_output(h, i).contents)
                         for i in range(_cep_session_output_count(h))]
         self._region = None
+        self._scratch = []  # regions for submit()'s copies, reused
+        self._lock = threading.Lock()  # guards _scratch and _out_room
         self._out_room = {o.name: 0 for o in self.outputs}
 
     def _layout(self, arrays):
@@ -271,7 +292,100 @@ class Session:
             return result
         raise Error(ENOSPC, "outputs kept growing between attempts")
 
+    def submit(self, feeds, outputs=None):
+        """Queues a run and returns a Pending as soon as the daemon has
+        accepted it, before it has computed anything. An array of feeds or
+        outputs that is a view of one of the client's regions
+        (Region.array()) is used where it is: the device reads and writes it
+        directly, so leave the inputs alone and read the outputs only once
+        Pending.wait() has returned. Other inputs are copied into a scratch
+        region, and outputs not given land there and are copied out by
+        wait(). At most 64 runs of a client are in flight (cudaep.Error
+        EAGAIN beyond). Threads may submit to one session at once."""
+        names = list(feeds)
+        arrays = [np.require(feeds[n], requirements="C") for n in names]
+        given = dict(outputs or {})
+        for n, a in given.items():
+            if self._client._locate(a) is None or not a.flags.writeable:
+                raise ValueError("cudaep: output %r must be a writable, contiguous view "
+                                 "of one of the client's regions" % n)
+        for attempt in range(2):
+            spots = [self._client._locate(a) for a in arrays]
+            with self._lock:
+                room = dict(self._out_room)
+            off, place = 0, []
+            for a, spot in zip(arrays, spots):
+                place.append(off if spot is None else None)
+                if spot is None:
+                    off = _align(off + a.nbytes)
+            outs = {}
+            for o in self.outputs:
+                if o.name not in given:
+                    outs[o.name] = off
+                    off = _align(off + max(room[o.name], 1))
+            scratch = self._scratch_take(off) if off else None
+            tin = (_Tensor * len(arrays))()
+            keep = []
+            for i, (n, a) in enumerate(zip(names, arrays)):
+                if a.ndim > MAX_RANK:
+                    self._scratch_give(scratch)
+                    raise ValueError("cudaep: input %r has rank %d, at most %d" % (n, a.ndim, MAX_RANK))
+                if spots[i] is None:
+                    scratch.array(a.dtype, a.shape, place[i])[...] = a
+                    region, offset = scratch, place[i]
+                else:
+                    region, offset = spots[i]
+                nb = n.encode()
+                keep.append(nb)
+                t = tin[i]
+                t.name, t.region, t.offset, t.bytes = nb, region._h, offset, a.nbytes
+                t.dtype, t.rank = _dtype_code(a.dtype), a.ndim
+                for k, d in enumerate(a.shape):
+                    t.shape[k] = d
+            order = list(given) + [o.name for o in self.outputs if o.name not in given]
+            tout = (_Tensor * len(order))()
+            for i, n in enumerate(order):
+                nb = n.encode()
+                keep.append(nb)
+                t = tout[i]
+                if n in given:
+                    region, offset = self._client._locate(given[n])
+                    t.name, t.region, t.offset, t.bytes = nb, region._h, offset, given[n].nbytes
+                else:
+                    t.name, t.region, t.offset = nb, scratch._h, outs[n]
+                    t.bytes = room[n]
+            fence = _Fence()
+            rc = _cep_run_submit(self._h, tin, len(arrays), tout, len(order), ctypes.byref(fence))
+            if rc == ENOSPC and attempt == 0:
+                # The reply tells every output's size: make room, retry.
+                self._scratch_give(scratch)
+                with self._lock:
+                    for i, n in enumerate(order):
+                        if n not in given:
+                            self._out_room[n] = max(self._out_room[n], tout[i].bytes)
+                continue
+            if rc != 0:
+                self._scratch_give(scratch)
+                raise Error(rc)
+            return Pending(self, fence, order, tout, given, outs, scratch, (tin, keep))
+        raise Error(ENOSPC, "outputs kept growing between attempts")
+
+    def _scratch_take(self, nbytes):
+        with self._lock:
+            for i, r in enumerate(self._scratch):
+                if r.size >= nbytes:
+                    return self._scratch.pop(i)
+        return Region(self._client, max(nbytes, 4096))
+
+    def _scratch_give(self, region):
+        if region is not None:
+            with self._lock:
+                self._scratch.append(region)
+
     def close(self):
+        for r in self._scratch:
+            r.close()
+        self._scratch = []
         if self._region is not None:
             self._region.close()
             self._region = None
@@ -289,10 +403,88 @@ class Session:
         self.close()
 
 
+class Pending:
+    """A run in flight (Session.submit()). wait() returns its outputs once it
+    has completed; done() says whether it has, without waiting."""
+
+    def __init__(self, session, fence, order, tout, given, outs, scratch, keep):
+        self._session = session
+        self._fence = fence
+        self._order = order
+        self._tout = tout
+        self._given = given
+        self._outs = outs
+        self._scratch = scratch
+        self._keep = keep        # the tensors' structs and names, alive meanwhile
+        self._result = None
+        self._error = None
+
+    def _finish(self, rc):
+        if rc != 0:
+            self._error = Error(rc)
+        else:
+            result = {}
+            for i, n in enumerate(self._order):
+                if n in self._given:
+                    result[n] = self._given[n]
+                    continue
+                t = self._tout[i]
+                dt = _DTYPES.get(t.dtype)
+                if dt is None:
+                    self._error = Error(-4005, "output %r has dtype %d, which numpy cannot hold"
+                                        % (n, t.dtype))
+                    break
+                shape = tuple(t.shape[k] for k in range(t.rank))
+                result[n] = self._scratch.array(dt, shape, self._outs[n]).copy()
+            self._result = result
+        self._session._scratch_give(self._scratch)
+        self._scratch = None
+        self._keep = None
+
+    def __del__(self):
+        # A run dropped unwaited still holds its fence and its scratch
+        # region until it completes.
+        try:
+            if self._result is None and self._error is None and self._session._client._h:
+                self._finish(_cep_fence_wait(ctypes.byref(self._fence), -1))
+        except Exception:
+            pass
+
+    def done(self):
+        """Whether the run has completed (never waits)."""
+        if self._result is None and self._error is None:
+            if not self._session._client._h:
+                raise Error(-107, "the client was closed while the run was in flight")
+            rc = _cep_fence_poll(ctypes.byref(self._fence))
+            if rc == EAGAIN:
+                return False
+            self._finish(rc)
+        return True
+
+    def wait(self, timeout=None):
+        """Waits for the run (at most timeout seconds; None: as long as it
+        takes) and returns {output name: array}: the arrays given to
+        submit() as they are, the others as new arrays. Raises cudaep.Error
+        with the run's error, or with name ETIMEDOUT when the time is up
+        (the run stays in flight: wait again)."""
+        if self._result is None and self._error is None:
+            if not self._session._client._h:
+                raise Error(-107, "the client was closed while the run was in flight")
+            ns = -1 if timeout is None else max(0, int(timeout * 1e9))
+            rc = _cep_fence_wait(ctypes.byref(self._fence), ns)
+            if rc == ETIMEDOUT:
+                raise Error(rc)
+            self._finish(rc)
+        if self._error is not None:
+            raise self._error
+        return self._result
+
+
 class Client:
     """A connection to cudaepd."""
 
     def __init__(self, socket=None, name=None):
+        self._regions = set()
         self._h = _vp()
         _check(_cep_connect(socket.encode() if socket else None,
                             (name or "python").encode(), ctypes.byref(self._h)))
@@ -305,6 +497,17 @@ class Client:
 
     def region(self, nbytes):
         return Region(self, nbytes)
+
+    def _locate(self, a):
+        """(region, offset) when a is a contiguous view of one of the
+        client's live regions, else None."""
+        if not isinstance(a, np.ndarray) or not a.flags.c_contiguous:
+            return None
+        ptr = a.__array_interface__["data"][0]
+        for r in list(self._regions):  # a snapshot: other threads add regions
+            if r._h and r.addr <= ptr and ptr + a.nbytes <= r.addr + r.size:
+                return r, ptr - r.addr
+        return None
 
     def load(self, path, name=None, precision="fp32", priority="normal", memory_limit=0):
         opts = _SessionOptions(name.encode() if name else None, _PRECISIONS[precision],

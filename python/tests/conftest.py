@@ -29,16 +29,11 @@ def _wait_ready(path, proc, timeout=10.0):
     raise RuntimeError("cudaepd did not start in %gs" % timeout)
 
 
-@pytest.fixture
-def daemon(tmp_path):
-    """Yields the socket path of a fresh cudaepd; stops it afterwards and
-    checks that it exited cleanly."""
+def _daemon(tmp_path, backend):
     sock = str(tmp_path / "cudaep.sock")
     log = open(tmp_path / "daemon.log", "wb")
-    # The host backend: these tests check the client and the engine's
-    # results, and run in CI (the GPU machine runs the C suites).
     proc = subprocess.Popen([os.path.join(BUILD, "bin", "cudaepd"), "--socket", sock,
-                             "--backend", "host"],
+                             "--backend", backend],
                             stdout=log, stderr=log)
     try:
         _wait_ready(sock, proc)
@@ -48,3 +43,19 @@ def daemon(tmp_path):
         rc = proc.wait(timeout=10)
         log.close()
         assert rc == 0, (tmp_path / "daemon.log").read_text()
+
+
+@pytest.fixture
+def daemon(tmp_path):
+    """Yields the socket path of a fresh cudaepd; stops it afterwards and
+    checks that it exited cleanly."""
+    # The host backend: these tests check the client and the engine's
+    # results, and run in CI (the GPU machine runs the C suites).
+    yield from _daemon(tmp_path, "host")
+
+
+@pytest.fixture
+def async_daemon(tmp_path):
+    """As daemon, on the host backend with queued streams: runs complete
+    after their replies, as on a GPU."""
+    yield from _daemon(tmp_path, "host-async")

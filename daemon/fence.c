@@ -1,0 +1,452 @@
+/*
+ * fence.c — fence pages, runs in flight and their completion (fence.h).
+ *
+ * A run's life: fence_run_open() on the loop takes a record and holds the
+ * session; the dispatcher holds the regions and submits the run to the
+ * engine, which queues fence_run_signal() behind it; the signal (on the
+ * backend's thread) writes the client's slot, wakes it, and pushes the
+ * record onto the server's queue; the loop, woken by the queue's async
+ * handle, finishes it: completes it in the engine, drops the holds,
+ * counts it, sends the error of a failed run, frees the record, and lets
+ * a connection or session that went away meanwhile go too.
+ */
+#include "fence.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <linux/futex.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "cudaep.pb-c.h"
+
+#include "conn.h"
+#include "cudaep.h"
+#include "dispatch_priv.h"
+#include "error.h"
+#include "log.h"
+#include "region.h"
+#include "server.h"
+#include "session.h"
+
+#define PAGE_BYTES (CEP_FENCE_SLOTS * CEP_FENCE_SLOT_BYTES)
+
+/* ------------------------------------------------------------------ queue */
+
+void fence_queue_init(struct fence_queue *q)
+{
+	memset(q, 0, sizeof(*q));
+	pthread_mutex_init(&q->lock, NULL);
+	pthread_cond_init(&q->landed, NULL);
+}
+
+void fence_queue_close(struct fence_queue *q)
+{
+	pthread_cond_destroy(&q->landed);
+	pthread_mutex_destroy(&q->lock);
+}
+
+static void fence_on_async(uv_async_t *h)
+{
+	struct server *s = container_of(h, struct server, fences.async);
+
+	fence_reap(s, false);
+}
+
+static void fence_on_async_close(uv_handle_t *h)
+{
+}
+
+int fence_queue_start(struct server *s)
+{
+	struct fence_queue *q = &s->fences;
+	int ret;
+
+	ret = uv_async_init(s->loop, &q->async, fence_on_async);
+	if (ret != 0)
+		return ret;
+	pthread_mutex_lock(&q->lock);
+	q->live = true;
+	pthread_mutex_unlock(&q->lock);
+	return 0;
+}
+
+/* Closes the async handle: under the lock, so that no signal sends to it
+ * once it is closing. */
+static void fence_queue_async_close(struct fence_queue *q)
+{
+	bool was;
+
+	pthread_mutex_lock(&q->lock);
+	was = q->live;
+	q->live = false;
+	pthread_mutex_unlock(&q->lock);
+	if (was)
+		uv_close((uv_handle_t *)&q->async, fence_on_async_close);
+}
+
+void fence_queue_stop(struct server *s)
+{
+	struct fence_queue *q = &s->fences;
+
+	q->stopping = true;
+	if (q->inflight == 0)
+		fence_queue_async_close(q);
+}
+
+static void fence_queue_push(struct fence_queue *q, struct fence_run *r)
+{
+	pthread_mutex_lock(&q->lock);
+	r->next = NULL;
+	if (q->tail != NULL)
+		q->tail->next = r;
+	else
+		q->head = r;
+	q->tail = r;
+	pthread_cond_broadcast(&q->landed);
+	if (q->live)
+		uv_async_send(&q->async);
+	pthread_mutex_unlock(&q->lock);
+}
+
+/* ----------------------------------------------------------------- signal */
+
+static void futex_wake_all(_Atomic uint32_t *word)
+{
+	/* Not FUTEX_PRIVATE_FLAG: the waiters are other processes. */
+	syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}
+
+/*
+ * The run's host function: its work has completed. It decides the status,
+ * writes the slot (the status before the sequence number, so that a
+ * client that sees the number sees the status) unless the device wrote
+ * the number already, wakes the waiters and queues the record for the
+ * loop. No backend call, no allocation, and nothing of the record after
+ * the push: the loop may reuse it at once.
+ */
+static void fence_run_signal(void *arg)
+{
+	struct fence_run *r = arg;
+	struct cep_fence_slot *slot = &r->c->fence.slots[cep_fence_slot_of(r->seq)];
+	struct fence_queue *q = &r->c->server->fences;
+	int st = r->er.err;
+
+	if (st == 0 && r->er.checked && r->fault->flag != 0)
+		st = CEP_EINVAL;
+	r->status = st;
+	if (!r->er.seq_queued) {
+		atomic_store_explicit(&slot->status, st, memory_order_relaxed);
+		atomic_store_explicit(&slot->seq, r->seq, memory_order_release);
+	}
+	atomic_fetch_add_explicit(&slot->futex, 1, memory_order_release);
+	futex_wake_all(&slot->futex);
+	fence_queue_push(q, r);
+}
+
+/* ----------------------------------------------------------------- finish */
+
+/* Sends the error of run r to its client: a Response with the Run's id,
+ * the error as its status and RunDone naming the fence. */
+static void fence_run_error_send(struct fence_run *r, int code)
+{
+	Cudaep__V1__Response resp = CUDAEP__V1__RESPONSE__INIT;
+	Cudaep__V1__RunDone done = CUDAEP__V1__RUN_DONE__INIT;
+	/* A status message and two integers: far below a packet. */
+	uint8_t buf[CEP_MAX_STATUS_MSG + 128];
+	size_t len;
+
+	resp.id = r->req_id;
+	done.fence_seq = r->seq;
+	resp.body_case = CUDAEP__V1__RESPONSE__BODY_RUN_DONE;
+	resp.run_done = &done;
+	dispatch__response_encode(&resp, code, buf, &len);
+	conn_send(r->c, buf, len);
+}
+
+static void fence_run_release(struct fence_run *r)
+{
+	struct conn *c = r->c;
+	uint32_t i;
+
+	for (i = 0; i < r->n_holds; i++)
+		region_hold_drop(&c->regions, r->holds[i]);
+	r->n_holds = 0;
+	session_run_end(&c->sessions, r->sess);
+	r->sess = NULL;
+	r->next = c->fence.free;
+	c->fence.free = r;
+	c->fence.inflight--;
+	c->server->fences.inflight--;
+	stats_gauge_add(&c->server->stats, STATS_GAUGE_RUNS_IN_FLIGHT, -1);
+}
+
+/* After the last run of a connection or of the server: what waited for
+ * it may go now. */
+static void fence_settle(struct server *s, struct conn *c)
+{
+	if (c->free_deferred && c->fence.inflight == 0 && !c->busy) {
+		c->free_deferred = false;
+		conn_free(c);
+	}
+	if (s->fences.stopping && s->fences.inflight == 0)
+		fence_queue_async_close(&s->fences);
+}
+
+static void fence_run_finish(struct server *s, struct fence_run *r)
+{
+	struct conn *c = r->c;
+	struct session *sess = r->sess;
+	int ret;
+
+	cep__clear_error();
+	ret = engine_run_complete(sess->engine, &r->er, r->fault);
+	stats_count(&s->stats, ret == 0 ? STATS_COUNTER_RUNS : STATS_COUNTER_RUN_ERRORS, 1);
+	if (sess->engine)
+		engine_session_stats(sess->engine, &sess->stats);
+	if (ret == 0) {
+		sess->runs++;
+	} else {
+		log_info("client %llu session %llu: run %llu failed: %s: %s",
+			 (unsigned long long)c->id, (unsigned long long)sess->id,
+			 (unsigned long long)r->seq, cep_err_name(ret), cep_last_error());
+		if (!c->free_deferred && !c->closing)
+			fence_run_error_send(r, ret);
+	}
+	fence_run_release(r);
+	fence_settle(s, c);
+}
+
+void fence_reap(struct server *s, bool force)
+{
+	struct fence_queue *q = &s->fences;
+	struct fence_run *r, *next;
+
+	pthread_mutex_lock(&q->lock);
+	r = q->head;
+	q->head = NULL;
+	q->tail = NULL;
+	pthread_mutex_unlock(&q->lock);
+	for (; r != NULL; r = next) {
+		next = r->next;
+		if (!r->replied && !force) {
+			/* fence_run_replied() finishes it. */
+			r->done = true;
+			continue;
+		}
+		fence_run_finish(s, r);
+	}
+}
+
+void fence_drain(struct server *s)
+{
+	struct fence_queue *q = &s->fences;
+
+	while (q->inflight > 0) {
+		pthread_mutex_lock(&q->lock);
+		while (q->head == NULL)
+			pthread_cond_wait(&q->landed, &q->lock);
+		pthread_mutex_unlock(&q->lock);
+		fence_reap(s, true);
+	}
+}
+
+/* ------------------------------------------------------------- the page */
+
+int fence_page_open(struct server *s, struct conn *c)
+{
+	struct fence *f = &c->fence;
+	void *addr = MAP_FAILED;
+	int fd, ret;
+
+	fd = memfd_create("cudaep-fence", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd < 0)
+		return cep__set_error(cep__from_errno(errno), "memfd_create: %s", strerror(errno));
+	/* Sealed, so that the client cannot shrink it under our mapping. */
+	if (ftruncate(fd, PAGE_BYTES) != 0 ||
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
+		ret = cep__set_error(cep__from_errno(errno), "sizing the fence page: %s",
+				     strerror(errno));
+		goto out;
+	}
+	addr = mmap(NULL, PAGE_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (addr == MAP_FAILED) {
+		ret = cep__set_error(cep__from_errno(errno), "mapping the fence page: %s",
+				     strerror(errno));
+		goto out;
+	}
+	ret = backend_host_register(s->backend, addr, PAGE_BYTES);
+	if (ret != 0)
+		goto out;
+	f->slots = addr;
+	f->pinned = true;
+	/* A detached connection has nobody to pass the fd to. */
+	if (c->fd >= 0)
+		f->fd = fd;
+	else
+		close(fd);
+	return 0;
+out:
+	if (addr != MAP_FAILED)
+		munmap(addr, PAGE_BYTES);
+	close(fd);
+	return ret;
+}
+
+int fence_fd_take(struct fence *f)
+{
+	int fd = f->fd;
+
+	f->fd = -1;
+	return fd;
+}
+
+void fence_close(struct server *s, struct conn *c)
+{
+	struct fence *f = &c->fence;
+
+	if (f->fd >= 0)
+		close(f->fd);
+	f->fd = -1;
+	if (f->slots != NULL) {
+		if (f->pinned)
+			backend_host_unregister(s->backend, f->slots);
+		munmap(f->slots, PAGE_BYTES);
+	}
+	f->slots = NULL;
+	f->pinned = false;
+	if (f->faults != NULL) {
+		backend_host_unregister(s->backend, f->faults);
+		free(f->faults);
+	}
+	f->faults = NULL;
+	free(f->runs);
+	f->runs = NULL;
+	f->free = NULL;
+}
+
+/* ---------------------------------------------------------------- records */
+
+/* The records, made at the connection's first fenced run. Their fault
+ * records are registered so that the device copies into them directly. */
+static int fence_runs_alloc(struct server *s, struct fence *f)
+{
+	size_t i;
+	int ret;
+
+	f->faults_bytes = (sizeof(*f->faults) * FENCE_RUNS + 4095) & ~(size_t)4095;
+	f->runs = calloc(FENCE_RUNS, sizeof(*f->runs));
+	f->faults = aligned_alloc(4096, f->faults_bytes);
+	if (f->runs == NULL || f->faults == NULL) {
+		ret = cep__set_error(CEP_ENOMEM, "no memory for the records of runs in flight");
+		goto out;
+	}
+	memset(f->faults, 0, f->faults_bytes);
+	ret = backend_host_register(s->backend, f->faults, f->faults_bytes);
+	if (ret != 0)
+		goto out;
+	for (i = FENCE_RUNS; i-- > 0;) {
+		f->runs[i].fault = &f->faults[i];
+		f->runs[i].next = f->free;
+		f->free = &f->runs[i];
+	}
+	return 0;
+out:
+	free(f->runs);
+	free(f->faults);
+	f->runs = NULL;
+	f->faults = NULL;
+	return ret;
+}
+
+int fence_run_open(struct server *s, struct conn *c, struct session *sess,
+		   uint64_t seq, uint64_t req_id, struct fence_run **out)
+{
+	struct fence *f = &c->fence;
+	struct cep_fence_slot *slot;
+	struct fence_run *r;
+	int ret;
+
+	*out = NULL;
+	if (f->slots == NULL)
+		return cep__set_error(CEP_EINVAL, "this connection has no fence page; run "
+				      "with fence_seq 0");
+	if (seq <= f->last_seq)
+		return cep__set_error(CEP_EINVAL, "fence sequence number %llu is not above "
+				      "the last one, %llu", (unsigned long long)seq,
+				      (unsigned long long)f->last_seq);
+	if (f->runs == NULL) {
+		ret = fence_runs_alloc(s, f);
+		if (ret != 0)
+			return ret;
+	}
+	if (f->free == NULL)
+		fence_reap(s, false);
+	if (f->free == NULL)
+		return cep__set_error(CEP_EAGAIN, "%d runs of this connection are in flight; "
+				      "wait for one to complete", FENCE_RUNS);
+	r = f->free;
+	f->free = r->next;
+	r->next = NULL;
+	r->c = c;
+	r->sess = sess;
+	r->seq = seq;
+	r->req_id = req_id;
+	r->status = 0;
+	r->replied = false;
+	r->done = false;
+	r->n_holds = 0;
+	memset(&r->er, 0, sizeof(r->er));
+	r->fence = (struct engine_fence){
+		.seq = (uint64_t *)&f->slots[cep_fence_slot_of(seq)].seq,
+		.value = seq,
+		.fault = r->fault,
+		.done = fence_run_signal,
+		.arg = r,
+	};
+	f->last_seq = seq;
+	slot = &f->slots[cep_fence_slot_of(seq)];
+	atomic_store_explicit(&slot->status, 0, memory_order_relaxed);
+	atomic_store_explicit(&slot->request_id, req_id, memory_order_relaxed);
+	/* The device may write the sequence number without us: the status
+	 * must be visible to the client before anything is queued. */
+	atomic_thread_fence(memory_order_seq_cst);
+	session_run_begin(sess);
+	f->inflight++;
+	s->fences.inflight++;
+	stats_gauge_add(&s->stats, STATS_GAUGE_RUNS_IN_FLIGHT, 1);
+	*out = r;
+	return 0;
+}
+
+void fence_run_hold(struct fence_run *r, struct region *reg)
+{
+	uint32_t i;
+
+	for (i = 0; i < r->n_holds; i++)
+		if (r->holds[i] == reg)
+			return;
+	region_hold(reg);
+	r->holds[r->n_holds++] = reg;
+}
+
+void fence_run_abort(struct fence_run *r)
+{
+	struct server *s = r->c->server;
+	struct conn *c = r->c;
+
+	fence_run_release(r);
+	fence_settle(s, c);
+}
+
+void fence_run_replied(struct fence_run *r)
+{
+	r->replied = true;
+	if (r->done)
+		fence_run_finish(r->c->server, r);
+}

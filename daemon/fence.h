@@ -1,0 +1,143 @@
+/*
+ * fence.h — runs in flight and how their clients learn that they are
+ * done: each connection's fence page (proto/cep_fence.h, shared with the
+ * client), the records of its runs in flight, the function a run's stream
+ * calls when the run's work has completed, and the queue that carries
+ * those completions back to the event loop, which finishes them there:
+ * it releases what the run held (its regions, its session, its plan) and
+ * sends the error of a run that failed.
+ *
+ * Threads: the signal (fence_run_signal, a backend host function) runs on
+ * a thread of the backend's, or inline where the backend completes work
+ * at once; it writes the client's fence slot, wakes its waiters and hands
+ * the record to the queue, and touches nothing else. Everything else here
+ * runs on the event loop (or the thread that owns a server without one).
+ *
+ * Order: a run's RunReply always goes out before the error of its failure
+ * (a completion that comes first waits for the reply to be sent), so the
+ * client can tell the two apart by order as well as by body.
+ */
+#ifndef CEPD_FENCE_H
+#define CEPD_FENCE_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+#include "backend.h"
+#include "cep_fence.h"
+#include "cep_limits.h"
+#include "engine.h"
+
+struct server;
+struct conn;
+struct session;
+struct region;
+
+/* Runs of one connection in flight at once: twice the slots, so that a
+ * client which saw a run's fence before its host function ran can reuse
+ * the slot at once. */
+#define FENCE_RUNS (2 * CEP_FENCE_SLOTS)
+
+/* One run in flight. */
+struct fence_run {
+	struct fence_run *next;        /* in the free list or the done queue */
+	struct conn *c;                /* its connection, freed only after it */
+	struct session *sess;          /* held (session_run_begin()) */
+	struct backend_fault *fault;   /* its fault record, in registered memory */
+	uint64_t seq;                  /* its fence sequence number */
+	uint64_t req_id;               /* its Run request's id */
+	int status;                    /* the signal's verdict: 0 or a CEP_E* */
+	bool replied;                  /* its RunReply has been sent */
+	bool done;                     /* signalled before it was replied */
+	struct engine_fence fence;     /* what the engine queues behind it */
+	struct engine_run er;          /* the engine's state of it */
+	uint32_t n_holds;
+	struct region *holds[2 * CEP_MAX_IO]; /* (n_holds) distinct regions */
+};
+
+/* A connection's fence page and runs; in struct conn. */
+struct fence {
+	int fd;                        /* the page's memfd until the Hello reply
+	                                * takes it; -1 */
+	struct cep_fence_slot *slots;  /* (CEP_FENCE_SLOTS) mapped shared with
+	                                * the client; NULL: no page */
+	bool pinned;                   /* slots are registered with the backend */
+	uint64_t last_seq;             /* the largest fence_seq queued */
+	struct fence_run *runs;        /* (FENCE_RUNS) from its first fenced run */
+	struct backend_fault *faults;  /* (FENCE_RUNS) registered; one per record */
+	size_t faults_bytes;
+	struct fence_run *free;        /* records not in flight */
+	uint32_t inflight;             /* records in flight */
+};
+
+/* The server's queue of completions; in struct server. */
+struct fence_queue {
+	pthread_mutex_t lock;          /* guards head, tail and live */
+	pthread_cond_t landed;         /* a completion arrived */
+	struct fence_run *head, *tail; /* signalled, not yet finished */
+	uv_async_t async;              /* wakes the loop for them */
+	bool live;                     /* async may be sent */
+	bool stopping;                 /* close async when nothing is in flight */
+	uint32_t inflight;             /* runs of every connection in flight */
+};
+
+/* Initializes q (caller memory). Release with fence_queue_close() once
+ * nothing is in flight. */
+void fence_queue_init(struct fence_queue *q);
+void fence_queue_close(struct fence_queue *q);
+
+/* Starts waking s->loop for completions / stops: the handle closes once
+ * no run is in flight any more, so that the loop can end. Returns 0 or a
+ * libuv error (mapped to CEP_E*). */
+int fence_queue_start(struct server *s);
+void fence_queue_stop(struct server *s);
+
+/* Finishes the runs whose completions have arrived (not yet one whose
+ * reply is still to be sent, unless force). On the loop. */
+void fence_reap(struct server *s, bool force);
+
+/* Waits for every run in flight and finishes it; for a server without a
+ * loop and for server_free(). */
+void fence_drain(struct server *s);
+
+/*
+ * Creates c's fence page: a memfd of CEP_FENCE_SLOTS slots sealed against
+ * shrinking and growing, mapped here and registered with s's backend; its
+ * fd waits in c->fence.fd for the Hello reply. Returns 0 or an error (the
+ * connection then simply has no page: its runs wait for their replies).
+ */
+int fence_page_open(struct server *s, struct conn *c);
+
+/* Hands over the page's fd to the reply that carries it (-1 when there is
+ * none to send). */
+int fence_fd_take(struct fence *f);
+
+/* Releases c's page and records; nothing may be in flight. */
+void fence_close(struct server *s, struct conn *c);
+
+/*
+ * Opens the record of a Run of c on session sess with fence sequence
+ * number seq and request id req_id: checks that c has a page and that seq
+ * is above every earlier one, finds a free record (finishing completed
+ * runs when none is free), clears the slot's status and stores req_id in
+ * it, and holds sess. Fails with CEP_EINVAL (no page, a seq not above the
+ * last), CEP_EAGAIN (FENCE_RUNS runs in flight) or CEP_ENOMEM.
+ */
+int fence_run_open(struct server *s, struct conn *c, struct session *sess,
+		   uint64_t seq, uint64_t req_id, struct fence_run **out);
+
+/* Holds reg for r (once per distinct region). */
+void fence_run_hold(struct fence_run *r, struct region *reg);
+
+/* Gives back r, for which nothing was queued (engine_run_submit() failed
+ * or was not called): its holds go, its record is free again. */
+void fence_run_abort(struct fence_run *r);
+
+/* r was submitted and its RunReply sent (or dropped with its client): its
+ * completion may be finished now. */
+void fence_run_replied(struct fence_run *r);
+
+#endif
