@@ -198,17 +198,24 @@ static void run_clients(const struct opts *o, const char *model, int nproc, int 
 	uint64_t *lat = mmap(NULL, all * sizeof(uint64_t) + 4096 * (size_t)nproc,
 			     PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	uint64_t *span = lat + all, begin = UINT64_MAX, end = 0;
+	pid_t pids[64];
 	int bad = 0, status;
 
+	if (nproc > 64)
+		nproc = 64;
 	for (int p = 0; p < nproc; p++) {
-		pid_t pid = fork();
-
-		if (pid == 0)
+		pids[p] = fork();
+		if (pids[p] == 0)
 			_exit(client_main(o, model, inflight, lat + per * (size_t)p,
 					  &span[2 * p], &span[2 * p + 1]) ? 3 : 0);
 	}
-	while (wait(&status) > 0)
-		bad += !WIFEXITED(status) || WEXITSTATUS(status) != 0;
+	/* Only the clients: the daemon may be a child of this process too. */
+	for (int p = 0; p < nproc; p++) {
+		if (pids[p] < 0 || waitpid(pids[p], &status, 0) < 0)
+			bad++;
+		else
+			bad += !WIFEXITED(status) || WEXITSTATUS(status) != 0;
+	}
 	for (int p = 0; p < nproc; p++) {
 		begin = span[2 * p] < begin ? span[2 * p] : begin;
 		end = span[2 * p + 1] > end ? span[2 * p + 1] : end;

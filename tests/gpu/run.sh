@@ -5,7 +5,8 @@
 # same suites as CI with CUDAEP_TEST_GPU=1: GPU tests run, daemons use the
 # CUDA backend), conformance (the ONNX node cases generated from the
 # machine's onnx, through a CUDA daemon, next to the host backend's), rtt,
-# models (bench/models.py), profile (bench/profile over ResNet-50 and
+# datapath (bench/datapath: the trivial model's round trip next to the
+# driver floor, H2D from a region), models (bench/models.py), profile (bench/profile over ResNet-50 and
 # BERT-base: time per operator), many (bench/many_clients.py), or a test binary name (test_cuda_conv) to run
 # only it. Full logs go to $OUT (or ./gpu-out); a summary is printed last.
 set -u
@@ -72,6 +73,11 @@ for part in "$@"; do
 			> "$OUT/rtt.log" 2>&1
 		kill "$pid"; wait "$pid"
 		tail -15 "$OUT/rtt.log" >> "$SUMMARY"
+		;;
+	datapath)
+		"$B/bench/datapath" --clients 1,4 --inflight 1,8 --runs 20000 --bandwidth 256 \
+			> "$OUT/datapath.log" 2>&1
+		cat "$OUT/datapath.log" >> "$SUMMARY"
 		;;
 	models)
 		python3 bench/models.py --build "$B" --out "$OUT/models" > "$OUT/models.log" 2>&1
