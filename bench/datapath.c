@@ -21,7 +21,8 @@
  * host spins on; one at a time.
  *
  * --bandwidth MiB: one client runs a model that reads MiB of float32 from
- * its region and reduces them to one value (ReduceMax), so the time is the
+ * its region as rows of 256 and multiplies them by a 256 x 1 weight (one
+ * GEMV, whose output is 1/256 of the input), so the time is the
  * host-to-device copy: reported as GB/s.
  *
  * Without --socket it starts its own cudaepd ($CUDAEP_BUILD_DIR/bin or
@@ -102,6 +103,31 @@ static void model_write(const char *path, const char *op, int64_t n, int64_t out
 	tonnx_input(&m, "x", 1, &n);
 	tonnx_output(&m, "y", 1, &out_n);
 	tonnx_node(&m, op, "x", NULL, "y");
+	buf = tonnx_finish(&m, &len);
+	f = fopen(path, "wb");
+	if (f == NULL || fwrite(buf, 1, len, f) != len || fclose(f) != 0) {
+		perror(path);
+		exit(1);
+	}
+	free(buf);
+}
+
+/* Writes x [rows, 256] MatMul w [256, 1] -> y [rows, 1] to path. */
+static void gemv_write(const char *path, int64_t rows)
+{
+	int64_t xd[2] = { rows, 256 }, wd[2] = { 256, 1 }, yd[2] = { rows, 1 };
+	float w[256];
+	struct tonnx m = {0};
+	uint8_t *buf;
+	size_t len;
+	FILE *f;
+
+	for (int i = 0; i < 256; i++)
+		w[i] = 1.0f / 256;
+	tonnx_input(&m, "x", 2, xd);
+	tonnx_output(&m, "y", 2, yd);
+	tonnx_weight(&m, "w", 2, wd, w);
+	tonnx_node(&m, "MatMul", "x", "w", "y");
 	buf = tonnx_finish(&m, &len);
 	f = fopen(path, "wb");
 	if (f == NULL || fwrite(buf, 1, len, f) != len || fclose(f) != 0) {
@@ -227,10 +253,11 @@ static void run_clients(const struct opts *o, const char *model, int nproc, int 
 	munmap(lat, all * sizeof(uint64_t) + 4096 * (size_t)nproc);
 }
 
-/* One client, one large input reduced to a value: the copy's rate. */
+/* One client, one large input multiplied down to 1/256 of it: the copy's
+ * rate. */
 static void run_bandwidth(const struct opts *o, const char *dir)
 {
-	size_t bytes = o->bandwidth_mib << 20, n = bytes / sizeof(float);
+	size_t bytes = o->bandwidth_mib << 20, n = bytes / sizeof(float), rows = n / 256;
 	char model[512];
 	cep_client *c = NULL;
 	cep_session *s = NULL;
@@ -240,19 +267,20 @@ static void run_bandwidth(const struct opts *o, const char *dir)
 	int ret;
 
 	snprintf(model, sizeof(model), "%s/big.onnx", dir);
-	model_write(model, "ReduceMax", (int64_t)n, 1);
+	gemv_write(model, (int64_t)rows);
 	if ((ret = cep_connect(o->socket, "datapath-bw", &c)) != 0)
 		die("connect", ret);
 	if ((ret = cep_session_load(c, model, NULL, &s)) != 0)
 		die("load", ret);
-	if ((ret = cep_region_new(c, bytes + 4096, &r)) != 0)
+	if ((ret = cep_region_new(c, bytes + rows * sizeof(float) + 4096, &r)) != 0)
 		die("region", ret);
 	x = cep_region_data(r);
 	for (size_t i = 0; i < n; i++)
 		x[i] = (float)(i % 1000);
 	for (int i = 0; i < 55; i++) {
-		cep_tensor in = { "x", r, 0, bytes, CEP_DTYPE_FLOAT32, 1, { (int64_t)n } };
-		cep_tensor out = { "y", r, bytes, 4, CEP_DTYPE_FLOAT32, 1, { 1 } };
+		cep_tensor in = { "x", r, 0, bytes, CEP_DTYPE_FLOAT32, 2, { (int64_t)rows, 256 } };
+		cep_tensor out = { "y", r, bytes, rows * sizeof(float), CEP_DTYPE_FLOAT32, 2,
+				   { (int64_t)rows, 1 } };
 		uint64_t t = now_ns();
 
 		if ((ret = cep_run(s, &in, 1, &out, 1)) != 0)

@@ -438,15 +438,15 @@ static void expect_same_by_id(const char *what, int fd, pb_size_t tag,
 
 /* The MemoryReply entry (owner, "device") through fd: its current bytes
  * in *cur and limit in *limit; false when there is none. */
-static bool memory_device(int fd, const char *owner, uint64_t *cur,
-			  uint64_t *limit)
+static bool memory_role(int fd, const char *owner, const char *role, uint64_t *cur,
+			uint64_t *limit)
 {
 	req_new(cudaep_v1_Request_memory_tag);
 	cr_assert_eq(call(fd, NULL, 0), 0);
 	for (pb_size_t i = 0; i < resp.body.memory.entries_count; i++) {
 		const cudaep_v1_MemoryEntry *e = &resp.body.memory.entries[i];
 
-		if (strcmp(e->owner, owner) == 0 && strcmp(e->role, "device") == 0) {
+		if (strcmp(e->owner, owner) == 0 && strcmp(e->role, role) == 0) {
 			if (cur != NULL)
 				*cur = e->current;
 			if (limit != NULL)
@@ -455,6 +455,12 @@ static bool memory_device(int fd, const char *owner, uint64_t *cur,
 		}
 	}
 	return false;
+}
+
+static bool memory_device(int fd, const char *owner, uint64_t *cur,
+			  uint64_t *limit)
+{
+	return memory_role(fd, owner, "device", cur, limit);
 }
 
 /* cudaepctl with args, as uid (or as this process when uid is -1); its
@@ -662,7 +668,7 @@ static int lib_connect_as(uid_t uid, char *msg, size_t len)
 Test(access, uid_limits_hold_across_a_uids_connections)
 {
 	char conf[160], msg[CEP_MAX_STATUS_MSG + 16], owner[32], want[96];
-	uint64_t s1, s2, s3, sb, r1, r2, rb, used = 0, limit = 0, dummy;
+	uint64_t s1, s2, s3, sb, r1, r2, rb, used = 0, limit = 0, dummy, pinned, room;
 	float *m1, *m2, *mb, *unused;
 	int a1, a2, a3, b, root;
 	FILE *f;
@@ -735,24 +741,28 @@ Test(access, uid_limits_hold_across_a_uids_connections)
 	cr_expect_eq(counter(root, "uid_sessions_refused"), 1);
 
 	/* Memory: what one session of uid A uses, then a limit of one and a
-	 * half of that, set by reloading the file. */
+	 * half of that beside the uid's pinned regions (the uid limit counts
+	 * them too), set by reloading the file. */
 	run_checked(a1, s1, r1, m1, 16);
 	snprintf(owner, sizeof(owner), "uid:%d", UID_A);
 	cr_assert(memory_device(root, owner, &used, &limit));
 	cr_assert_gt(used, 0, "a run charged nothing to the uid");
 	cr_expect_eq(limit, 0);
+	if (!memory_role(root, owner, "pinned", &pinned, NULL))
+		pinned = 0;
+	room = used + used / 2 + pinned;
 	f = fopen(conf, "w");
 	cr_assert_not_null(f);
 	fprintf(f, "[daemon]\nuid_max_bytes = %llu\n",
-		(unsigned long long)(used + used / 2));
+		(unsigned long long)room);
 	fclose(f);
 	cr_assert_eq(kill(d.pid, SIGHUP), 0);
 	cr_assert(h_wait_log(&d, "configuration reloaded"));
 	cr_assert(memory_device(a1, owner, NULL, &limit));
-	cr_expect_eq(limit, used + used / 2);
+	cr_expect_eq(limit, room);
 	cr_expect_eq(run_code(a2, s2, r2, r2, 16), CEP_ELIMIT);
 	snprintf(want, sizeof(want), "uid %d memory limit %llu bytes", UID_A,
-		 (unsigned long long)(used + used / 2));
+		 (unsigned long long)room);
 	cr_expect_not_null(strstr(resp.status.message, want), "%s",
 			   resp.status.message);
 	cr_expect_eq(counter(root, "uid_bytes_refused"), 1);

@@ -289,7 +289,10 @@ Test(fence, a_wait_that_times_out_leaves_the_fence_for_a_later_one)
 		if (ret == CEP_ETIMEDOUT) {
 			timed_out++;
 			cr_assert_not_null(t[RUNS - 1].fence.client, "a timeout consumes nothing");
-			cr_assert_eq(cep_fence_poll(&t[RUNS - 1].fence), CEP_EAGAIN);
+			/* Still pending, or (on a fast GPU) done since, which
+			 * the poll then consumes. */
+			ret = cep_fence_poll(&t[RUNS - 1].fence);
+			cr_assert(ret == CEP_EAGAIN || ret == 0, "%s", cep_err_name(ret));
 		} else {
 			cr_assert_eq(ret, 0, "%s", cep_last_error());
 		}
