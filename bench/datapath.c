@@ -26,7 +26,7 @@
  * host-to-device copy: reported as GB/s.
  *
  * Without --socket it starts its own cudaepd ($CUDAEP_BUILD_DIR/bin or
- * build/bin) on a temporary socket, on --backend (default cuda).
+ * build/bin) on a temporary socket, on --backend (default auto).
  */
 #include "cudaep.h"
 
@@ -450,7 +450,7 @@ static int parse_list(const char *s, int *out)
 
 int main(int argc, char **argv)
 {
-	struct opts o = { .backend = "cuda", .runs = 20000, .bytes = 4096, .floor = 1 };
+	struct opts o = { .backend = "auto", .runs = 20000, .bytes = 4096, .floor = 1 };
 	char dir[] = "/tmp/cudaep-datapath-XXXXXX", sock[256], model[512];
 	pid_t daemon = 0;
 
