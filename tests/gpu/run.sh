@@ -5,7 +5,8 @@
 # same suites as CI with CUDAEP_TEST_GPU=1: GPU tests run, daemons use the
 # CUDA backend), conformance (the ONNX node cases generated from the
 # machine's onnx, through a CUDA daemon, next to the host backend's), rtt,
-# datapath (bench/datapath: the trivial model's round trip next to the
+# warm (bench/warm_counters.py: the daemon's counters over warm runs of
+# ResNet-50), datapath (bench/datapath: the trivial model's round trip next to the
 # driver floor, H2D from a region), models (bench/models.py), profile (bench/profile over ResNet-50 and
 # BERT-base: time per operator), many (bench/many_clients.py), or a test binary name (test_cuda_conv) to run
 # only it. Full logs go to $OUT (or ./gpu-out); a summary is printed last.
@@ -73,6 +74,10 @@ for part in "$@"; do
 			> "$OUT/rtt.log" 2>&1
 		kill "$pid"; wait "$pid"
 		tail -15 "$OUT/rtt.log" >> "$SUMMARY"
+		;;
+	warm)
+		python3 bench/warm_counters.py --build "$B" > "$OUT/warm.log" 2>&1
+		tail -14 "$OUT/warm.log" >> "$SUMMARY"
 		;;
 	datapath)
 		"$B/bench/datapath" --clients 1,4 --inflight 1,8 --runs 20000 --bandwidth 256 \
