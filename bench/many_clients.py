@@ -21,13 +21,15 @@ import argparse
 import multiprocessing as mp
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import models  # noqa: E402  (bench/models.py: the export and the daemon)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -36,16 +38,6 @@ def gpu_used_mib():
     r = subprocess.run(["nvidia-smi", "--query-gpu=memory.used",
                         "--format=csv,noheader,nounits"], capture_output=True, text=True)
     return int(r.stdout.split()[0])
-
-
-def export_resnet(path):
-    import torch
-    import torchvision
-    torch.manual_seed(0)
-    m = torchvision.models.resnet50(weights=None).eval()
-    torch.onnx.export(m, (torch.randn(1, 3, 224, 224),), path, opset_version=17,
-                      dynamo=False, input_names=["x"], output_names=["logits"],
-                      dynamic_axes={"x": {0: "batch"}, "logits": {0: "batch"}})
 
 
 def cudaep_worker(build, sock, path, seconds, barrier, result, idx):
@@ -123,20 +115,9 @@ def main():
     build = os.path.abspath(args.build)
     work = tempfile.mkdtemp(prefix="cudaep-many-")
     path = os.path.join(work, "resnet50.onnx")
-    export_resnet(path)
+    models.export_resnet(path)
     base = gpu_used_mib()
-    sock = os.path.join(work, "cudaep.sock")
-    logf = open(os.path.join(work, "cudaepd.log"), "wb")
-    daemon = subprocess.Popen([os.path.join(build, "bin", "cudaepd"), "--socket", sock,
-                               "--backend", "cuda"], stdout=logf, stderr=logf)
-    for _ in range(600):
-        try:
-            so = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-            so.connect(sock)
-            so.close()
-            break
-        except OSError:
-            time.sleep(0.05)
+    daemon, sock = models.start_daemon(build, work)
     rows = []
     try:
         for n in [int(v) for v in args.clients.split(",")]:

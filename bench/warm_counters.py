@@ -17,11 +17,9 @@ import argparse
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
-import time
 
 import numpy as np
 
@@ -70,18 +68,7 @@ def main():
     work = tempfile.mkdtemp(prefix="cudaep-warm-")
     path = os.path.join(work, "resnet50.onnx")
     models.export_resnet(path)
-    sock = os.path.join(work, "cudaep.sock")
-    logf = open(os.path.join(work, "cudaepd.log"), "wb")
-    daemon = subprocess.Popen([os.path.join(build, "bin", "cudaepd"), "--socket", sock,
-                               "--backend", "cuda"], stdout=logf, stderr=logf)
-    for _ in range(600):
-        try:
-            so = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-            so.connect(sock)
-            so.close()
-            break
-        except OSError:
-            time.sleep(0.05)
+    daemon, sock = models.start_daemon(build, work)
     rng = np.random.default_rng(0)
     try:
         with cudaep.connect(sock, name="warm") as c, c.load(path, name="resnet50") as s:

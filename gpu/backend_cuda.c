@@ -313,7 +313,8 @@ static int cuda_stream_fault_save(struct backend *b, struct backend_stream *s,
 
 /* ----------------------------------------------------------------- events */
 
-static int cuda_event_new(struct backend *b, struct backend_event **out)
+/* An event with the driver's flags. */
+static int cuda_event_make(struct backend *b, unsigned flags, struct backend_event **out)
 {
 	struct cuda_ctx *cc = b->ctx;
 	struct backend_event *e;
@@ -325,7 +326,7 @@ static int cuda_event_new(struct backend *b, struct backend_event **out)
 	e = calloc(1, sizeof(*e));
 	if (e == NULL)
 		return cep__set_error(CEP_ENOMEM, NULL);
-	ret = CEP_CU_CHECK(cc->drv->cuEventCreate(&e->ev, CU_EVENT_DISABLE_TIMING));
+	ret = CEP_CU_CHECK(cc->drv->cuEventCreate(&e->ev, flags));
 	if (ret < 0) {
 		free(e);
 		return ret;
@@ -334,26 +335,15 @@ static int cuda_event_new(struct backend *b, struct backend_event **out)
 	return 0;
 }
 
+static int cuda_event_new(struct backend *b, struct backend_event **out)
+{
+	return cuda_event_make(b, CU_EVENT_DISABLE_TIMING, out);
+}
+
 /* An event that keeps time (CU_EVENT_DEFAULT), for profiling. */
 static int cuda_timer_new(struct backend *b, struct backend_event **out)
 {
-	struct cuda_ctx *cc = b->ctx;
-	struct backend_event *e;
-	int ret;
-
-	ret = cuda_current(cc);
-	if (ret < 0)
-		return ret;
-	e = calloc(1, sizeof(*e));
-	if (e == NULL)
-		return cep__set_error(CEP_ENOMEM, NULL);
-	ret = CEP_CU_CHECK(cc->drv->cuEventCreate(&e->ev, CU_EVENT_DEFAULT));
-	if (ret < 0) {
-		free(e);
-		return ret;
-	}
-	*out = e;
-	return 0;
+	return cuda_event_make(b, CU_EVENT_DEFAULT, out);
 }
 
 static int cuda_event_elapsed(struct backend *b, struct backend_event *start,
