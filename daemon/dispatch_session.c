@@ -490,6 +490,7 @@ static void job_after(uv_work_t *w, int status)
 		.s = s, .c = c, .arena = &s->arena, .resp = &resp,
 		.body = &body, .fds = NULL, .nfds = 0,
 	};
+	struct fence_run *fr = NULL;
 	size_t len;
 	int ret;
 
@@ -522,16 +523,18 @@ static void job_after(uv_work_t *w, int status)
 	dispatch__response_encode(&resp, ret, s->out_buf, &len);
 	reqarena_reset(&s->arena);
 	access_kill_finish(c);
+	/* Taken before the send, which frees the connection and its job
+	 * when the peer is gone (a run in flight keeps the connection). */
+	if (j->kind == JOB_RUN_FENCED) {
+		fr = j->run.fr;
+		j->run.fr = NULL;
+	}
 	conn_job_done(c);
 	conn_send(c, s->out_buf, len);
 	/* Its completion may have come already; it is finished after the
 	 * reply, whose body it cannot overtake. */
-	if (j->kind == JOB_RUN_FENCED && j->run.fr != NULL) {
-		struct fence_run *fr = j->run.fr;
-
-		j->run.fr = NULL;
+	if (fr != NULL)
 		fence_run_replied(fr);
-	}
 }
 
 /* Runs j: on the thread pool for a connection with a socket (the reply
