@@ -508,8 +508,15 @@ static void conn_on_poll(uv_poll_t *h, int status, int events)
 	struct conn *c = container_of(h, struct conn, poll);
 
 	if (status < 0) {
-		log_notice("client %llu: poll: %s", (unsigned long long)c->id,
-			   uv_strerror(status));
+		/* libuv reports POLLERR as UV_EBADF: on a Unix socket that is
+		 * a peer that went away with data unread (killed), which is
+		 * the client's business, not the daemon's. */
+		if (status == UV_EBADF)
+			log_info("client %llu: the connection failed (the peer went away)",
+				 (unsigned long long)c->id);
+		else
+			log_notice("client %llu: poll: %s", (unsigned long long)c->id,
+				   uv_strerror(status));
 		conn_free(c);
 		return;
 	}
