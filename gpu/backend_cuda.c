@@ -69,6 +69,17 @@ struct backend_graph {
 	bool checked;                      /* it holds a checking kernel */
 };
 
+/* A library opened on first use (cuBLASLt, cuDNN): large, and needed
+ * only by some models. A failure to open is kept and repeated, so a
+ * machine without the library is asked once. */
+struct cuda_lazy {
+	pthread_mutex_t lock;              /* guards the three below */
+	void *lib;                         /* owned, or NULL */
+	int err;                           /* why it could not open; 0: it did,
+	                                    * or nobody asked yet */
+	char why[400];                     /* that failure's message */
+};
+
 struct cuda_ctx {
 	struct cuda_driver *drv;           /* owned */
 	int ordinal;
@@ -81,18 +92,10 @@ struct cuda_ctx {
 	struct alloc_provider *prov;       /* owned */
 	struct arena *arena;               /* owned; device memory */
 	char desc[256];                    /* what iface.device shows */
-	pthread_mutex_t blas_lock;         /* guards the three below */
-	struct cublaslt *blas;             /* owned; opened by the first plan
-	                                    * with a GEMM (cuda_blas_get()) */
-	int blas_err;                      /* why it could not open; 0: it did,
-	                                    * or nobody asked yet */
-	char blas_why[400];                /* that failure's message */
-	pthread_mutex_t dnn_lock;          /* guards the three below */
-	struct cudnn *dnn;                 /* owned; opened by the first plan
-	                                    * with a convolution (cuda_dnn_get()) */
-	int dnn_err;                       /* why it could not open; 0: it did,
-	                                    * or nobody asked yet */
-	char dnn_why[400];                 /* that failure's message */
+	struct cuda_lazy blas;             /* struct cublaslt, opened by the
+	                                    * first plan with a GEMM */
+	struct cuda_lazy dnn;              /* struct cudnn, opened by the first
+	                                    * plan with a convolution */
 	char dnn_path[512];                /* the configured library; "": search */
 	bool write64;                      /* streams can write 64-bit values
 	                                    * (CAN_USE_64_BIT_STREAM_MEM_OPS) */
@@ -713,59 +716,75 @@ CUstream cuda_stream_handle(const struct backend_stream *s)
 	return s != NULL ? s->stream : NULL;
 }
 
+/* The library of l, opened with open(path) on first use, in *out. Every
+ * caller goes on to use it at plan time, which needs the context current
+ * on its thread; a context that cannot be made current is this call's
+ * error, not the library's: only the opening's failure is kept. */
+static int cuda_lazy_get(struct cuda_ctx *cc, struct cuda_lazy *l,
+			 int (*open)(const char *path, void **out), const char *path,
+			 void **out)
+{
+	int ret;
+
+	pthread_mutex_lock(&l->lock);
+	ret = cuda_current(cc);
+	if (ret == 0 && l->lib == NULL && l->err == 0 && (ret = open(path, &l->lib)) < 0) {
+		l->err = ret;
+		snprintf(l->why, sizeof(l->why), "%s", cep_last_error());
+	}
+	if (ret == 0 && l->err != 0)
+		ret = cep__set_error(l->err, "%s", l->why);
+	*out = l->lib;
+	pthread_mutex_unlock(&l->lock);
+	return ret;
+}
+
+static int blas_open(const char *path, void **out)
+{
+	struct cublaslt *lt = NULL;
+	int ret = cublaslt_new(path, &lt);
+
+	*out = lt;
+	return ret;
+}
+
+static int dnn_open(const char *path, void **out)
+{
+	struct cudnn *dnn = NULL;
+	int ret = cudnn_new(path, &dnn);
+
+	*out = dnn;
+	return ret;
+}
+
 /* cuBLASLt is large (over 500 MiB mapped) and most backends of the tests
- * never multiply matrices, so it opens on first use; a failure is kept
- * and repeated, so a machine without it is asked once. */
+ * never multiply matrices. */
 int cuda_blas_get(struct backend *be, struct cublaslt **out)
 {
-	struct cuda_ctx *cc;
-	int ret = 0;
+	void *lib = NULL;
+	int ret;
 
 	*out = NULL;
 	if (!cuda_backend_is(be))
 		return not_cuda(be);
-	cc = be->ctx;
-	pthread_mutex_lock(&cc->blas_lock);
-	if (cc->blas == NULL && cc->blas_err == 0) {
-		/* A context that cannot be made current is this call's error,
-		 * not the library's: only the opening's failure is kept. */
-		ret = cuda_current(cc);
-		if (ret == 0 && (ret = cublaslt_new(NULL, &cc->blas)) < 0) {
-			cc->blas_err = ret;
-			snprintf(cc->blas_why, sizeof(cc->blas_why), "%s", cep_last_error());
-		}
-	}
-	if (ret == 0 && cc->blas_err != 0)
-		ret = cep__set_error(cc->blas_err, "%s", cc->blas_why);
-	*out = cc->blas;
-	pthread_mutex_unlock(&cc->blas_lock);
+	ret = cuda_lazy_get(be->ctx, &((struct cuda_ctx *)be->ctx)->blas, blas_open, NULL, &lib);
+	*out = lib;
 	return ret;
 }
 
-/* cuDNN is larger still, and only models with convolutions need it: it
- * opens on first use like cuBLASLt, and a failure is kept and repeated. */
+/* cuDNN is larger still, and only models with convolutions need it. */
 int cuda_dnn_get(struct backend *be, struct cudnn **out)
 {
 	struct cuda_ctx *cc;
+	void *lib = NULL;
 	int ret;
 
 	*out = NULL;
 	if (!cuda_backend_is(be))
 		return not_cuda(be);
 	cc = be->ctx;
-	pthread_mutex_lock(&cc->dnn_lock);
-	/* Every caller goes on to use the handle at plan time, which needs
-	 * the context current on its thread. */
-	ret = cuda_current(cc);
-	if (ret == 0 && cc->dnn == NULL && cc->dnn_err == 0 &&
-	    (ret = cudnn_new(cc->dnn_path[0] ? cc->dnn_path : NULL, &cc->dnn)) < 0) {
-		cc->dnn_err = ret;
-		snprintf(cc->dnn_why, sizeof(cc->dnn_why), "%s", cep_last_error());
-	}
-	if (ret == 0 && cc->dnn_err != 0)
-		ret = cep__set_error(cc->dnn_err, "%s", cc->dnn_why);
-	*out = cc->dnn;
-	pthread_mutex_unlock(&cc->dnn_lock);
+	ret = cuda_lazy_get(cc, &cc->dnn, dnn_open, cc->dnn_path[0] ? cc->dnn_path : NULL, &lib);
+	*out = lib;
 	return ret;
 }
 
@@ -774,12 +793,12 @@ int cuda_dnn_get(struct backend *be, struct cudnn **out)
 static void cuda_ctx_close(struct cuda_ctx *cc)
 {
 	if (cc->ctx != NULL && cuda_current(cc) == 0) {
-		cublaslt_free(cc->blas);
-		cudnn_free(cc->dnn);
+		cublaslt_free(cc->blas.lib);
+		cudnn_free(cc->dnn.lib);
 		nvrtc_cache_free(cc->kernels);
 	}
-	pthread_mutex_destroy(&cc->blas_lock);
-	pthread_mutex_destroy(&cc->dnn_lock);
+	pthread_mutex_destroy(&cc->blas.lock);
+	pthread_mutex_destroy(&cc->dnn.lock);
 	nvrtc_lib_free(cc->nvrtc);
 	arena_free(cc->arena);
 	alloc_provider_free(cc->prov);
@@ -876,8 +895,8 @@ int backend_cuda_new_config(const struct backend_cuda_config *cfg, struct backen
 		goto out;
 	}
 	cc->ordinal = cfg->device;
-	pthread_mutex_init(&cc->blas_lock, NULL);
-	pthread_mutex_init(&cc->dnn_lock, NULL);
+	pthread_mutex_init(&cc->blas.lock, NULL);
+	pthread_mutex_init(&cc->dnn.lock, NULL);
 	if (cfg->cudnn_lib != NULL)
 		snprintf(cc->dnn_path, sizeof(cc->dnn_path), "%s", cfg->cudnn_lib);
 	ret = cuda_driver_new(cfg->driver_lib, &cc->drv);
