@@ -28,7 +28,7 @@
  * Without --socket it starts its own cudaepd ($CUDAEP_BUILD_DIR/bin or
  * build/bin) on a temporary socket, on --backend (default auto).
  */
-#include "cudaep.h"
+#include "bench_util.h"
 
 #include <cuda.h>
 #include <dlfcn.h>
@@ -61,21 +61,6 @@ struct opts {
 	int floor;                /* measure the driver floor too */
 	size_t bandwidth_mib;     /* 0: no bandwidth run */
 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
 
 static double pct_us(uint64_t *v, size_t n, double p)
 {
@@ -401,39 +386,6 @@ static int floor_run(const struct opts *o)
 
 /* ------------------------------------------------------------------ daemon */
 
-static pid_t start_daemon(char *sock, size_t len, const char *dir, const char *backend)
-{
-	const char *bd = getenv("CUDAEP_BUILD_DIR");
-	char bin[512];
-	pid_t pid;
-
-	snprintf(bin, sizeof(bin), "%s/bin/cudaepd", bd && *bd ? bd : "build");
-	snprintf(sock, len, "%s/cudaep.sock", dir);
-	pid = fork();
-	if (pid == 0) {
-		execl(bin, "cudaepd", "--socket", sock, "--backend", backend, "--log-level",
-		      "warning", (char *)NULL);
-		perror(bin);
-		_exit(127);
-	}
-	for (int i = 0; i < 600; i++) {
-		struct sockaddr_un a = { .sun_family = AF_UNIX };
-		int fd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
-
-		if (strlen(sock) >= sizeof(a.sun_path))
-			break;
-		memcpy(a.sun_path, sock, strlen(sock) + 1);
-		if (connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0) {
-			close(fd);
-			return pid;
-		}
-		close(fd);
-		usleep(50000);
-	}
-	kill(pid, SIGKILL);
-	return -1;
-}
-
 static int parse_list(const char *s, int *out)
 {
 	int n = 0;
@@ -496,7 +448,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (o.socket == NULL) {
-		daemon = start_daemon(sock, sizeof(sock), dir, o.backend);
+		daemon = bench_daemon_start(sock, sizeof(sock), dir, o.backend);
 		if (daemon < 0) {
 			fprintf(stderr, "datapath: cudaepd did not start\n");
 			return 1;

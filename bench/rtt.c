@@ -9,7 +9,7 @@
  * Without --socket it starts its own cudaepd (from $CUDAEP_BUILD_DIR/bin or
  * build/bin) on a temporary socket and stops it afterwards.
  */
-#include "cudaep.h"
+#include "bench_util.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -26,51 +26,6 @@
 #include <unistd.h>
 
 #define WARMUP 1000
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static pid_t start_daemon(char *sock, size_t len, char *dir)
-{
-	const char *bd = getenv("CUDAEP_BUILD_DIR");
-	char bin[512];
-	pid_t pid;
-
-	snprintf(bin, sizeof(bin), "%s/bin/cudaepd", bd && *bd ? bd : "build");
-	if (mkdtemp(dir) == NULL)
-		return -1;
-	snprintf(sock, len, "%s/cudaep.sock", dir);
-	pid = fork();
-	if (pid == 0) {
-		execl(bin, "cudaepd", "--socket", sock, "--log-level", "warning",
-		      (char *)NULL);
-		perror(bin);
-		_exit(127);
-	}
-	for (int i = 0; i < 1000; i++) {
-		cep_client *c = NULL;
-
-		if (cep_connect(sock, "rtt-probe", &c) == 0) {
-			cep_close(c);
-			return pid;
-		}
-		usleep(10000);
-	}
-	kill(pid, SIGKILL);
-	return -1;
-}
 
 /* One client process: WARMUP untimed pings, then n timed ones into lat. */
 static int client(const char *sock, uint64_t *lat, size_t n)
@@ -162,7 +117,9 @@ int main(int argc, char **argv)
 	if (n == 0)
 		n = 1;
 	if (sock[0] == '\0') {
-		daemon = start_daemon(sock, sizeof(sock), dir);
+		daemon = -1;
+		if (mkdtemp(dir) != NULL)
+			daemon = bench_daemon_start(sock, sizeof(sock), dir, NULL);
 		if (daemon < 0) {
 			fprintf(stderr, "rtt: could not start cudaepd\n");
 			return 1;
