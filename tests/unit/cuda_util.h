@@ -201,6 +201,33 @@ static CU_UNUSED void dev_get(void *host, const void *d, size_t bytes)
 			     cep_last_error());
 }
 
+/* Frees the data of n host tensors. */
+static CU_UNUSED void free_inputs(struct op_tensor *in, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		free(in[i].data);
+}
+
+/* The root mean square of a float tensor's finite elements (1 when it
+ * has none): the scale that errors of cancelling sums are measured by. */
+static CU_UNUSED double rms(const struct op_tensor *t)
+{
+	int64_t n = op_dims_product(t, 0, t->rank), i, k = 0;
+	double s = 0.0;
+
+	for (i = 0; i < n; i++) {
+		double v = cpu_load_f(t->data, t->dtype, i);
+
+		if (isfinite(v)) {
+			s += v * v;
+			k++;
+		}
+	}
+	return k > 0 && s > 0.0 ? sqrt(s / (double)k) : 1.0;
+}
+
 /* ------------------------------------------------------------------ calls */
 
 /* A kernel call on the device as the planner makes one: the node, its

@@ -208,24 +208,6 @@ static void blas_call_free(struct blas_call *bc)
 	dev_call_free(&bc->d);
 }
 
-/* The root mean square of a float tensor's finite elements (1 when it
- * has none): the scale that errors of cancelling sums are measured by. */
-static double rms(const struct op_tensor *t)
-{
-	int64_t n = op_dims_product(t, 0, t->rank), i, k = 0;
-	double s = 0.0;
-
-	for (i = 0; i < n; i++) {
-		double v = cpu_load_f(t->data, t->dtype, i);
-
-		if (isfinite(v)) {
-			s += v * v;
-			k++;
-		}
-	}
-	return k > 0 && s > 0.0 ? sqrt(s / (double)k) : 1.0;
-}
-
 /* The tolerance of the issue: float32 with TF32 off 1e-4, the 16-bit
  * types 1e-2 (a unit of their last place where the host and the device
  * round float32 sums that differ in the last bits to different sides). */
@@ -280,14 +262,6 @@ static int64_t check_blas(const char *op, int opset, const struct op_attr *attrs
 	bad = blas_compare(&bc, in, n_in, label);
 	blas_call_free(&bc);
 	return bad;
-}
-
-static void free_inputs(struct op_tensor *in, int n)
-{
-	int i;
-
-	for (i = 0; i < n; i++)
-		free(in[i].data);
 }
 
 Test(gpu_blas, matmul_of_every_shape_and_type)

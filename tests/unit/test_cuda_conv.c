@@ -241,24 +241,6 @@ static void conv_call_free(struct conv_call *cc)
 	dev_call_free(&cc->d);
 }
 
-/* The root mean square of a float tensor's finite elements (1 when it
- * has none): the scale that errors of cancelling sums are measured by. */
-static double rms(const struct op_tensor *t)
-{
-	int64_t n = op_dims_product(t, 0, t->rank), i, k = 0;
-	double s = 0.0;
-
-	for (i = 0; i < n; i++) {
-		double v = cpu_load_f(t->data, t->dtype, i);
-
-		if (isfinite(v)) {
-			s += v * v;
-			k++;
-		}
-	}
-	return k > 0 && s > 0.0 ? sqrt(s / (double)k) : 1.0;
-}
-
 /* The tolerances: float32 1e-4, the 16-bit types 1e-2, float32 with TF32
  * 1e-3 of each value; and, where sums cancel, a fraction of the output's
  * root mean square: the same for float32 and float16; 3e-3 for TF32's
@@ -306,14 +288,6 @@ static void *conv_get(struct conv_call *cc)
 	dev_get(got, cc->d.out.data, bytes);
 	cr_assert_eq(backend_stream_sync(gpu_be, gpu_s), 0, "%s", cep_last_error());
 	return got;
-}
-
-static void free_inputs(struct op_tensor *in, int n)
-{
-	int i;
-
-	for (i = 0; i < n; i++)
-		free(in[i].data);
 }
 
 /* ---------------------------------------------------------- random cases */

@@ -318,14 +318,6 @@ static int64_t check_op(const char *op, int opset, const struct op_attr *attrs, 
 	return bad;
 }
 
-static void free_inputs(struct op_tensor *in, int n)
-{
-	int i;
-
-	for (i = 0; i < n; i++)
-		free(in[i].data);
-}
-
 /* Whether the host has a kernel for op at opset over inputs of dtype. */
 static bool host_takes(const char *op, int opset, cep_dtype dtype)
 {

@@ -102,14 +102,6 @@ static int64_t check_op(const char *op, int opset, const struct op_attr *attrs, 
 	return bad;
 }
 
-static void free_inputs(struct op_tensor *in, int n)
-{
-	int i;
-
-	for (i = 0; i < n; i++)
-		free(in[i].data);
-}
-
 Test(gpu_kernels, binary_ops_broadcast_like_the_host)
 {
 	static const char *const ops[] = { "Add", "Sub", "Mul", "Div" };

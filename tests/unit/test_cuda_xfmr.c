@@ -160,24 +160,6 @@ static void xcall_free(struct xcall *x)
 	dev_call_free(&x->d);
 }
 
-/* The root mean square of a float tensor's finite elements (1 when it
- * has none): the scale errors of cancelling sums are measured by. */
-static double rms(const struct op_tensor *t)
-{
-	int64_t n = op_dims_product(t, 0, t->rank), i, k = 0;
-	double s = 0.0;
-
-	for (i = 0; i < n; i++) {
-		double v = cpu_load_f(t->data, t->dtype, i);
-
-		if (isfinite(v)) {
-			s += v * v;
-			k++;
-		}
-	}
-	return k > 0 && s > 0.0 ? sqrt(s / (double)k) : 1.0;
-}
-
 /* The tolerance of the brief: 1e-4 for float32, 1e-2 for 16-bit types,
  * relative and of the root mean square. */
 static double xfmr_tol(cep_dtype t)
@@ -218,14 +200,6 @@ static int64_t check_xfmr(const char *op, const struct op_attr *attrs, int n_att
 	free(ref.data);
 	xcall_free(&x);
 	return bad;
-}
-
-static void free_inputs(struct op_tensor *in, int n)
-{
-	int i;
-
-	for (i = 0; i < n; i++)
-		free(in[i].data);
 }
 
 /* Multiplies every element of float tensor t by f. */
