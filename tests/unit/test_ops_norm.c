@@ -21,6 +21,7 @@
 #include "engine.h"
 #include "exec.h"
 #include "onnxb.h"
+#include "ops_harness.h"
 #include "registry.h"
 
 /* ------------------------------------------------------------------ helpers */
@@ -42,42 +43,6 @@ static struct op_attr attr_i(const char *name, int64_t v)
 static struct op_attr attr_f(const char *name, float v)
 {
 	return (struct op_attr){ .name = name, .type = OP_ATTR_FLOAT, .f = v };
-}
-
-static int infer(const char *op, int opset, const struct op_attr *attrs, int n_attrs,
-		 const struct op_tensor *in, int n_in, struct op_tensor *out, int n_out)
-{
-	const struct op_node node = { "t", op, "", opset, n_attrs, attrs };
-	struct op_infer x = { &node, n_in, n_out, in, out };
-	const struct op_schema *s;
-	int ret;
-
-	ret = op_schema_find("", op, opset, &s);
-	if (ret < 0)
-		return ret;
-	memset(out, 0, sizeof(*out) * (size_t)n_out);
-	return s->infer(&x);
-}
-
-/* Infers and runs op; out[i].data is malloc'd (free() it) on success. */
-static int run(const char *op, int opset, const struct op_attr *attrs, int n_attrs,
-	       const struct op_tensor *in, int n_in, struct op_tensor *out, int n_out)
-{
-	const struct op_node node = { "t", op, "", opset, n_attrs, attrs };
-	const struct op_schema *s;
-	const struct op_kernel *k;
-	int ret;
-
-	ret = infer(op, opset, attrs, n_attrs, in, n_in, out, n_out);
-	if (ret < 0)
-		return ret;
-	ret = op_schema_find("", op, opset, &s);
-	if (ret < 0)
-		return ret;
-	ret = op_kernel_find(s, opset, BACKEND_HOST, op_kernel_dtype(s, in, n_in, out, n_out), &k);
-	if (ret < 0)
-		return ret;
-	return exec_host_eval(&node, k, in, n_in, out, n_out);
 }
 
 static void outs_free(struct op_tensor *out, int n)
@@ -140,7 +105,7 @@ Test(ops_norm, layernorm_with_scale_bias_and_statistics)
 	in[0] = tensor(CEP_DTYPE_FLOAT32, 3, dx, x);
 	in[1] = tensor(CEP_DTYPE_FLOAT32, 2, dp, sc);
 	in[2] = tensor(CEP_DTYPE_FLOAT32, 2, dp, bias);
-	cr_assert_eq(run("LayerNormalization", 17, a, 2, in, 3, out, 3), 0, "%s", cep_last_error());
+	cr_assert_eq(oh_run("LayerNormalization", 17, a, 2, in, 3, out, 3), 0, "%s", cep_last_error());
 	cr_assert_eq(out[1].dtype, CEP_DTYPE_FLOAT32);
 	cr_assert_eq(out[1].rank, 3);
 	cr_assert_eq(out[1].dims[0], R);
@@ -176,13 +141,13 @@ Test(ops_norm, layernorm_broadcasts_scale_one_way)
 	ref_standardize(x, R * A, B, 1e-5f, y, mean, inv);
 	in[0] = tensor(CEP_DTYPE_FLOAT32, 3, dx, x);
 	in[1] = tensor(CEP_DTYPE_FLOAT32, 1, d1, s1);
-	cr_assert_eq(run("LayerNormalization", 17, NULL, 0, in, 2, out, 1), 0, "%s",
+	cr_assert_eq(oh_run("LayerNormalization", 17, NULL, 0, in, 2, out, 1), 0, "%s",
 		     cep_last_error());
 	for (i = 0; i < R * A * B; i++)
 		cr_assert_float_eq(((float *)out[0].data)[i], 2 * y[i], 1e-5);
 	outs_free(out, 1);
 	in[1] = tensor(CEP_DTYPE_FLOAT32, 3, drow, srow);
-	cr_assert_eq(run("LayerNormalization", 17, NULL, 0, in, 2, out, 1), 0, "%s",
+	cr_assert_eq(oh_run("LayerNormalization", 17, NULL, 0, in, 2, out, 1), 0, "%s",
 		     cep_last_error());
 	for (i = 0; i < R * A * B; i++) {
 		int r = i / (A * B), k = i % B;
@@ -196,7 +161,7 @@ Test(ops_norm, layernorm_broadcasts_scale_one_way)
 		hs[i] = cpu_f32_to_f16(1.0f + (float)i);
 	in[0] = tensor(CEP_DTYPE_FLOAT16, 3, dx, h);
 	in[1] = tensor(CEP_DTYPE_FLOAT16, 1, dB, hs);
-	cr_assert_eq(run("LayerNormalization", 17, NULL, 0, in, 2, out, 1), 0, "%s",
+	cr_assert_eq(oh_run("LayerNormalization", 17, NULL, 0, in, 2, out, 1), 0, "%s",
 		     cep_last_error());
 	cr_assert_eq(out[0].dtype, CEP_DTYPE_FLOAT16);
 	for (i = 0; i < R * A * B; i++)
@@ -217,24 +182,24 @@ Test(ops_norm, layernorm_stash_type_and_errors)
 				   tensor(CEP_DTYPE_FLOAT32, 1, d3, sc) };
 	struct op_tensor out[3];
 
-	cr_assert_eq(run("LayerNormalization", 17, bf, 1, in, 2, out, 3), 0, "%s", cep_last_error());
+	cr_assert_eq(oh_run("LayerNormalization", 17, bf, 1, in, 2, out, 3), 0, "%s", cep_last_error());
 	cr_assert_eq(out[1].dtype, CEP_DTYPE_BFLOAT16);
 	cr_assert_eq(cpu_bf16_to_f32(((uint16_t *)out[1].data)[1]), 5.0f);
 	outs_free(out, 3);
-	cr_assert_eq(run("LayerNormalization", 17, dbl, 1, in, 2, out, 3), CEP_EMODEL);
+	cr_assert_eq(oh_run("LayerNormalization", 17, dbl, 1, in, 2, out, 3), CEP_EMODEL);
 	cr_assert(strstr(cep_last_error(), "stash_type 11"), "%s", cep_last_error());
-	cr_assert_eq(run("LayerNormalization", 17, ax, 1, in, 2, out, 1), CEP_EMODEL);
+	cr_assert_eq(oh_run("LayerNormalization", 17, ax, 1, in, 2, out, 1), CEP_EMODEL);
 	cr_assert(strstr(cep_last_error(), "LayerNormalization: axis 2 is out of range"), "%s",
 		  cep_last_error());
 	in[1] = tensor(CEP_DTYPE_FLOAT32, 1, d4, s4);
-	cr_assert_eq(run("LayerNormalization", 17, NULL, 0, in, 2, out, 1), CEP_ESHAPE);
+	cr_assert_eq(oh_run("LayerNormalization", 17, NULL, 0, in, 2, out, 1), CEP_ESHAPE);
 	cr_assert(strstr(cep_last_error(), "Scale of shape [4] does not broadcast to X of shape [2,3]"),
 		  "%s", cep_last_error());
 	in[1] = tensor(CEP_DTYPE_FLOAT32, 3, dbig, sc);
-	cr_assert_eq(run("LayerNormalization", 17, NULL, 0, in, 2, out, 1), CEP_ESHAPE);
+	cr_assert_eq(oh_run("LayerNormalization", 17, NULL, 0, in, 2, out, 1), CEP_ESHAPE);
 	in[1] = tensor(CEP_DTYPE_FLOAT16, 1, d3, hs);
-	cr_assert_eq(run("LayerNormalization", 17, NULL, 0, in, 2, out, 1), CEP_EDTYPE);
-	cr_assert_eq(run("LayerNormalization", 16, NULL, 0, in, 2, out, 1), CEP_EUNSUPPORTED,
+	cr_assert_eq(oh_run("LayerNormalization", 17, NULL, 0, in, 2, out, 1), CEP_EDTYPE);
+	cr_assert_eq(oh_run("LayerNormalization", 16, NULL, 0, in, 2, out, 1), CEP_EUNSUPPORTED,
 		     "LayerNormalization is in ai.onnx from 17");
 }
 
@@ -245,7 +210,7 @@ Test(ops_norm, layernorm_infers_symbols)
 				   tensor(CEP_DTYPE_FLOAT32, 1, ds, NULL) };
 	struct op_tensor out[3];
 
-	cr_assert_eq(infer("LayerNormalization", 17, NULL, 0, in, 2, out, 3), 0, "%s",
+	cr_assert_eq(oh_infer("LayerNormalization", 17, NULL, 0, in, 2, out, 3), 0, "%s",
 		     cep_last_error());
 	cr_assert_eq(out[0].dims[1], OP_DIM_SYM(1));
 	cr_assert_eq(out[1].dims[0], OP_DIM_SYM(0));
@@ -282,7 +247,7 @@ Test(ops_norm, batchnorm_per_channel_in_each_opset)
 	in[3] = tensor(CEP_DTYPE_FLOAT32, 1, dc, m);
 	in[4] = tensor(CEP_DTYPE_FLOAT32, 1, dc, v);
 	for (o = 0; o < sizeof(opsets) / sizeof(opsets[0]); o++) {
-		cr_assert_eq(run("BatchNormalization", opsets[o], eps, 1, in, 5, &out, 1), 0,
+		cr_assert_eq(oh_run("BatchNormalization", opsets[o], eps, 1, in, 5, &out, 1), 0,
 			     "opset %d: %s", opsets[o], cep_last_error());
 		cr_assert_eq(out.rank, 4);
 		for (i = 0; i < N * C * HW; i++) {
@@ -315,7 +280,7 @@ Test(ops_norm, batchnorm_shapes_and_types)
 	in[2] = tensor(CEP_DTYPE_FLOAT32, 1, d3, z);
 	in[3] = tensor(CEP_DTYPE_FLOAT32, 1, d3, z);
 	in[4] = tensor(CEP_DTYPE_FLOAT32, 1, d3, one);
-	cr_assert_eq(run("BatchNormalization", 15, eps0, 1, in, 5, &out, 1), 0, "%s",
+	cr_assert_eq(oh_run("BatchNormalization", 15, eps0, 1, in, 5, &out, 1), 0, "%s",
 		     cep_last_error());
 	for (i = 0; i < 6; i++)
 		cr_assert_float_eq(((float *)out.data)[i], x[i] * s[i % 3], 1e-6);
@@ -327,20 +292,20 @@ Test(ops_norm, batchnorm_shapes_and_types)
 	}
 	in[1] = tensor(CEP_DTYPE_FLOAT16, 1, d3, hs);
 	in[2] = tensor(CEP_DTYPE_FLOAT16, 1, d3, hz);
-	cr_assert_eq(run("BatchNormalization", 14, eps0, 1, in, 5, &out, 1), CEP_EDTYPE,
+	cr_assert_eq(oh_run("BatchNormalization", 14, eps0, 1, in, 5, &out, 1), CEP_EDTYPE,
 		     "at 14 scale and B share X's type");
-	cr_assert_eq(run("BatchNormalization", 15, eps0, 1, in, 5, &out, 1), 0, "%s",
+	cr_assert_eq(oh_run("BatchNormalization", 15, eps0, 1, in, 5, &out, 1), 0, "%s",
 		     cep_last_error());
 	cr_assert_float_eq(((float *)out.data)[5], 18.0f, 1e-6);
 	free(out.data);
 	in[4] = tensor(CEP_DTYPE_FLOAT16, 1, d3, hone);
-	cr_assert_eq(run("BatchNormalization", 15, eps0, 1, in, 5, &out, 1), CEP_EDTYPE,
+	cr_assert_eq(oh_run("BatchNormalization", 15, eps0, 1, in, 5, &out, 1), CEP_EDTYPE,
 		     "mean and var share a type");
 	/* Rank 1: one channel. */
 	in[0] = tensor(CEP_DTYPE_FLOAT32, 1, d6, x);
 	for (i = 1; i < 5; i++)
 		in[i] = tensor(CEP_DTYPE_FLOAT32, 1, d1, i == 1 ? s + 1 : i == 4 ? one : z);
-	cr_assert_eq(run("BatchNormalization", 9, eps0, 1, in, 5, &out, 1), 0, "%s",
+	cr_assert_eq(oh_run("BatchNormalization", 9, eps0, 1, in, 5, &out, 1), 0, "%s",
 		     cep_last_error());
 	cr_assert_float_eq(((float *)out.data)[3], 8.0f, 1e-6);
 	free(out.data);
@@ -352,13 +317,13 @@ Test(ops_norm, batchnorm_shapes_and_types)
 	in[2] = tensor(CEP_DTYPE_FLOAT32, 2, dp7, b6);
 	in[3] = tensor(CEP_DTYPE_FLOAT32, 2, dp7, m6);
 	in[4] = tensor(CEP_DTYPE_FLOAT32, 2, dp7, v6);
-	cr_assert_eq(run("BatchNormalization", 7, ns, 2, in, 5, &out, 1), 0, "%s", cep_last_error());
+	cr_assert_eq(oh_run("BatchNormalization", 7, ns, 2, in, 5, &out, 1), 0, "%s", cep_last_error());
 	for (i = 0; i < 6; i++)
 		cr_assert_float_eq(((float *)out.data)[i], ref_bn(x[i], s6[i], 0, m6[i], v6[i], 0),
 				   1e-6);
 	free(out.data);
 	/* The same statistics with spatial=1 have the wrong shape. */
-	cr_assert_eq(run("BatchNormalization", 7, eps0, 1, in, 5, &out, 1), CEP_ESHAPE);
+	cr_assert_eq(oh_run("BatchNormalization", 7, eps0, 1, in, 5, &out, 1), CEP_ESHAPE);
 	cr_assert(strstr(cep_last_error(), "scale must have shape [C], C=2"), "%s", cep_last_error());
 }
 
@@ -374,13 +339,13 @@ Test(ops_norm, batchnorm_refuses_training)
 	};
 	struct op_tensor out[5];
 
-	cr_assert_eq(infer("BatchNormalization", 9, NULL, 0, in, 5, out, 5), CEP_EUNSUPPORTED);
+	cr_assert_eq(oh_infer("BatchNormalization", 9, NULL, 0, in, 5, out, 5), CEP_EUNSUPPORTED);
 	cr_assert(strstr(cep_last_error(), "training mode"), "%s", cep_last_error());
-	cr_assert_eq(infer("BatchNormalization", 15, train, 1, in, 5, out, 1), CEP_EUNSUPPORTED);
+	cr_assert_eq(oh_infer("BatchNormalization", 15, train, 1, in, 5, out, 1), CEP_EUNSUPPORTED);
 	cr_assert(strstr(cep_last_error(), "training_mode=1 is not supported"), "%s",
 		  cep_last_error());
-	cr_assert_eq(infer("BatchNormalization", 15, NULL, 0, in, 5, out, 3), CEP_EMODEL);
-	cr_assert_eq(infer("BatchNormalization", 15, NULL, 0, in, 5, out, 1), 0);
+	cr_assert_eq(oh_infer("BatchNormalization", 15, NULL, 0, in, 5, out, 3), CEP_EMODEL);
+	cr_assert_eq(oh_infer("BatchNormalization", 15, NULL, 0, in, 5, out, 1), 0);
 }
 
 /* --------------------------------------------------------------------- LRN */
@@ -407,7 +372,7 @@ Test(ops_norm, lrn_sums_neighbouring_channels)
 					attr_f("beta", 0.75f), attr_f("bias", 2.0f) };
 
 		in = tensor(CEP_DTYPE_FLOAT32, 3, dx, x);
-		cr_assert_eq(run("LRN", 13, a, 4, &in, 1, &out, 1), 0, "%s", cep_last_error());
+		cr_assert_eq(oh_run("LRN", 13, a, 4, &in, 1, &out, 1), 0, "%s", cep_last_error());
 		for (i = 0; i < N * C * HW; i++) {
 			int n = i / (C * HW), c = (i / HW) % C, k = i % HW, j;
 			int lo = c - (size - 1) / 2, hi = c + size / 2;
@@ -425,11 +390,11 @@ Test(ops_norm, lrn_sums_neighbouring_channels)
 		struct op_attr a[1] = { attr_i("size", 3) };
 
 		in = tensor(CEP_DTYPE_FLOAT16, 3, dx, h);
-		cr_assert_eq(run("LRN", 7, a, 1, &in, 1, &out, 1), 0, "%s", cep_last_error());
+		cr_assert_eq(oh_run("LRN", 7, a, 1, &in, 1, &out, 1), 0, "%s", cep_last_error());
 		cr_assert_eq(out.dtype, CEP_DTYPE_FLOAT16);
 		free(out.data);
 		in.dtype = CEP_DTYPE_BFLOAT16;
-		cr_assert_eq(run("LRN", 12, a, 1, &in, 1, &out, 1), CEP_EUNSUPPORTED);
+		cr_assert_eq(oh_run("LRN", 12, a, 1, &in, 1, &out, 1), CEP_EUNSUPPORTED);
 	}
 }
 
@@ -440,12 +405,12 @@ Test(ops_norm, lrn_needs_a_size_and_channels)
 	struct op_attr zero[1] = { attr_i("size", 0) }, three[1] = { attr_i("size", 3) };
 	struct op_tensor in = tensor(CEP_DTYPE_FLOAT32, 2, d22, x), out;
 
-	cr_assert_eq(run("LRN", 13, NULL, 0, &in, 1, &out, 1), CEP_EMODEL);
+	cr_assert_eq(oh_run("LRN", 13, NULL, 0, &in, 1, &out, 1), CEP_EMODEL);
 	cr_assert(strstr(cep_last_error(), "LRN: the attribute size is required"), "%s",
 		  cep_last_error());
-	cr_assert_eq(run("LRN", 13, zero, 1, &in, 1, &out, 1), CEP_EMODEL);
+	cr_assert_eq(oh_run("LRN", 13, zero, 1, &in, 1, &out, 1), CEP_EMODEL);
 	in = tensor(CEP_DTYPE_FLOAT32, 1, d4, x);
-	cr_assert_eq(run("LRN", 13, three, 1, &in, 1, &out, 1), CEP_ESHAPE);
+	cr_assert_eq(oh_run("LRN", 13, three, 1, &in, 1, &out, 1), CEP_ESHAPE);
 }
 
 /* -------------------------------------------------------------- LogSoftmax */
@@ -465,7 +430,7 @@ Test(ops_norm, logsoftmax_axis_rules_by_opset)
 	for (i = 0; i < A * B * C; i++)
 		x[i] = frand(&seed) * 5;
 	in = tensor(CEP_DTYPE_FLOAT32, 3, dx, x);
-	cr_assert_eq(run("LogSoftmax", 11, ax1, 1, &in, 1, &out, 1), 0, "%s", cep_last_error());
+	cr_assert_eq(oh_run("LogSoftmax", 11, ax1, 1, &in, 1, &out, 1), 0, "%s", cep_last_error());
 	for (a = 0; a < A; a++) {
 		double mx = -INFINITY, sum = 0;
 
@@ -478,7 +443,7 @@ Test(ops_norm, logsoftmax_axis_rules_by_opset)
 					   x[a * B * C + i] - mx - log(sum), 1e-5);
 	}
 	free(out.data);
-	cr_assert_eq(run("LogSoftmax", 13, ax1, 1, &in, 1, &out, 1), 0, "%s", cep_last_error());
+	cr_assert_eq(oh_run("LogSoftmax", 13, ax1, 1, &in, 1, &out, 1), 0, "%s", cep_last_error());
 	for (a = 0; a < A; a++) {
 		for (c = 0; c < C; c++) {
 			double mx = -INFINITY, sum = 0;
@@ -507,18 +472,18 @@ Test(ops_norm, logsoftmax_is_stable_and_typed)
 	/* Large values: exp() would overflow without the max subtracted. */
 	for (i = 0; i < 1000; i++)
 		x[i] = 10000.0f + (float)(i % 2);
-	cr_assert_eq(run("LogSoftmax", 13, NULL, 0, &in, 1, &out, 1), 0, "%s", cep_last_error());
+	cr_assert_eq(oh_run("LogSoftmax", 13, NULL, 0, &in, 1, &out, 1), 0, "%s", cep_last_error());
 	cr_assert_float_eq(((float *)out.data)[1], 1 - (1 + log(500 + 500 * exp(-1.0))), 1e-4);
 	cr_assert(isfinite(((float *)out.data)[0]));
 	free(out.data);
 	for (i = 0; i < 4; i++)
 		h[i] = cpu_f32_to_bf16((float)i);
 	in = tensor(CEP_DTYPE_BFLOAT16, 1, d4, h);
-	ret = run("LogSoftmax", 12, ax0, 1, &in, 1, &out, 1);
+	ret = oh_run("LogSoftmax", 12, ax0, 1, &in, 1, &out, 1);
 	if (ret == 0)
 		free(out.data);
 	cr_assert_eq(ret, CEP_EUNSUPPORTED, "bfloat16 arrived at 13: %s", cep_last_error());
-	cr_assert_eq(run("LogSoftmax", 13, NULL, 0, &in, 1, &out, 1), 0, "%s", cep_last_error());
+	cr_assert_eq(oh_run("LogSoftmax", 13, NULL, 0, &in, 1, &out, 1), 0, "%s", cep_last_error());
 	cr_assert_float_eq(cpu_bf16_to_f32(((uint16_t *)out.data)[3]),
 			   -log(1 + exp(-1.0) + exp(-2.0) + exp(-3.0)), 1e-2);
 	free(out.data);
@@ -538,26 +503,26 @@ Test(ops_norm, dropout_is_the_identity_with_a_full_mask)
 	int i;
 
 	/* Opset 7: the mask has the input's type. */
-	cr_assert_eq(run("Dropout", 7, NULL, 0, in, 1, out, 2), 0, "%s", cep_last_error());
+	cr_assert_eq(oh_run("Dropout", 7, NULL, 0, in, 1, out, 2), 0, "%s", cep_last_error());
 	cr_assert_eq(out[1].dtype, CEP_DTYPE_FLOAT32);
 	for (i = 0; i < 6; i++) {
 		cr_assert_eq(((float *)out[0].data)[i], x[i]);
 		cr_assert_eq(((float *)out[1].data)[i], 1.0f);
 	}
 	outs_free(out, 2);
-	cr_assert_eq(run("Dropout", 10, NULL, 0, in, 1, out, 2), 0);
+	cr_assert_eq(oh_run("Dropout", 10, NULL, 0, in, 1, out, 2), 0);
 	cr_assert_eq(out[1].dtype, CEP_DTYPE_BOOL);
 	cr_assert_eq(out[1].rank, 2);
 	for (i = 0; i < 6; i++)
 		cr_assert_eq(((uint8_t *)out[1].data)[i], 1);
 	outs_free(out, 2);
-	cr_assert_eq(run("Dropout", 13, NULL, 0, in, 3, out, 2), 0, "%s", cep_last_error());
+	cr_assert_eq(oh_run("Dropout", 13, NULL, 0, in, 3, out, 2), 0, "%s", cep_last_error());
 	cr_assert_eq(memcmp(out[0].data, x, sizeof(x)), 0);
 	outs_free(out, 2);
 	/* Training with ratio 0 drops nothing: still the identity. */
 	in[1].data = &zero;
 	in[2].data = &t;
-	cr_assert_eq(run("Dropout", 13, NULL, 0, in, 3, out, 1), 0, "%s", cep_last_error());
+	cr_assert_eq(oh_run("Dropout", 13, NULL, 0, in, 3, out, 1), 0, "%s", cep_last_error());
 	cr_assert_eq(memcmp(out[0].data, x, sizeof(x)), 0);
 	outs_free(out, 1);
 }
@@ -576,11 +541,11 @@ Test(ops_norm, dropout_refuses_training)
 	const struct op_kernel *k;
 
 	/* Known when loading: refused then. */
-	cr_assert_eq(infer("Dropout", 13, NULL, 0, in, 3, out, 1), CEP_EUNSUPPORTED);
+	cr_assert_eq(oh_infer("Dropout", 13, NULL, 0, in, 3, out, 1), CEP_EUNSUPPORTED);
 	cr_assert(strstr(cep_last_error(), "training_mode is true"), "%s", cep_last_error());
 	/* Known only at run time: refused by the run. */
 	in[2].data = NULL;
-	cr_assert_eq(infer("Dropout", 13, NULL, 0, in, 3, out, 1), 0);
+	cr_assert_eq(oh_infer("Dropout", 13, NULL, 0, in, 3, out, 1), 0);
 	in[2].data = &t;
 	cr_assert_eq(op_schema_find("", "Dropout", 13, &s), 0);
 	cr_assert_eq(op_kernel_find(s, 13, BACKEND_HOST, CEP_DTYPE_FLOAT32, &k), 0);
@@ -588,9 +553,9 @@ Test(ops_norm, dropout_refuses_training)
 	cr_assert(strstr(cep_last_error(), "ratio 0.5"), "%s", cep_last_error());
 	/* The default ratio is 0.5 too. */
 	in[1] = tensor(CEP_DTYPE_UNDEFINED, 0, NULL, NULL);
-	cr_assert_eq(infer("Dropout", 13, NULL, 0, in, 3, out, 1), CEP_EUNSUPPORTED);
+	cr_assert_eq(oh_infer("Dropout", 13, NULL, 0, in, 3, out, 1), CEP_EUNSUPPORTED);
 	in[2] = tensor(CEP_DTYPE_FLOAT32, 0, NULL, &ratio);
-	cr_assert_eq(infer("Dropout", 13, NULL, 0, in, 3, out, 1), CEP_EDTYPE);
+	cr_assert_eq(oh_infer("Dropout", 13, NULL, 0, in, 3, out, 1), CEP_EDTYPE);
 	cr_assert(strstr(cep_last_error(), "training_mode must be bool, not float32"), "%s",
 		  cep_last_error());
 }

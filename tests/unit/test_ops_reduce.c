@@ -21,6 +21,7 @@
 #include "engine.h"
 #include "exec.h"
 #include "onnxb.h"
+#include "ops_harness.h"
 #include "registry.h"
 
 /* ------------------------------------------------------------------ helpers */
@@ -42,43 +43,6 @@ static struct op_attr attr_i(const char *name, int64_t v)
 static struct op_attr attr_ints(const char *name, int n, const int64_t *v)
 {
 	return (struct op_attr){ .name = name, .type = OP_ATTR_INTS, .n = n, .ints = v };
-}
-
-/* Infers op on in into out (n_out of them). */
-static int infer(const char *op, int opset, const struct op_attr *attrs, int n_attrs,
-		 const struct op_tensor *in, int n_in, struct op_tensor *out, int n_out)
-{
-	const struct op_node node = { "t", op, "", opset, n_attrs, attrs };
-	struct op_infer x = { &node, n_in, n_out, in, out };
-	const struct op_schema *s;
-	int ret;
-
-	ret = op_schema_find("", op, opset, &s);
-	if (ret < 0)
-		return ret;
-	memset(out, 0, sizeof(*out) * (size_t)n_out);
-	return s->infer(&x);
-}
-
-/* Infers and runs op; out[i].data is malloc'd (free() it) on success. */
-static int run(const char *op, int opset, const struct op_attr *attrs, int n_attrs,
-	       const struct op_tensor *in, int n_in, struct op_tensor *out, int n_out)
-{
-	const struct op_node node = { "t", op, "", opset, n_attrs, attrs };
-	const struct op_schema *s;
-	const struct op_kernel *k;
-	int ret;
-
-	ret = infer(op, opset, attrs, n_attrs, in, n_in, out, n_out);
-	if (ret < 0)
-		return ret;
-	ret = op_schema_find("", op, opset, &s);
-	if (ret < 0)
-		return ret;
-	ret = op_kernel_find(s, opset, BACKEND_HOST, op_kernel_dtype(s, in, n_in, out, n_out), &k);
-	if (ret < 0)
-		return ret;
-	return exec_host_eval(&node, k, in, n_in, out, n_out);
 }
 
 /* Deterministic floats in [-2, 2). */
@@ -195,7 +159,7 @@ Test(ops_reduce, every_axis_subset_matches_the_reference)
 					} else if (n_axes) {
 						attrs[n_attrs++] = attr_ints("axes", (int)n_axes, axes);
 					}
-					cr_assert_eq(run(ref_names[op], opset, attrs, n_attrs, in, n_in, &out, 1),
+					cr_assert_eq(oh_run(ref_names[op], opset, attrs, n_attrs, in, n_in, &out, 1),
 						     0, "%s opset %d mask %d: %s", ref_names[op], opset,
 						     maskbits, cep_last_error());
 					for (d = 0; d < 4; d++) {
@@ -237,13 +201,13 @@ Test(ops_reduce, long_rows_span_several_chunks)
 	ref_reduce(R_SUM, x, dims, 3, mask, want);
 	in[0] = tensor(CEP_DTYPE_FLOAT32, 3, dims, x);
 	in[1] = tensor(CEP_DTYPE_INT64, 1, ad, axes);
-	cr_assert_eq(run("ReduceSum", 13, NULL, 0, in, 2, &out, 1), 0, "%s", cep_last_error());
+	cr_assert_eq(oh_run("ReduceSum", 13, NULL, 0, in, 2, &out, 1), 0, "%s", cep_last_error());
 	for (i = 0; i < A * C; i++)
 		cr_assert_float_eq(((float *)out.data)[i], (float)want[i], 1e-3);
 	free(out.data);
 	/* The same data reduced along its contiguous last axis. */
 	in[1] = tensor(CEP_DTYPE_INT64, 1, ad, last);
-	cr_assert_eq(run("ReduceMax", 18, NULL, 0, in, 2, &out, 1), 0, "%s", cep_last_error());
+	cr_assert_eq(oh_run("ReduceMax", 18, NULL, 0, in, 2, &out, 1), 0, "%s", cep_last_error());
 	for (i = 0; i < A * B; i++)
 		cr_assert_eq(((float *)out.data)[i], fmaxf(x[2 * i], x[2 * i + 1]));
 	free(out.data);
@@ -256,13 +220,13 @@ Test(ops_reduce, keepdims_zero_over_everything_gives_a_scalar)
 	struct op_attr a[1] = { attr_i("keepdims", 0) };
 	struct op_tensor in = tensor(CEP_DTYPE_FLOAT32, 2, dims, x), out;
 
-	cr_assert_eq(run("ReduceMean", 13, a, 1, &in, 1, &out, 1), 0, "%s", cep_last_error());
+	cr_assert_eq(oh_run("ReduceMean", 13, a, 1, &in, 1, &out, 1), 0, "%s", cep_last_error());
 	cr_assert_eq(out.rank, 0);
 	cr_assert_float_eq(((float *)out.data)[0], 3.5f, 1e-6);
 	free(out.data);
 	/* A scalar input reduces to itself. */
 	in = tensor(CEP_DTYPE_FLOAT32, 0, NULL, x + 4);
-	cr_assert_eq(run("ReduceSumSquare", 18, NULL, 0, &in, 1, &out, 1), 0, "%s",
+	cr_assert_eq(oh_run("ReduceSumSquare", 18, NULL, 0, &in, 1, &out, 1), 0, "%s",
 		     cep_last_error());
 	cr_assert_eq(out.rank, 0);
 	cr_assert_float_eq(((float *)out.data)[0], 25.0f, 1e-6);
@@ -282,24 +246,24 @@ Test(ops_reduce, noop_with_empty_axes_keeps_the_elementwise_part)
 
 	/* Absent axes and an empty axes tensor mean the same. */
 	for (i = 1; i <= 2; i++) {
-		cr_assert_eq(run("ReduceSum", 13, a, 1, in, i, &out, 1), 0, "%s", cep_last_error());
+		cr_assert_eq(oh_run("ReduceSum", 13, a, 1, in, i, &out, 1), 0, "%s", cep_last_error());
 		cr_assert_eq(out.rank, 2);
 		cr_assert_eq(out.dims[0], 2);
 		cr_assert_eq(memcmp(out.data, x, sizeof(x)), 0);
 		free(out.data);
 	}
-	cr_assert_eq(run("ReduceSumSquare", 18, a, 1, in, 1, &out, 1), 0);
+	cr_assert_eq(oh_run("ReduceSumSquare", 18, a, 1, in, 1, &out, 1), 0);
 	cr_assert_eq(((float *)out.data)[1], 4.0f);
 	free(out.data);
-	cr_assert_eq(run("ReduceL1", 18, a, 1, in, 1, &out, 1), 0);
+	cr_assert_eq(oh_run("ReduceL1", 18, a, 1, in, 1, &out, 1), 0);
 	cr_assert_eq(((float *)out.data)[1], 2.0f);
 	free(out.data);
-	cr_assert_eq(run("ReduceLogSumExp", 18, a, 1, in, 1, &out, 1), 0);
+	cr_assert_eq(oh_run("ReduceLogSumExp", 18, a, 1, in, 1, &out, 1), 0);
 	for (i = 0; i < 4; i++)
 		cr_assert_float_eq(((float *)out.data)[i], x[i], 1e-6);
 	free(out.data);
 	/* Without the flag, empty axes reduce everything. */
-	cr_assert_eq(run("ReduceSum", 13, NULL, 0, in, 2, &out, 1), 0);
+	cr_assert_eq(oh_run("ReduceSum", 13, NULL, 0, in, 2, &out, 1), 0);
 	cr_assert_eq(out.rank, 2);
 	cr_assert_eq(out.dims[0], 1);
 	cr_assert_eq(out.dims[1], 1);
@@ -325,7 +289,7 @@ Test(ops_reduce, empty_reductions_give_the_identity)
 	int i;
 
 	for (c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
-		cr_assert_eq(run(ref_names[cases[c].op], 18, NULL, 0, in, 2, &out, 1), 0, "%s",
+		cr_assert_eq(oh_run(ref_names[cases[c].op], 18, NULL, 0, in, 2, &out, 1), 0, "%s",
 			     cep_last_error());
 		cr_assert_eq(out.dims[0], 2);
 		cr_assert_eq(out.dims[1], 1);
@@ -335,18 +299,18 @@ Test(ops_reduce, empty_reductions_give_the_identity)
 				     ref_names[cases[c].op]);
 		free(out.data);
 	}
-	cr_assert_eq(run("ReduceMean", 18, NULL, 0, in, 2, &out, 1), 0);
+	cr_assert_eq(oh_run("ReduceMean", 18, NULL, 0, in, 2, &out, 1), 0);
 	cr_assert(isnan(((float *)out.data)[0]), "the mean of nothing is NaN");
 	free(out.data);
 	in[0] = tensor(CEP_DTYPE_INT32, 3, dims, &idummy);
-	cr_assert_eq(run("ReduceMax", 18, NULL, 0, in, 2, &out, 1), 0);
+	cr_assert_eq(oh_run("ReduceMax", 18, NULL, 0, in, 2, &out, 1), 0);
 	cr_assert_eq(((int32_t *)out.data)[5], INT32_MIN);
 	free(out.data);
 	/* An empty kept dimension makes an empty output and no work. */
 	dims[0] = 0;
 	dims[1] = 4;
 	in[0] = tensor(CEP_DTYPE_FLOAT32, 3, dims, &dummy);
-	cr_assert_eq(run("ReduceLogSumExp", 18, NULL, 0, in, 2, &out, 1), 0, "%s",
+	cr_assert_eq(oh_run("ReduceLogSumExp", 18, NULL, 0, in, 2, &out, 1), 0, "%s",
 		     cep_last_error());
 	cr_assert_eq(out.dims[0], 0);
 	free(out.data);
@@ -360,19 +324,19 @@ Test(ops_reduce, integers_wrap_and_truncate)
 	struct op_tensor in[2], out;
 
 	in[0] = tensor(CEP_DTYPE_INT32, 1, d3, a);
-	cr_assert_eq(run("ReduceSum", 11, keep0, 1, in, 1, &out, 1), 0, "%s", cep_last_error());
+	cr_assert_eq(oh_run("ReduceSum", 11, keep0, 1, in, 1, &out, 1), 0, "%s", cep_last_error());
 	cr_assert_eq(((int32_t *)out.data)[0], INT32_MIN + 1, "int32 sums wrap");
 	free(out.data);
-	cr_assert_eq(run("ReduceProd", 18, keep0, 1, in, 1, &out, 1), 0);
+	cr_assert_eq(oh_run("ReduceProd", 18, keep0, 1, in, 1, &out, 1), 0);
 	cr_assert_eq(((int32_t *)out.data)[0], INT32_MAX);
 	free(out.data);
 	in[0] = tensor(CEP_DTYPE_INT32, 2, d4, m);
 	in[1] = tensor(CEP_DTYPE_INT64, 1, ad, ax);
-	cr_assert_eq(run("ReduceMean", 18, keep0, 1, in, 2, &out, 1), 0);
+	cr_assert_eq(oh_run("ReduceMean", 18, keep0, 1, in, 2, &out, 1), 0);
 	cr_assert_eq(((int32_t *)out.data)[0], 3, "7 / 2 truncates");
 	cr_assert_eq(((int32_t *)out.data)[1], -3, "toward zero");
 	free(out.data);
-	cr_assert_eq(run("ReduceL2", 18, keep0, 1, in, 2, &out, 1), 0);
+	cr_assert_eq(oh_run("ReduceL2", 18, keep0, 1, in, 2, &out, 1), 0);
 	cr_assert_eq(((int32_t *)out.data)[0], 7);
 	free(out.data);
 }
@@ -388,35 +352,35 @@ Test(ops_reduce, types_follow_the_opset)
 	struct op_tensor in, out;
 
 	in = tensor(CEP_DTYPE_INT8, 1, dims, s8);
-	cr_assert_eq(run("ReduceMax", 11, keep0, 1, &in, 1, &out, 1), CEP_EUNSUPPORTED);
+	cr_assert_eq(oh_run("ReduceMax", 11, keep0, 1, &in, 1, &out, 1), CEP_EUNSUPPORTED);
 	cr_assert(strstr(cep_last_error(), "dtype int8 is not supported"), "%s", cep_last_error());
-	cr_assert_eq(run("ReduceMin", 12, keep0, 1, &in, 1, &out, 1), 0, "%s", cep_last_error());
+	cr_assert_eq(oh_run("ReduceMin", 12, keep0, 1, &in, 1, &out, 1), 0, "%s", cep_last_error());
 	cr_assert_eq(((int8_t *)out.data)[0], -128);
 	free(out.data);
 	in = tensor(CEP_DTYPE_UINT8, 1, dims, u8);
-	cr_assert_eq(run("ReduceMax", 13, keep0, 1, &in, 1, &out, 1), 0, "%s", cep_last_error());
+	cr_assert_eq(oh_run("ReduceMax", 13, keep0, 1, &in, 1, &out, 1), 0, "%s", cep_last_error());
 	cr_assert_eq(((uint8_t *)out.data)[0], 255);
 	free(out.data);
 	in = tensor(CEP_DTYPE_BOOL, 1, dims, b);
-	cr_assert_eq(run("ReduceMax", 18, keep0, 1, &in, 1, &out, 1), CEP_EUNSUPPORTED);
-	cr_assert_eq(run("ReduceMax", 20, keep0, 1, &in, 1, &out, 1), 0, "%s", cep_last_error());
+	cr_assert_eq(oh_run("ReduceMax", 18, keep0, 1, &in, 1, &out, 1), CEP_EUNSUPPORTED);
+	cr_assert_eq(oh_run("ReduceMax", 20, keep0, 1, &in, 1, &out, 1), 0, "%s", cep_last_error());
 	cr_assert_eq(((uint8_t *)out.data)[0], 1, "any");
 	free(out.data);
-	cr_assert_eq(run("ReduceMin", 20, keep0, 1, &in, 1, &out, 1), 0);
+	cr_assert_eq(oh_run("ReduceMin", 20, keep0, 1, &in, 1, &out, 1), 0);
 	cr_assert_eq(((uint8_t *)out.data)[0], 0, "all");
 	free(out.data);
-	cr_assert_eq(run("ReduceSum", 20, keep0, 1, &in, 1, &out, 1), CEP_EUNSUPPORTED);
+	cr_assert_eq(oh_run("ReduceSum", 20, keep0, 1, &in, 1, &out, 1), CEP_EUNSUPPORTED);
 	/* The logs lost their integer types at 28. */
 	in = tensor(CEP_DTYPE_INT8, 1, dims, s8);
-	cr_assert_eq(run("ReduceLogSum", 18, keep0, 1, &in, 1, &out, 1), CEP_EUNSUPPORTED);
-	cr_assert_eq(run("ReduceL1", 18, keep0, 1, &in, 1, &out, 1), CEP_EUNSUPPORTED);
+	cr_assert_eq(oh_run("ReduceLogSum", 18, keep0, 1, &in, 1, &out, 1), CEP_EUNSUPPORTED);
+	cr_assert_eq(oh_run("ReduceL1", 18, keep0, 1, &in, 1, &out, 1), CEP_EUNSUPPORTED);
 	in = tensor(CEP_DTYPE_INT32, 1, dims, (int32_t[4]){ 1, 2, 3, 1 });
-	cr_assert_eq(run("ReduceLogSum", 18, keep0, 1, &in, 1, &out, 1), 0);
+	cr_assert_eq(oh_run("ReduceLogSum", 18, keep0, 1, &in, 1, &out, 1), 0);
 	cr_assert_eq(((int32_t *)out.data)[0], 1, "log(7) truncated");
 	free(out.data);
-	cr_assert_eq(run("ReduceLogSumExp", 28, keep0, 1, &in, 1, &out, 1), CEP_EUNSUPPORTED);
+	cr_assert_eq(oh_run("ReduceLogSumExp", 28, keep0, 1, &in, 1, &out, 1), CEP_EUNSUPPORTED);
 	cr_assert(strstr(cep_last_error(), "int32"), "%s", cep_last_error());
-	cr_assert_eq(run("ReduceSum", 6, keep0, 1, &in, 1, &out, 1), CEP_EUNSUPPORTED);
+	cr_assert_eq(oh_run("ReduceSum", 6, keep0, 1, &in, 1, &out, 1), CEP_EUNSUPPORTED);
 	cr_assert(strstr(cep_last_error(), "opset 6"), "%s", cep_last_error());
 }
 
@@ -434,14 +398,14 @@ Test(ops_reduce, half_types_compute_in_float)
 		bf[i] = cpu_f32_to_bf16(-0.25f);
 	}
 	in = tensor(CEP_DTYPE_FLOAT16, 1, dims, h);
-	cr_assert_eq(run("ReduceSum", 13, keep0, 1, &in, 1, &out, 1), 0, "%s", cep_last_error());
+	cr_assert_eq(oh_run("ReduceSum", 13, keep0, 1, &in, 1, &out, 1), 0, "%s", cep_last_error());
 	cr_assert_float_eq(cpu_f16_to_f32(((uint16_t *)out.data)[0]),
 			   300 * cpu_f16_to_f32(cpu_f32_to_f16(0.1f)), 0.05);
 	free(out.data);
 	in = tensor(CEP_DTYPE_BFLOAT16, 1, dims, bf);
-	cr_assert_eq(run("ReduceMean", 12, keep0, 1, &in, 1, &out, 1), CEP_EUNSUPPORTED,
+	cr_assert_eq(oh_run("ReduceMean", 12, keep0, 1, &in, 1, &out, 1), CEP_EUNSUPPORTED,
 		     "bfloat16 arrived at 13");
-	cr_assert_eq(run("ReduceMean", 13, keep0, 1, &in, 1, &out, 1), 0, "%s", cep_last_error());
+	cr_assert_eq(oh_run("ReduceMean", 13, keep0, 1, &in, 1, &out, 1), 0, "%s", cep_last_error());
 	cr_assert_eq(cpu_bf16_to_f32(((uint16_t *)out.data)[0]), -0.25f);
 	free(out.data);
 }
@@ -452,14 +416,14 @@ Test(ops_reduce, nan_wins_max_and_min)
 	int64_t dims[1] = { 4 };
 	struct op_tensor in = tensor(CEP_DTYPE_FLOAT32, 1, dims, x), out;
 
-	cr_assert_eq(run("ReduceMax", 13, NULL, 0, &in, 1, &out, 1), 0);
+	cr_assert_eq(oh_run("ReduceMax", 13, NULL, 0, &in, 1, &out, 1), 0);
 	cr_assert(isnan(((float *)out.data)[0]));
 	free(out.data);
-	cr_assert_eq(run("ReduceMin", 13, NULL, 0, &in, 1, &out, 1), 0);
+	cr_assert_eq(oh_run("ReduceMin", 13, NULL, 0, &in, 1, &out, 1), 0);
 	cr_assert(isnan(((float *)out.data)[0]));
 	free(out.data);
 	x[1] = INFINITY;
-	cr_assert_eq(run("ReduceLogSumExp", 13, NULL, 0, &in, 1, &out, 1), 0);
+	cr_assert_eq(oh_run("ReduceLogSumExp", 13, NULL, 0, &in, 1, &out, 1), 0);
 	cr_assert_eq(((float *)out.data)[0], INFINITY);
 	free(out.data);
 }
@@ -475,22 +439,22 @@ Test(ops_reduce, bad_axes_are_refused_with_a_message)
 	struct op_tensor in[2] = { tensor(CEP_DTYPE_FLOAT32, 2, dims, x) };
 	struct op_tensor out;
 
-	cr_assert_eq(run("ReduceMean", 11, attr_twice, 1, in, 1, &out, 1), CEP_EMODEL);
+	cr_assert_eq(oh_run("ReduceMean", 11, attr_twice, 1, in, 1, &out, 1), CEP_EMODEL);
 	cr_assert(strstr(cep_last_error(), "ReduceMean: axis 1 appears twice"), "%s", cep_last_error());
-	cr_assert_eq(run("ReduceMax", 11, attr_far, 1, in, 1, &out, 1), CEP_EMODEL);
+	cr_assert_eq(oh_run("ReduceMax", 11, attr_far, 1, in, 1, &out, 1), CEP_EMODEL);
 	cr_assert(strstr(cep_last_error(), "ReduceMax: axis 2 is out of range for rank 2"), "%s",
 		  cep_last_error());
-	cr_assert_eq(run("ReduceMax", 18, attr_far, 1, in, 1, &out, 1), CEP_EMODEL);
+	cr_assert_eq(oh_run("ReduceMax", 18, attr_far, 1, in, 1, &out, 1), CEP_EMODEL);
 	cr_assert(strstr(cep_last_error(), "axes is an input"), "%s", cep_last_error());
-	cr_assert_eq(run("ReduceMax", 18, keep_float, 1, in, 1, &out, 1), CEP_EMODEL);
+	cr_assert_eq(oh_run("ReduceMax", 18, keep_float, 1, in, 1, &out, 1), CEP_EMODEL);
 	cr_assert(strstr(cep_last_error(), "keepdims"), "%s", cep_last_error());
 	in[1] = tensor(CEP_DTYPE_INT64, 1, d2, twice);
-	cr_assert_eq(run("ReduceSum", 13, NULL, 0, in, 2, &out, 1), CEP_EMODEL);
+	cr_assert_eq(oh_run("ReduceSum", 13, NULL, 0, in, 2, &out, 1), CEP_EMODEL);
 	in[1] = tensor(CEP_DTYPE_INT64, 1, d1, far);
-	cr_assert_eq(run("ReduceL1", 18, NULL, 0, in, 2, &out, 1), CEP_EMODEL);
+	cr_assert_eq(oh_run("ReduceL1", 18, NULL, 0, in, 2, &out, 1), CEP_EMODEL);
 	cr_assert(strstr(cep_last_error(), "ReduceL1: axis 2 is out of range"), "%s", cep_last_error());
 	in[1] = tensor(CEP_DTYPE_INT32, 1, d1, ax32);
-	cr_assert_eq(run("ReduceSum", 13, NULL, 0, in, 2, &out, 1), CEP_EDTYPE);
+	cr_assert_eq(oh_run("ReduceSum", 13, NULL, 0, in, 2, &out, 1), CEP_EDTYPE);
 	cr_assert(strstr(cep_last_error(), "axes must be int64, not int32"), "%s", cep_last_error());
 }
 
@@ -506,7 +470,7 @@ Test(ops_reduce, the_kernel_checks_axes_it_reads)
 	const struct op_schema *s;
 	const struct op_kernel *k;
 
-	cr_assert_eq(infer("ReduceSum", 13, NULL, 0, in, 2, &out, 1), 0);
+	cr_assert_eq(oh_infer("ReduceSum", 13, NULL, 0, in, 2, &out, 1), 0);
 	cr_assert_eq(op_schema_find("", "ReduceSum", 13, &s), 0);
 	cr_assert_eq(op_kernel_find(s, 13, BACKEND_HOST, CEP_DTYPE_FLOAT32, &k), 0);
 	in[1].data = bad;
@@ -526,28 +490,28 @@ Test(ops_reduce, inference_keeps_symbols)
 				   tensor(CEP_DTYPE_INT64, 1, d1, axes) };
 	struct op_tensor out;
 
-	cr_assert_eq(infer("ReduceMean", 18, NULL, 0, in, 2, &out, 1), 0);
+	cr_assert_eq(oh_infer("ReduceMean", 18, NULL, 0, in, 2, &out, 1), 0);
 	cr_assert_eq(out.rank, 3);
 	cr_assert_eq(out.dims[0], OP_DIM_SYM(0));
 	cr_assert_eq(out.dims[2], 1);
-	cr_assert_eq(infer("ReduceMean", 18, keep0, 1, in, 2, &out, 1), 0);
+	cr_assert_eq(oh_infer("ReduceMean", 18, keep0, 1, in, 2, &out, 1), 0);
 	cr_assert_eq(out.rank, 2);
 	cr_assert_eq(out.dims[0], OP_DIM_SYM(0));
 	cr_assert_eq(out.dims[1], 1);
 	/* The axes' value unknown: with keepdims the rank stays and 1 stays 1. */
 	in[1].data = NULL;
-	cr_assert_eq(infer("ReduceMean", 18, NULL, 0, in, 2, &out, 1), 0);
+	cr_assert_eq(oh_infer("ReduceMean", 18, NULL, 0, in, 2, &out, 1), 0);
 	cr_assert_eq(out.rank, 3);
 	cr_assert_eq(out.dims[0], OP_DIM_UNKNOWN);
 	cr_assert_eq(out.dims[1], 1);
 	/* Without keepdims the count of axes still gives the rank. */
-	cr_assert_eq(infer("ReduceMean", 18, keep0, 1, in, 2, &out, 1), 0);
+	cr_assert_eq(oh_infer("ReduceMean", 18, keep0, 1, in, 2, &out, 1), 0);
 	cr_assert_eq(out.rank, 2);
 	in[1].dims[0] = OP_DIM_SYM(2);
-	cr_assert_eq(infer("ReduceMean", 18, keep0, 1, in, 2, &out, 1), 0);
+	cr_assert_eq(oh_infer("ReduceMean", 18, keep0, 1, in, 2, &out, 1), 0);
 	cr_assert_eq(out.rank, -1);
 	in[0].rank = -1;
-	cr_assert_eq(infer("ReduceSum", 13, NULL, 0, in, 1, &out, 1), 0);
+	cr_assert_eq(oh_infer("ReduceSum", 13, NULL, 0, in, 1, &out, 1), 0);
 	cr_assert_eq(out.rank, -1);
 }
 
@@ -563,7 +527,7 @@ Test(ops_reduce, argmax_along_each_axis)
 	struct op_tensor in = tensor(CEP_DTYPE_FLOAT32, 3, dims, x), out;
 	const int64_t *o;
 
-	cr_assert_eq(run("ArgMax", 13, a, 2, &in, 1, &out, 1), 0, "%s", cep_last_error());
+	cr_assert_eq(oh_run("ArgMax", 13, a, 2, &in, 1, &out, 1), 0, "%s", cep_last_error());
 	cr_assert_eq(out.dtype, CEP_DTYPE_INT64);
 	cr_assert_eq(out.rank, 2);
 	o = out.data;
@@ -572,12 +536,12 @@ Test(ops_reduce, argmax_along_each_axis)
 	cr_assert_eq(o[2], 2); /* 0, -3, 8 */
 	cr_assert_eq(o[3], 1); /* 0, 5, 5: the first of equals */
 	free(out.data);
-	cr_assert_eq(run("ArgMin", 13, a, 2, &in, 1, &out, 1), 0);
+	cr_assert_eq(oh_run("ArgMin", 13, a, 2, &in, 1, &out, 1), 0);
 	o = out.data;
 	cr_assert_eq(o[1], 1, "the first 2");
 	cr_assert_eq(o[3], 0);
 	free(out.data);
-	cr_assert_eq(run("ArgMin", 12, a_last, 2, &in, 1, &out, 1), 0);
+	cr_assert_eq(oh_run("ArgMin", 12, a_last, 2, &in, 1, &out, 1), 0);
 	cr_assert_eq(out.rank, 3);
 	cr_assert_eq(out.dims[2], 1);
 	o = out.data;
@@ -585,11 +549,11 @@ Test(ops_reduce, argmax_along_each_axis)
 	cr_assert_eq(o[5], 1);
 	free(out.data);
 	/* Before 12 there is no select_last_index; it is ignored. */
-	cr_assert_eq(run("ArgMin", 11, a_last, 2, &in, 1, &out, 1), 0);
+	cr_assert_eq(oh_run("ArgMin", 11, a_last, 2, &in, 1, &out, 1), 0);
 	cr_assert_eq(((int64_t *)out.data)[3], 0);
 	free(out.data);
 	/* The default axis is 0. */
-	cr_assert_eq(run("ArgMax", 7, NULL, 0, &in, 1, &out, 1), 0);
+	cr_assert_eq(oh_run("ArgMax", 7, NULL, 0, &in, 1, &out, 1), 0);
 	cr_assert_eq(out.dims[0], 1);
 	cr_assert_eq(((int64_t *)out.data)[2], 0);
 	cr_assert_eq(((int64_t *)out.data)[3], 1);
@@ -609,10 +573,10 @@ Test(ops_reduce, argmax_long_rows_integers_and_nan)
 	for (i = 0; i < 1000; i++)
 		big[i] = INT64_MAX - 1000 + (i % 300);
 	in = tensor(CEP_DTYPE_INT64, 1, dims, big);
-	cr_assert_eq(run("ArgMax", 13, NULL, 0, &in, 1, &out, 1), 0);
+	cr_assert_eq(oh_run("ArgMax", 13, NULL, 0, &in, 1, &out, 1), 0);
 	cr_assert_eq(((int64_t *)out.data)[0], 299, "exact in int64, not via double");
 	free(out.data);
-	cr_assert_eq(run("ArgMax", 13, last, 1, &in, 1, &out, 1), 0);
+	cr_assert_eq(oh_run("ArgMax", 13, last, 1, &in, 1, &out, 1), 0);
 	cr_assert_eq(((int64_t *)out.data)[0], 899);
 	free(out.data);
 	for (i = 0; i < 3 * 400; i++)
@@ -620,12 +584,12 @@ Test(ops_reduce, argmax_long_rows_integers_and_nan)
 	f[400 + 7] = NAN;
 	f[800 + 9] = 1e9f;
 	in = tensor(CEP_DTYPE_FLOAT32, 2, d2, f);
-	cr_assert_eq(run("ArgMax", 13, col, 1, &in, 1, &out, 1), 0);
+	cr_assert_eq(oh_run("ArgMax", 13, col, 1, &in, 1, &out, 1), 0);
 	cr_assert_eq(((int64_t *)out.data)[7], 1, "NaN wins");
 	cr_assert_eq(((int64_t *)out.data)[9], 2);
 	cr_assert_eq(((int64_t *)out.data)[10], 0, "ties keep the first");
 	free(out.data);
-	cr_assert_eq(run("ArgMin", 13, col, 1, &in, 1, &out, 1), 0);
+	cr_assert_eq(oh_run("ArgMin", 13, col, 1, &in, 1, &out, 1), 0);
 	cr_assert_eq(((int64_t *)out.data)[7], 1, "NaN wins ArgMin too");
 	free(out.data);
 }
@@ -638,14 +602,14 @@ Test(ops_reduce, argmax_refuses_what_it_cannot_answer)
 	struct op_attr ax1[1] = { attr_i("axis", 1) }, ax5[1] = { attr_i("axis", 5) };
 	struct op_tensor in = tensor(CEP_DTYPE_FLOAT32, 2, dims, x), out;
 
-	cr_assert_eq(run("ArgMax", 13, ax1, 1, &in, 1, &out, 1), CEP_ESHAPE);
+	cr_assert_eq(oh_run("ArgMax", 13, ax1, 1, &in, 1, &out, 1), CEP_ESHAPE);
 	cr_assert(strstr(cep_last_error(), "ArgMax: dimension 1 (the axis) is empty"), "%s",
 		  cep_last_error());
-	cr_assert_eq(run("ArgMin", 13, ax5, 1, &in, 1, &out, 1), CEP_EMODEL);
+	cr_assert_eq(oh_run("ArgMin", 13, ax5, 1, &in, 1, &out, 1), CEP_EMODEL);
 	cr_assert(strstr(cep_last_error(), "ArgMin: axis 5 is out of range"), "%s", cep_last_error());
 	in = tensor(CEP_DTYPE_BFLOAT16, 1, d1, h);
-	cr_assert_eq(run("ArgMax", 12, NULL, 0, &in, 1, &out, 1), CEP_EUNSUPPORTED);
-	cr_assert_eq(run("ArgMax", 13, NULL, 0, &in, 1, &out, 1), 0);
+	cr_assert_eq(oh_run("ArgMax", 12, NULL, 0, &in, 1, &out, 1), CEP_EUNSUPPORTED);
+	cr_assert_eq(oh_run("ArgMax", 13, NULL, 0, &in, 1, &out, 1), 0);
 	free(out.data);
 }
 

@@ -16,6 +16,7 @@
 #include "cpu/cpu.h"
 #include "cudaep.h"
 #include "exec.h"
+#include "ops_harness.h"
 #include "registry.h"
 
 /* ------------------------------------------------------------- helpers */
@@ -47,46 +48,6 @@ static struct op_tensor absent(void)
 	struct op_tensor t = { .dtype = CEP_DTYPE_UNDEFINED };
 
 	return t;
-}
-
-/* Only the inference of op, as load time runs it. */
-static int op_infer_run(const char *op, int opset, const struct op_attr *attrs, int n_attrs,
-			const struct op_tensor *in, int n_in, struct op_tensor *out, int n_out)
-{
-	const struct op_node node = { "t", op, "", opset, n_attrs, attrs };
-	struct op_infer x = { &node, n_in, n_out, in, out };
-	const struct op_schema *s;
-	int ret, i;
-
-	ret = op_schema_find("", op, opset, &s);
-	if (ret < 0)
-		return ret;
-	memset(out, 0, sizeof(*out) * (size_t)n_out);
-	for (i = 0; i < n_out; i++)
-		out[i].rank = -1;
-	return s->infer(&x);
-}
-
-/* Infers and runs op on in; out[0..n_out) get their shapes and freshly
- * allocated data (free() them). Returns the first error. */
-static int op_run(const char *op, int opset, const struct op_attr *attrs, int n_attrs,
-		  const struct op_tensor *in, int n_in, struct op_tensor *out, int n_out)
-{
-	const struct op_node node = { "t", op, "", opset, n_attrs, attrs };
-	const struct op_schema *s;
-	const struct op_kernel *k;
-	int ret;
-
-	ret = op_infer_run(op, opset, attrs, n_attrs, in, n_in, out, n_out);
-	if (ret < 0)
-		return ret;
-	ret = op_schema_find("", op, opset, &s);
-	if (ret < 0)
-		return ret;
-	ret = op_kernel_find(s, opset, BACKEND_HOST, op_kernel_dtype(s, in, n_in, out, n_out), &k);
-	if (ret < 0)
-		return ret;
-	return exec_host_eval(&node, k, in, n_in, out, n_out);
 }
 
 static void outs_free(struct op_tensor *out, int n)
@@ -168,7 +129,7 @@ Test(ops_shape, slice_steps_and_negative_steps)
 	in[2] = L64(ends);
 	in[3] = L64(axes);
 	in[4] = L64(steps);
-	cr_assert_eq(op_run("Slice", 13, NULL, 0, in, 5, &out, 1), 0, "%s", cep_last_error());
+	cr_assert_eq(oh_run("Slice", 13, NULL, 0, in, 5, &out, 1), 0, "%s", cep_last_error());
 	ASSERT_DIMS(&out, 2, 2);
 	/* rows 2, 1; columns 0, 3 */
 	y[0] = 8, y[1] = 11, y[2] = 4, y[3] = 7;
@@ -189,35 +150,35 @@ Test(ops_shape, slice_clamps_like_onnx)
 	iota_f(x, 10);
 	in[0] = T(CEP_DTYPE_FLOAT32, x, 10);
 	in[1] = L64(s1), in[2] = L64(e1);
-	cr_assert_eq(op_run("Slice", 13, NULL, 0, in, 3, &out, 1), 0, "%s", cep_last_error());
+	cr_assert_eq(oh_run("Slice", 13, NULL, 0, in, 3, &out, 1), 0, "%s", cep_last_error());
 	ASSERT_DIMS(&out, 3);
 	assert_f32(&out, 3, (const float[]){ 7, 8, 9 });
 	free(out.data);
 	/* Backwards from past the end to before the start, every 4th. */
 	in[1] = L64(s2), in[2] = L64(e2), in[3] = absent(), in[4] = L64(st2);
-	cr_assert_eq(op_run("Slice", 13, NULL, 0, in, 5, &out, 1), 0, "%s", cep_last_error());
+	cr_assert_eq(oh_run("Slice", 13, NULL, 0, in, 5, &out, 1), 0, "%s", cep_last_error());
 	ASSERT_DIMS(&out, 3);
 	assert_f32(&out, 3, (const float[]){ 9, 5, 1 });
 	free(out.data);
 	/* The whole axis reversed reaches element 0. */
 	st2[0] = -1;
-	cr_assert_eq(op_run("Slice", 13, NULL, 0, in, 5, &out, 1), 0, "%s", cep_last_error());
+	cr_assert_eq(oh_run("Slice", 13, NULL, 0, in, 5, &out, 1), 0, "%s", cep_last_error());
 	ASSERT_DIMS(&out, 10);
 	assert_f32(&out, 10, (const float[]){ 9, 8, 7, 6, 5, 4, 3, 2, 1, 0 });
 	free(out.data);
 	/* Entirely past the end, and start after end: empty. */
 	in[1] = L64(s3), in[2] = L64(e3);
-	cr_assert_eq(op_run("Slice", 13, NULL, 0, in, 3, &out, 1), 0, "%s", cep_last_error());
+	cr_assert_eq(oh_run("Slice", 13, NULL, 0, in, 3, &out, 1), 0, "%s", cep_last_error());
 	ASSERT_DIMS(&out, 0);
 	free(out.data);
 	in[1] = L64(s4), in[2] = L64(e4);
-	cr_assert_eq(op_run("Slice", 13, NULL, 0, in, 3, &out, 1), 0, "%s", cep_last_error());
+	cr_assert_eq(oh_run("Slice", 13, NULL, 0, in, 3, &out, 1), 0, "%s", cep_last_error());
 	ASSERT_DIMS(&out, 0);
 	free(out.data);
 	/* The most negative step cannot overflow: start clamps to 0, end 2
 	 * lies after it, so nothing is taken. */
 	in[1] = L64(s5), in[2] = L64(e5), in[3] = absent(), in[4] = L64(st5);
-	cr_assert_eq(op_run("Slice", 13, NULL, 0, in, 5, &out, 1), 0, "%s", cep_last_error());
+	cr_assert_eq(oh_run("Slice", 13, NULL, 0, in, 5, &out, 1), 0, "%s", cep_last_error());
 	ASSERT_DIMS(&out, 0);
 	free(out.data);
 }
@@ -229,7 +190,7 @@ Test(ops_shape, slice_attributes_before_opset_10)
 	struct op_attr attrs[3] = { attr_ints("starts", 2, starts), attr_ints("ends", 2, ends) };
 	struct op_tensor in = T(CEP_DTYPE_INT64, x, 2, 4), out;
 
-	cr_assert_eq(op_run("Slice", 9, attrs, 2, &in, 1, &out, 1), 0, "%s", cep_last_error());
+	cr_assert_eq(oh_run("Slice", 9, attrs, 2, &in, 1, &out, 1), 0, "%s", cep_last_error());
 	ASSERT_DIMS(&out, 1, 3);
 	assert_i64(&out, 3, (const int64_t[]){ 2, 3, 4 });
 	free(out.data);
@@ -237,12 +198,12 @@ Test(ops_shape, slice_attributes_before_opset_10)
 	attrs[0] = attr_ints("starts", 1, (const int64_t[]){ 2 });
 	attrs[1] = attr_ints("ends", 1, (const int64_t[]){ 4 });
 	attrs[2] = attr_ints("axes", 1, axes);
-	cr_assert_eq(op_run("Slice", 7, attrs, 3, &in, 1, &out, 1), 0, "%s", cep_last_error());
+	cr_assert_eq(oh_run("Slice", 7, attrs, 3, &in, 1, &out, 1), 0, "%s", cep_last_error());
 	ASSERT_DIMS(&out, 2, 2);
 	assert_i64(&out, 4, (const int64_t[]){ 3, 4, 7, 8 });
 	free(out.data);
 	/* Without ends the node is invalid. */
-	cr_assert_eq(op_infer_run("Slice", 9, attrs, 1, &in, 1, &out, 1), CEP_EMODEL);
+	cr_assert_eq(oh_infer("Slice", 9, attrs, 1, &in, 1, &out, 1), CEP_EMODEL);
 	ASSERT_MSG("'ends' is required");
 }
 
@@ -267,7 +228,7 @@ Test(ops_shape, slice_every_type_and_int32_bounds)
 		in[2] = T(CEP_DTYPE_INT32, ends, 1);
 		in[3] = absent();
 		in[4] = T(CEP_DTYPE_INT32, steps, 1);
-		cr_assert_eq(op_run("Slice", 13, NULL, 0, in, 5, &out, 1), 0, "%s: %s",
+		cr_assert_eq(oh_run("Slice", 13, NULL, 0, in, 5, &out, 1), 0, "%s: %s",
 			     cep_dtype_name(types[t]), cep_last_error());
 		ASSERT_DIMS(&out, 3);
 		o = out.data;
@@ -279,10 +240,10 @@ Test(ops_shape, slice_every_type_and_int32_bounds)
 	/* A type cudaep does not store is refused by the registry, and so
 	 * is bfloat16 before opset 13, which introduced it. */
 	in[0] = T(CEP_DTYPE_FLOAT64, x, 6);
-	cr_assert_eq(op_run("Slice", 13, NULL, 0, in, 5, &out, 1), CEP_EUNSUPPORTED);
+	cr_assert_eq(oh_run("Slice", 13, NULL, 0, in, 5, &out, 1), CEP_EUNSUPPORTED);
 	ASSERT_MSG("float64 is not supported");
 	in[0] = T(CEP_DTYPE_BFLOAT16, x, 6);
-	cr_assert_eq(op_run("Slice", 11, NULL, 0, in, 5, &out, 1), CEP_EUNSUPPORTED);
+	cr_assert_eq(oh_run("Slice", 11, NULL, 0, in, 5, &out, 1), CEP_EUNSUPPORTED);
 	ASSERT_MSG("Slice: dtype bfloat16 is not supported on the host backend");
 }
 
@@ -296,22 +257,22 @@ Test(ops_shape, slice_refuses_bad_bounds)
 
 	in[0] = T(CEP_DTYPE_FLOAT32, x, 3, 4);
 	in[1] = L64(two), in[2] = L64(two), in[3] = L64(three);
-	cr_assert_eq(op_infer_run("Slice", 13, NULL, 0, in, 4, &out, 1), CEP_ESHAPE);
+	cr_assert_eq(oh_infer("Slice", 13, NULL, 0, in, 4, &out, 1), CEP_ESHAPE);
 	ASSERT_MSG("Slice: axes has 3 entries, starts has 2");
 	in[1] = L64(one), in[2] = L64(big), in[3] = absent(), in[4] = L64(zero);
-	cr_assert_eq(op_infer_run("Slice", 13, NULL, 0, in, 5, &out, 1), CEP_EMODEL);
+	cr_assert_eq(oh_infer("Slice", 13, NULL, 0, in, 5, &out, 1), CEP_EMODEL);
 	ASSERT_MSG("Slice: steps entry 0 is 0");
 	in[1] = L64(two), in[2] = L64(two), in[3] = L64(same), in[4] = absent();
-	cr_assert_eq(op_infer_run("Slice", 13, NULL, 0, in, 4, &out, 1), CEP_EMODEL);
+	cr_assert_eq(oh_infer("Slice", 13, NULL, 0, in, 4, &out, 1), CEP_EMODEL);
 	ASSERT_MSG("appears twice");
 	in[1] = L64(one), in[2] = L64(one), in[3] = L64(big);
-	cr_assert_eq(op_infer_run("Slice", 13, NULL, 0, in, 4, &out, 1), CEP_EMODEL);
+	cr_assert_eq(oh_infer("Slice", 13, NULL, 0, in, 4, &out, 1), CEP_EMODEL);
 	ASSERT_MSG("axis 2 is out of range for rank 2");
 	in[1] = T(CEP_DTYPE_FLOAT32, fl, 1);
-	cr_assert_eq(op_infer_run("Slice", 13, NULL, 0, in, 3, &out, 1), CEP_EDTYPE);
+	cr_assert_eq(oh_infer("Slice", 13, NULL, 0, in, 3, &out, 1), CEP_EDTYPE);
 	ASSERT_MSG("Slice: starts is float32, not int32 or int64");
 	in[1] = T(CEP_DTYPE_INT64, two, 1, 2);
-	cr_assert_eq(op_infer_run("Slice", 13, NULL, 0, in, 3, &out, 1), CEP_ESHAPE);
+	cr_assert_eq(oh_infer("Slice", 13, NULL, 0, in, 3, &out, 1), CEP_ESHAPE);
 	ASSERT_MSG("starts must be 1-D");
 }
 
@@ -324,27 +285,27 @@ Test(ops_shape, slice_inference_with_symbols_and_unknown_bounds)
 	/* Fixed axis sliced, symbolic axis untouched. */
 	in[0] = T(CEP_DTYPE_FLOAT32, NULL, OP_DIM_SYM(0), 8);
 	in[1] = L64(s1), in[2] = L64(e1), in[3] = L64(a1);
-	cr_assert_eq(op_infer_run("Slice", 13, NULL, 0, in, 4, &out, 1), 0, "%s", cep_last_error());
+	cr_assert_eq(oh_infer("Slice", 13, NULL, 0, in, 4, &out, 1), 0, "%s", cep_last_error());
 	ASSERT_DIMS(&out, OP_DIM_SYM(0), 2);
 	/* Whole axes forwards and backwards keep their symbols. */
 	in[0] = T(CEP_DTYPE_FLOAT32, NULL, OP_DIM_SYM(0), OP_DIM_SYM(1));
 	in[1] = L64(s2), in[2] = L64(e2), in[3] = absent(), in[4] = L64(st2);
-	cr_assert_eq(op_infer_run("Slice", 13, NULL, 0, in, 5, &out, 1), 0, "%s", cep_last_error());
+	cr_assert_eq(oh_infer("Slice", 13, NULL, 0, in, 5, &out, 1), 0, "%s", cep_last_error());
 	ASSERT_DIMS(&out, OP_DIM_SYM(0), OP_DIM_SYM(1));
 	/* A part of a symbolic axis is not known until planning. */
 	in[0] = T(CEP_DTYPE_FLOAT32, NULL, 4, OP_DIM_SYM(0));
 	in[1] = L64(s1), in[2] = L64(e1), in[3] = L64(a1), in[4] = absent();
-	cr_assert_eq(op_infer_run("Slice", 13, NULL, 0, in, 4, &out, 1), 0, "%s", cep_last_error());
+	cr_assert_eq(oh_infer("Slice", 13, NULL, 0, in, 4, &out, 1), 0, "%s", cep_last_error());
 	ASSERT_DIMS(&out, 4, OP_DIM_UNKNOWN);
 	/* Bounds computed at run time: known axes, unknown sizes there. */
 	in[0] = T(CEP_DTYPE_FLOAT32, NULL, 4, 5);
 	in[1] = T(CEP_DTYPE_INT64, NULL, 1);
 	in[2] = T(CEP_DTYPE_INT64, NULL, 1);
-	cr_assert_eq(op_infer_run("Slice", 13, NULL, 0, in, 4, &out, 1), 0, "%s", cep_last_error());
+	cr_assert_eq(oh_infer("Slice", 13, NULL, 0, in, 4, &out, 1), 0, "%s", cep_last_error());
 	ASSERT_DIMS(&out, 4, OP_DIM_UNKNOWN);
 	/* Unknown axes: every dimension may change. */
 	in[3] = T(CEP_DTYPE_INT64, NULL, 1);
-	cr_assert_eq(op_infer_run("Slice", 13, NULL, 0, in, 4, &out, 1), 0, "%s", cep_last_error());
+	cr_assert_eq(oh_infer("Slice", 13, NULL, 0, in, 4, &out, 1), 0, "%s", cep_last_error());
 	ASSERT_DIMS(&out, OP_DIM_UNKNOWN, OP_DIM_UNKNOWN);
 }
 
@@ -361,7 +322,7 @@ Test(ops_shape, split_sizes_from_input_attribute_and_equal_parts)
 	iota_f(x, 12);
 	in[0] = T(CEP_DTYPE_FLOAT32, x, 2, 6);
 	in[1] = L64(split);
-	cr_assert_eq(op_run("Split", 13, attrs, 1, in, 2, out, 3), 0, "%s", cep_last_error());
+	cr_assert_eq(oh_run("Split", 13, attrs, 1, in, 2, out, 3), 0, "%s", cep_last_error());
 	ASSERT_DIMS(&out[0], 2, 1);
 	ASSERT_DIMS(&out[1], 2, 3);
 	ASSERT_DIMS(&out[2], 2, 2);
@@ -374,12 +335,12 @@ Test(ops_shape, split_sizes_from_input_attribute_and_equal_parts)
 	outs_free(out, 3);
 	/* The same sizes as the attribute of opset 11. */
 	attrs[1] = attr_ints("split", 3, split);
-	cr_assert_eq(op_run("Split", 11, attrs, 2, in, 1, out, 3), 0, "%s", cep_last_error());
+	cr_assert_eq(oh_run("Split", 11, attrs, 2, in, 1, out, 3), 0, "%s", cep_last_error());
 	ASSERT_DIMS(&out[1], 2, 3);
 	assert_f32(&out[2], 4, (const float[]){ 4, 5, 10, 11 });
 	outs_free(out, 3);
 	/* Equal parts along axis 0. */
-	cr_assert_eq(op_run("Split", 13, NULL, 0, in, 1, out, 2), 0, "%s", cep_last_error());
+	cr_assert_eq(oh_run("Split", 13, NULL, 0, in, 1, out, 2), 0, "%s", cep_last_error());
 	ASSERT_DIMS(&out[0], 1, 6);
 	assert_f32(&out[1], 6, x + 6);
 	outs_free(out, 2);
@@ -391,21 +352,21 @@ Test(ops_shape, split_uneven_parts_from_opset_18)
 	struct op_attr attrs[1] = { attr_i("num_outputs", 3) };
 	struct op_tensor in = T(CEP_DTYPE_INT32, x, 7), out[4];
 
-	cr_assert_eq(op_run("Split", 18, attrs, 1, &in, 1, out, 3), 0, "%s", cep_last_error());
+	cr_assert_eq(oh_run("Split", 18, attrs, 1, &in, 1, out, 3), 0, "%s", cep_last_error());
 	ASSERT_DIMS(&out[0], 3);
 	ASSERT_DIMS(&out[1], 3);
 	ASSERT_DIMS(&out[2], 1);
 	cr_assert_eq(((int32_t *)out[2].data)[0], 7);
 	outs_free(out, 3);
 	/* Before opset 18 the parts must be equal. */
-	cr_assert_eq(op_infer_run("Split", 13, NULL, 0, &in, 1, out, 3), CEP_ESHAPE);
+	cr_assert_eq(oh_infer("Split", 13, NULL, 0, &in, 1, out, 3), CEP_ESHAPE);
 	ASSERT_MSG("does not split into 3 equal parts");
 	/* 7 in 4 parts of 2 leaves -1 for the last. */
 	attrs[0] = attr_i("num_outputs", 4);
 	in = T(CEP_DTYPE_INT32, x, 5);
-	cr_assert_eq(op_infer_run("Split", 18, attrs, 1, &in, 1, out, 4), CEP_ESHAPE);
+	cr_assert_eq(oh_infer("Split", 18, attrs, 1, &in, 1, out, 4), CEP_ESHAPE);
 	attrs[0] = attr_i("num_outputs", 2);
-	cr_assert_eq(op_infer_run("Split", 18, attrs, 1, &in, 1, out, 3), CEP_EMODEL);
+	cr_assert_eq(oh_infer("Split", 18, attrs, 1, &in, 1, out, 3), CEP_EMODEL);
 	ASSERT_MSG("num_outputs is 2 but the node has 3 outputs");
 }
 
@@ -417,25 +378,25 @@ Test(ops_shape, split_zero_parts_and_errors)
 
 	in[0] = T(CEP_DTYPE_INT64, x, 4);
 	in[1] = L64(split);
-	cr_assert_eq(op_run("Split", 18, NULL, 0, in, 2, out, 3), 0, "%s", cep_last_error());
+	cr_assert_eq(oh_run("Split", 18, NULL, 0, in, 2, out, 3), 0, "%s", cep_last_error());
 	ASSERT_DIMS(&out[0], 0);
 	ASSERT_DIMS(&out[1], 4);
 	ASSERT_DIMS(&out[2], 0);
 	assert_i64(&out[1], 4, x);
 	outs_free(out, 3);
 	in[1] = L64(bad);
-	cr_assert_eq(op_infer_run("Split", 13, NULL, 0, in, 2, out, 2), CEP_ESHAPE);
+	cr_assert_eq(oh_infer("Split", 13, NULL, 0, in, 2, out, 2), CEP_ESHAPE);
 	ASSERT_MSG("the parts add up to 3 but the axis has 4");
-	cr_assert_eq(op_infer_run("Split", 13, NULL, 0, in, 2, out, 3), CEP_EMODEL);
+	cr_assert_eq(oh_infer("Split", 13, NULL, 0, in, 2, out, 3), CEP_EMODEL);
 	ASSERT_MSG("split has 2 entries for 3 outputs");
 	in[1] = L64(neg);
-	cr_assert_eq(op_infer_run("Split", 13, NULL, 0, in, 2, out, 2), CEP_ESHAPE);
+	cr_assert_eq(oh_infer("Split", 13, NULL, 0, in, 2, out, 2), CEP_ESHAPE);
 	ASSERT_MSG("part 1 has size -1");
 	in[1] = L64(bad);
-	cr_assert_eq(op_infer_run("Split", 18, &num, 1, in, 2, out, 2), CEP_EMODEL);
+	cr_assert_eq(oh_infer("Split", 18, &num, 1, in, 2, out, 2), CEP_EMODEL);
 	ASSERT_MSG("both the split input and 'num_outputs'");
 	in[0] = scalar(CEP_DTYPE_INT64, x);
-	cr_assert_eq(op_infer_run("Split", 13, NULL, 0, in, 1, out, 2), CEP_ESHAPE);
+	cr_assert_eq(oh_infer("Split", 13, NULL, 0, in, 1, out, 2), CEP_ESHAPE);
 }
 
 Test(ops_shape, split_inference_with_symbols)
@@ -446,17 +407,17 @@ Test(ops_shape, split_inference_with_symbols)
 
 	in[0] = T(CEP_DTYPE_FLOAT16, NULL, OP_DIM_SYM(0), 8);
 	in[1] = L64(split);
-	cr_assert_eq(op_infer_run("Split", 13, &axis, 1, in, 2, out, 2), 0, "%s", cep_last_error());
+	cr_assert_eq(oh_infer("Split", 13, &axis, 1, in, 2, out, 2), 0, "%s", cep_last_error());
 	ASSERT_DIMS(&out[0], OP_DIM_SYM(0), 3);
 	ASSERT_DIMS(&out[1], OP_DIM_SYM(0), 5);
 	cr_assert_eq(out[1].dtype, CEP_DTYPE_FLOAT16);
 	/* Equal parts of a symbolic axis are unknown until planning. */
 	in[0] = T(CEP_DTYPE_FLOAT16, NULL, 2, OP_DIM_SYM(0));
-	cr_assert_eq(op_infer_run("Split", 13, &axis, 1, in, 1, out, 2), 0, "%s", cep_last_error());
+	cr_assert_eq(oh_infer("Split", 13, &axis, 1, in, 1, out, 2), 0, "%s", cep_last_error());
 	ASSERT_DIMS(&out[0], 2, OP_DIM_UNKNOWN);
 	/* Sizes computed at run time: unknown, but the rest is known. */
 	in[1] = T(CEP_DTYPE_INT64, NULL, 2);
-	cr_assert_eq(op_infer_run("Split", 13, &axis, 1, in, 2, out, 2), 0, "%s", cep_last_error());
+	cr_assert_eq(oh_infer("Split", 13, &axis, 1, in, 2, out, 2), 0, "%s", cep_last_error());
 	ASSERT_DIMS(&out[1], 2, OP_DIM_UNKNOWN);
 }
 
@@ -472,7 +433,7 @@ Test(ops_shape, gather_elements_along_each_axis)
 
 	in[0] = T(CEP_DTYPE_FLOAT32, x, 3, 3);
 	in[1] = T(CEP_DTYPE_INT64, i0, 2, 3);
-	cr_assert_eq(op_run("GatherElements", 13, NULL, 0, in, 2, &out, 1), 0, "%s",
+	cr_assert_eq(oh_run("GatherElements", 13, NULL, 0, in, 2, &out, 1), 0, "%s",
 		     cep_last_error());
 	ASSERT_DIMS(&out, 2, 3);
 	assert_f32(&out, 6, (const float[]){ 4, 8, 3, 7, 2, 3 });
@@ -480,7 +441,7 @@ Test(ops_shape, gather_elements_along_each_axis)
 	/* Axis 1 with int32 indices, negative ones among them; the indices
 	 * have fewer columns than data. */
 	in[1] = T(CEP_DTYPE_INT32, i1, 3, 2);
-	cr_assert_eq(op_run("GatherElements", 11, &axis, 1, in, 2, &out, 1), 0, "%s",
+	cr_assert_eq(oh_run("GatherElements", 11, &axis, 1, in, 2, &out, 1), 0, "%s",
 		     cep_last_error());
 	ASSERT_DIMS(&out, 3, 2);
 	assert_f32(&out, 6, (const float[]){ 1, 3, 6, 5, 7, 7 });
@@ -496,19 +457,19 @@ Test(ops_shape, gather_elements_checks_indices)
 
 	in[0] = T(CEP_DTYPE_UINT8, x, 2, 3);
 	in[1] = T(CEP_DTYPE_INT64, bad, 2, 1);
-	cr_assert_eq(op_run("GatherElements", 13, &axis, 1, in, 2, &out, 1), CEP_EINVAL);
+	cr_assert_eq(oh_run("GatherElements", 13, &axis, 1, in, 2, &out, 1), CEP_EINVAL);
 	ASSERT_MSG("GatherElements: index 3 is out of range for axis 1 of size 3");
 	in[1] = T(CEP_DTYPE_INT64, ok, 4, 1);
-	cr_assert_eq(op_infer_run("GatherElements", 13, &axis, 1, in, 2, &out, 1), CEP_ESHAPE);
+	cr_assert_eq(oh_infer("GatherElements", 13, &axis, 1, in, 2, &out, 1), CEP_ESHAPE);
 	ASSERT_MSG("indices have 4 in dimension 0, data only 2");
 	in[1] = T(CEP_DTYPE_INT64, ok, 4);
-	cr_assert_eq(op_infer_run("GatherElements", 13, NULL, 0, in, 2, &out, 1), CEP_ESHAPE);
+	cr_assert_eq(oh_infer("GatherElements", 13, NULL, 0, in, 2, &out, 1), CEP_ESHAPE);
 	ASSERT_MSG("indices have rank 1, data rank 2");
 	in[1] = T(CEP_DTYPE_FLOAT32, ok, 2, 1);
-	cr_assert_eq(op_infer_run("GatherElements", 13, NULL, 0, in, 2, &out, 1), CEP_EDTYPE);
+	cr_assert_eq(oh_infer("GatherElements", 13, NULL, 0, in, 2, &out, 1), CEP_EDTYPE);
 	/* Empty indices give an empty output. */
 	in[1] = T(CEP_DTYPE_INT64, ok, 2, 0);
-	cr_assert_eq(op_run("GatherElements", 13, &axis, 1, in, 2, &out, 1), 0, "%s",
+	cr_assert_eq(oh_run("GatherElements", 13, &axis, 1, in, 2, &out, 1), 0, "%s",
 		     cep_last_error());
 	ASSERT_DIMS(&out, 2, 0);
 	free(out.data);
@@ -525,7 +486,7 @@ Test(ops_shape, expand_broadcasts_both_ways)
 
 	in[0] = T(CEP_DTYPE_FLOAT32, x, 3, 1);
 	in[1] = L64(shape);
-	cr_assert_eq(op_run("Expand", 13, NULL, 0, in, 2, &out, 1), 0, "%s", cep_last_error());
+	cr_assert_eq(oh_run("Expand", 13, NULL, 0, in, 2, &out, 1), 0, "%s", cep_last_error());
 	ASSERT_DIMS(&out, 2, 3, 4);
 	for (i = 0; i < 2; i++)
 		for (j = 0; j < 3; j++)
@@ -535,12 +496,12 @@ Test(ops_shape, expand_broadcasts_both_ways)
 	free(out.data);
 	/* A shape smaller than the input leaves it as it is. */
 	in[1] = L64(small);
-	cr_assert_eq(op_run("Expand", 8, NULL, 0, in, 2, &out, 1), 0, "%s", cep_last_error());
+	cr_assert_eq(oh_run("Expand", 8, NULL, 0, in, 2, &out, 1), 0, "%s", cep_last_error());
 	ASSERT_DIMS(&out, 3, 1);
 	assert_f32(&out, 3, x);
 	free(out.data);
 	in[1] = L64(bad);
-	cr_assert_eq(op_infer_run("Expand", 13, NULL, 0, in, 2, &out, 1), CEP_ESHAPE);
+	cr_assert_eq(oh_infer("Expand", 13, NULL, 0, in, 2, &out, 1), CEP_ESHAPE);
 	ASSERT_MSG("Expand: shapes [3,1] and [2,2] do not broadcast");
 }
 
@@ -554,18 +515,18 @@ Test(ops_shape, expand_of_a_scalar_and_of_bools)
 
 	in[0] = scalar(CEP_DTYPE_FLOAT16, &h);
 	in[1] = L64(shape);
-	cr_assert_eq(op_run("Expand", 13, NULL, 0, in, 2, &out, 1), 0, "%s", cep_last_error());
+	cr_assert_eq(oh_run("Expand", 13, NULL, 0, in, 2, &out, 1), 0, "%s", cep_last_error());
 	ASSERT_DIMS(&out, 3, 2);
 	for (i = 0; i < 6; i++)
 		cr_assert_eq(((uint16_t *)out.data)[i], h);
 	free(out.data);
 	in[0] = T(CEP_DTYPE_BOOL, b, 2);
-	cr_assert_eq(op_run("Expand", 13, NULL, 0, in, 2, &out, 1), 0, "%s", cep_last_error());
+	cr_assert_eq(oh_run("Expand", 13, NULL, 0, in, 2, &out, 1), 0, "%s", cep_last_error());
 	for (i = 0; i < 6; i++)
 		cr_assert_eq(((uint8_t *)out.data)[i], b[i % 2]);
 	free(out.data);
 	in[1] = L64(empty);
-	cr_assert_eq(op_run("Expand", 13, NULL, 0, in, 2, &out, 1), 0, "%s", cep_last_error());
+	cr_assert_eq(oh_run("Expand", 13, NULL, 0, in, 2, &out, 1), 0, "%s", cep_last_error());
 	ASSERT_DIMS(&out, 0, 2);
 	free(out.data);
 }
@@ -577,18 +538,18 @@ Test(ops_shape, expand_inference_with_symbols_and_unknown_shape)
 
 	in[0] = T(CEP_DTYPE_FLOAT32, NULL, OP_DIM_SYM(0), 1);
 	in[1] = L64(shape);
-	cr_assert_eq(op_infer_run("Expand", 13, NULL, 0, in, 2, &out, 1), 0, "%s", cep_last_error());
+	cr_assert_eq(oh_infer("Expand", 13, NULL, 0, in, 2, &out, 1), 0, "%s", cep_last_error());
 	ASSERT_DIMS(&out, 4, OP_DIM_SYM(0), 5);
 	/* Unknown values of a known length: a dimension other than 1 stays. */
 	in[0] = T(CEP_DTYPE_FLOAT32, NULL, 7, 1);
 	in[1] = T(CEP_DTYPE_INT64, NULL, 3);
-	cr_assert_eq(op_infer_run("Expand", 13, NULL, 0, in, 2, &out, 1), 0, "%s", cep_last_error());
+	cr_assert_eq(oh_infer("Expand", 13, NULL, 0, in, 2, &out, 1), 0, "%s", cep_last_error());
 	ASSERT_DIMS(&out, OP_DIM_UNKNOWN, 7, OP_DIM_UNKNOWN);
 	in[1] = L64(neg);
-	cr_assert_eq(op_infer_run("Expand", 13, NULL, 0, in, 2, &out, 1), CEP_ESHAPE);
+	cr_assert_eq(oh_infer("Expand", 13, NULL, 0, in, 2, &out, 1), CEP_ESHAPE);
 	ASSERT_MSG("shape entry 0 is -2");
 	in[1] = T(CEP_DTYPE_INT32, NULL, 3);
-	cr_assert_eq(op_infer_run("Expand", 13, NULL, 0, in, 2, &out, 1), CEP_EDTYPE);
+	cr_assert_eq(oh_infer("Expand", 13, NULL, 0, in, 2, &out, 1), CEP_EDTYPE);
 	ASSERT_MSG("Expand: shape is int32, not int64");
 }
 
@@ -603,7 +564,7 @@ Test(ops_shape, tile_repeats_every_axis)
 
 	in[0] = T(CEP_DTYPE_INT8, x, 2, 3);
 	in[1] = L64(reps);
-	cr_assert_eq(op_run("Tile", 13, NULL, 0, in, 2, &out, 1), 0, "%s", cep_last_error());
+	cr_assert_eq(oh_run("Tile", 13, NULL, 0, in, 2, &out, 1), 0, "%s", cep_last_error());
 	ASSERT_DIMS(&out, 4, 9);
 	for (i = 0; i < 4; i++)
 		for (j = 0; j < 9; j++)
@@ -611,7 +572,7 @@ Test(ops_shape, tile_repeats_every_axis)
 				     "element %d,%d", i, j);
 	free(out.data);
 	in[1] = L64(none);
-	cr_assert_eq(op_run("Tile", 7, NULL, 0, in, 2, &out, 1), 0, "%s", cep_last_error());
+	cr_assert_eq(oh_run("Tile", 7, NULL, 0, in, 2, &out, 1), 0, "%s", cep_last_error());
 	ASSERT_DIMS(&out, 2, 0);
 	free(out.data);
 }
@@ -623,16 +584,16 @@ Test(ops_shape, tile_inference_and_errors)
 
 	in[0] = T(CEP_DTYPE_FLOAT32, NULL, OP_DIM_SYM(0), 4);
 	in[1] = L64(reps);
-	cr_assert_eq(op_infer_run("Tile", 13, NULL, 0, in, 2, &out, 1), 0, "%s", cep_last_error());
+	cr_assert_eq(oh_infer("Tile", 13, NULL, 0, in, 2, &out, 1), 0, "%s", cep_last_error());
 	ASSERT_DIMS(&out, OP_DIM_SYM(0), 12);
 	in[1] = T(CEP_DTYPE_INT64, NULL, 2);
-	cr_assert_eq(op_infer_run("Tile", 13, NULL, 0, in, 2, &out, 1), 0, "%s", cep_last_error());
+	cr_assert_eq(oh_infer("Tile", 13, NULL, 0, in, 2, &out, 1), 0, "%s", cep_last_error());
 	ASSERT_DIMS(&out, OP_DIM_UNKNOWN, OP_DIM_UNKNOWN);
 	in[1] = L64(one);
-	cr_assert_eq(op_infer_run("Tile", 13, NULL, 0, in, 2, &out, 1), CEP_ESHAPE);
+	cr_assert_eq(oh_infer("Tile", 13, NULL, 0, in, 2, &out, 1), CEP_ESHAPE);
 	ASSERT_MSG("Tile: repeats has 1 entries for an input of rank 2");
 	in[1] = L64(neg);
-	cr_assert_eq(op_infer_run("Tile", 13, NULL, 0, in, 2, &out, 1), CEP_ESHAPE);
+	cr_assert_eq(oh_infer("Tile", 13, NULL, 0, in, 2, &out, 1), CEP_ESHAPE);
 	ASSERT_MSG("repeats entry 1 is -1");
 }
 
@@ -647,14 +608,14 @@ Test(ops_shape, constant_of_shape_fills)
 	int i;
 
 	in = L64(shape);
-	cr_assert_eq(op_run("ConstantOfShape", 9, NULL, 0, &in, 1, &out, 1), 0, "%s",
+	cr_assert_eq(oh_run("ConstantOfShape", 9, NULL, 0, &in, 1, &out, 1), 0, "%s",
 		     cep_last_error());
 	cr_assert_eq(out.dtype, CEP_DTYPE_FLOAT32);
 	ASSERT_DIMS(&out, 2, 3);
 	for (i = 0; i < 6; i++)
 		cr_assert_eq(((float *)out.data)[i], 0.0f);
 	free(out.data);
-	cr_assert_eq(op_run("ConstantOfShape", 20, &attr, 1, &in, 1, &out, 1), 0, "%s",
+	cr_assert_eq(oh_run("ConstantOfShape", 20, &attr, 1, &in, 1, &out, 1), 0, "%s",
 		     cep_last_error());
 	cr_assert_eq(out.dtype, CEP_DTYPE_INT64);
 	for (i = 0; i < 6; i++)
@@ -662,13 +623,13 @@ Test(ops_shape, constant_of_shape_fills)
 	free(out.data);
 	/* An empty shape makes a scalar; a 0 in it an empty tensor. */
 	in = T(CEP_DTYPE_INT64, shape, 0);
-	cr_assert_eq(op_run("ConstantOfShape", 9, &attr, 1, &in, 1, &out, 1), 0, "%s",
+	cr_assert_eq(oh_run("ConstantOfShape", 9, &attr, 1, &in, 1, &out, 1), 0, "%s",
 		     cep_last_error());
 	cr_assert_eq(out.rank, 0);
 	cr_assert_eq(((int64_t *)out.data)[0], 7);
 	free(out.data);
 	in = L64(none);
-	cr_assert_eq(op_run("ConstantOfShape", 9, &attr, 1, &in, 1, &out, 1), 0, "%s",
+	cr_assert_eq(oh_run("ConstantOfShape", 9, &attr, 1, &in, 1, &out, 1), 0, "%s",
 		     cep_last_error());
 	ASSERT_DIMS(&out, 0);
 	free(out.data);
@@ -683,23 +644,23 @@ Test(ops_shape, constant_of_shape_inference_and_errors)
 	struct op_tensor in, out;
 
 	in = T(CEP_DTYPE_INT64, NULL, 3);
-	cr_assert_eq(op_infer_run("ConstantOfShape", 9, NULL, 0, &in, 1, &out, 1), 0);
+	cr_assert_eq(oh_infer("ConstantOfShape", 9, NULL, 0, &in, 1, &out, 1), 0);
 	ASSERT_DIMS(&out, OP_DIM_UNKNOWN, OP_DIM_UNKNOWN, OP_DIM_UNKNOWN);
 	in = T(CEP_DTYPE_INT64, NULL, OP_DIM_SYM(0));
-	cr_assert_eq(op_infer_run("ConstantOfShape", 9, NULL, 0, &in, 1, &out, 1), 0);
+	cr_assert_eq(oh_infer("ConstantOfShape", 9, NULL, 0, &in, 1, &out, 1), 0);
 	cr_assert_eq(out.rank, -1);
 	in = L64(neg);
-	cr_assert_eq(op_infer_run("ConstantOfShape", 9, NULL, 0, &in, 1, &out, 1), CEP_ESHAPE);
+	cr_assert_eq(oh_infer("ConstantOfShape", 9, NULL, 0, &in, 1, &out, 1), CEP_ESHAPE);
 	ASSERT_MSG("shape entry 1 is -1");
 	in = L64(two);
 	attr = attr_t("value", &v2);
-	cr_assert_eq(op_infer_run("ConstantOfShape", 9, &attr, 1, &in, 1, &out, 1), CEP_EMODEL);
+	cr_assert_eq(oh_infer("ConstantOfShape", 9, &attr, 1, &in, 1, &out, 1), CEP_EMODEL);
 	ASSERT_MSG("one element");
 	attr = attr_t("value", &vd);
-	cr_assert_eq(op_infer_run("ConstantOfShape", 9, &attr, 1, &in, 1, &out, 1), CEP_EUNSUPPORTED);
+	cr_assert_eq(oh_infer("ConstantOfShape", 9, &attr, 1, &in, 1, &out, 1), CEP_EUNSUPPORTED);
 	ASSERT_MSG("float64");
 	in = T(CEP_DTYPE_INT32, two, 2);
-	cr_assert_eq(op_infer_run("ConstantOfShape", 9, NULL, 0, &in, 1, &out, 1), CEP_EDTYPE);
+	cr_assert_eq(oh_infer("ConstantOfShape", 9, NULL, 0, &in, 1, &out, 1), CEP_EDTYPE);
 }
 
 /* ------------------------------------------------------------------ Range */
@@ -714,7 +675,7 @@ Test(ops_shape, range_counts_and_values)
 	in[0] = scalar(CEP_DTYPE_INT32, &s);
 	in[1] = scalar(CEP_DTYPE_INT32, &l);
 	in[2] = scalar(CEP_DTYPE_INT32, &d);
-	cr_assert_eq(op_run("Range", 11, NULL, 0, in, 3, &out, 1), 0, "%s", cep_last_error());
+	cr_assert_eq(oh_run("Range", 11, NULL, 0, in, 3, &out, 1), 0, "%s", cep_last_error());
 	ASSERT_DIMS(&out, 2);
 	cr_assert_eq(((int32_t *)out.data)[0], 10);
 	cr_assert_eq(((int32_t *)out.data)[1], 7);
@@ -723,7 +684,7 @@ Test(ops_shape, range_counts_and_values)
 	in[0] = scalar(CEP_DTYPE_INT64, &s64);
 	in[1] = scalar(CEP_DTYPE_INT64, &l64);
 	in[2] = scalar(CEP_DTYPE_INT64, &d64);
-	cr_assert_eq(op_run("Range", 11, NULL, 0, in, 3, &out, 1), 0, "%s", cep_last_error());
+	cr_assert_eq(oh_run("Range", 11, NULL, 0, in, 3, &out, 1), 0, "%s", cep_last_error());
 	ASSERT_DIMS(&out, 4);
 	assert_i64(&out, 4, (const int64_t[]){ INT64_MIN, -(INT64_C(1) << 62), 0,
 					       INT64_C(1) << 62 });
@@ -731,13 +692,13 @@ Test(ops_shape, range_counts_and_values)
 	in[0] = scalar(CEP_DTYPE_FLOAT32, &fs);
 	in[1] = scalar(CEP_DTYPE_FLOAT32, &fl);
 	in[2] = scalar(CEP_DTYPE_FLOAT32, &fd);
-	cr_assert_eq(op_run("Range", 11, NULL, 0, in, 3, &out, 1), 0, "%s", cep_last_error());
+	cr_assert_eq(oh_run("Range", 11, NULL, 0, in, 3, &out, 1), 0, "%s", cep_last_error());
 	ASSERT_DIMS(&out, 4);
 	assert_f32(&out, 4, (const float[]){ 1.0f, 1.25f, 1.5f, 1.75f });
 	free(out.data);
 	/* Empty when the limit lies behind. */
 	fd = -1.0f;
-	cr_assert_eq(op_run("Range", 11, NULL, 0, in, 3, &out, 1), 0, "%s", cep_last_error());
+	cr_assert_eq(oh_run("Range", 11, NULL, 0, in, 3, &out, 1), 0, "%s", cep_last_error());
 	ASSERT_DIMS(&out, 0);
 	free(out.data);
 }
@@ -751,14 +712,14 @@ Test(ops_shape, range_half_types_from_opset_27)
 	in[0] = scalar(CEP_DTYPE_BFLOAT16, &s);
 	in[1] = scalar(CEP_DTYPE_BFLOAT16, &l);
 	in[2] = scalar(CEP_DTYPE_BFLOAT16, &d);
-	cr_assert_eq(op_run("Range", 27, &stash, 1, in, 3, &out, 1), 0, "%s", cep_last_error());
+	cr_assert_eq(oh_run("Range", 27, &stash, 1, in, 3, &out, 1), 0, "%s", cep_last_error());
 	ASSERT_DIMS(&out, 3);
 	cr_assert_eq(cpu_bf16_to_f32(((uint16_t *)out.data)[2]), 2.5f);
 	free(out.data);
-	cr_assert_eq(op_run("Range", 26, NULL, 0, in, 3, &out, 1), CEP_EUNSUPPORTED);
+	cr_assert_eq(oh_run("Range", 26, NULL, 0, in, 3, &out, 1), CEP_EUNSUPPORTED);
 	ASSERT_MSG("Range: dtype bfloat16 is not supported on the host backend");
 	stash = attr_i("stash_type", 10);
-	cr_assert_eq(op_infer_run("Range", 27, &stash, 1, in, 3, &out, 1), CEP_EMODEL);
+	cr_assert_eq(oh_infer("Range", 27, &stash, 1, in, 3, &out, 1), CEP_EMODEL);
 	ASSERT_MSG("stash_type 10");
 }
 
@@ -772,23 +733,23 @@ Test(ops_shape, range_refuses_bad_inputs)
 	in[0] = scalar(CEP_DTYPE_INT64, &zero);
 	in[1] = scalar(CEP_DTYPE_INT64, &one);
 	in[2] = scalar(CEP_DTYPE_INT64, &zero);
-	cr_assert_eq(op_infer_run("Range", 11, NULL, 0, in, 3, &out, 1), CEP_EINVAL);
+	cr_assert_eq(oh_infer("Range", 11, NULL, 0, in, 3, &out, 1), CEP_EINVAL);
 	ASSERT_MSG("Range: delta is 0");
 	in[1] = scalar(CEP_DTYPE_INT64, &huge);
 	in[2] = scalar(CEP_DTYPE_INT64, &one);
-	cr_assert_eq(op_infer_run("Range", 11, NULL, 0, in, 3, &out, 1), CEP_ELIMIT);
+	cr_assert_eq(oh_infer("Range", 11, NULL, 0, in, 3, &out, 1), CEP_ELIMIT);
 	in[1] = L64(two);
-	cr_assert_eq(op_infer_run("Range", 11, NULL, 0, in, 3, &out, 1), CEP_ESHAPE);
+	cr_assert_eq(oh_infer("Range", 11, NULL, 0, in, 3, &out, 1), CEP_ESHAPE);
 	ASSERT_MSG("limit must be a scalar");
 	in[1] = scalar(CEP_DTYPE_INT32, &i32);
-	cr_assert_eq(op_infer_run("Range", 11, NULL, 0, in, 3, &out, 1), CEP_EDTYPE);
+	cr_assert_eq(oh_infer("Range", 11, NULL, 0, in, 3, &out, 1), CEP_EDTYPE);
 	in[0] = scalar(CEP_DTYPE_FLOAT32, &f0);
 	in[1] = scalar(CEP_DTYPE_FLOAT32, &nan);
 	in[2] = scalar(CEP_DTYPE_FLOAT32, &f1);
-	cr_assert_eq(op_infer_run("Range", 11, NULL, 0, in, 3, &out, 1), CEP_EINVAL);
+	cr_assert_eq(oh_infer("Range", 11, NULL, 0, in, 3, &out, 1), CEP_EINVAL);
 	/* Values unknown: a 1-D output of unknown length. */
 	in[1] = scalar(CEP_DTYPE_FLOAT32, NULL);
-	cr_assert_eq(op_infer_run("Range", 11, NULL, 0, in, 3, &out, 1), 0);
+	cr_assert_eq(oh_infer("Range", 11, NULL, 0, in, 3, &out, 1), 0);
 	ASSERT_DIMS(&out, OP_DIM_UNKNOWN);
 }
 
@@ -801,25 +762,25 @@ Test(ops_shape, castlike_takes_the_type_of_its_second_input)
 
 	in[0] = T(CEP_DTYPE_FLOAT32, x, 2, 2);
 	in[1] = T(CEP_DTYPE_INT32, NULL, 7);
-	cr_assert_eq(op_run("CastLike", 15, NULL, 0, in, 2, &out, 1), 0, "%s", cep_last_error());
+	cr_assert_eq(oh_run("CastLike", 15, NULL, 0, in, 2, &out, 1), 0, "%s", cep_last_error());
 	cr_assert_eq(out.dtype, CEP_DTYPE_INT32);
 	ASSERT_DIMS(&out, 2, 2);
 	cr_assert_eq(((int32_t *)out.data)[0], -2);
 	cr_assert_eq(((int32_t *)out.data)[3], 300);
 	free(out.data);
 	in[1] = scalar(CEP_DTYPE_BOOL, NULL);
-	cr_assert_eq(op_run("CastLike", 21, NULL, 0, in, 2, &out, 1), 0, "%s", cep_last_error());
+	cr_assert_eq(oh_run("CastLike", 21, NULL, 0, in, 2, &out, 1), 0, "%s", cep_last_error());
 	cr_assert_eq(((uint8_t *)out.data)[0], 1);
 	cr_assert_eq(((uint8_t *)out.data)[1], 0);
 	free(out.data);
 	in[1] = scalar(CEP_DTYPE_FLOAT16, NULL);
-	cr_assert_eq(op_run("CastLike", 19, NULL, 0, in, 2, &out, 1), 0, "%s", cep_last_error());
+	cr_assert_eq(oh_run("CastLike", 19, NULL, 0, in, 2, &out, 1), 0, "%s", cep_last_error());
 	cr_assert_eq(cpu_f16_to_f32(((uint16_t *)out.data)[2]), cpu_f16_to_f32(cpu_f32_to_f16(3.9f)));
 	free(out.data);
 	in[1] = scalar(CEP_DTYPE_FLOAT64, NULL);
-	cr_assert_eq(op_infer_run("CastLike", 15, NULL, 0, in, 2, &out, 1), CEP_EUNSUPPORTED);
+	cr_assert_eq(oh_infer("CastLike", 15, NULL, 0, in, 2, &out, 1), CEP_EUNSUPPORTED);
 	ASSERT_MSG("CastLike: casting to float64 is not supported");
-	cr_assert_eq(op_run("CastLike", 14, NULL, 0, in, 2, &out, 1), CEP_EUNSUPPORTED);
+	cr_assert_eq(oh_run("CastLike", 14, NULL, 0, in, 2, &out, 1), CEP_EUNSUPPORTED);
 	ASSERT_MSG("opset 14 is not supported");
 }
 
@@ -834,21 +795,21 @@ Test(ops_shape, flatten_and_size)
 
 	for (i = 0; i < 24; i++)
 		x[i] = i;
-	cr_assert_eq(op_run("Flatten", 13, &axis, 1, &in, 1, &out, 1), 0, "%s", cep_last_error());
+	cr_assert_eq(oh_run("Flatten", 13, &axis, 1, &in, 1, &out, 1), 0, "%s", cep_last_error());
 	ASSERT_DIMS(&out, 6, 4);
 	assert_i64(&out, 24, x);
 	free(out.data);
 	axis = attr_i("axis", 0);
-	cr_assert_eq(op_run("Flatten", 9, &axis, 1, &in, 1, &out, 1), 0, "%s", cep_last_error());
+	cr_assert_eq(oh_run("Flatten", 9, &axis, 1, &in, 1, &out, 1), 0, "%s", cep_last_error());
 	ASSERT_DIMS(&out, 1, 24);
 	free(out.data);
-	cr_assert_eq(op_run("Size", 13, NULL, 0, &in, 1, &out, 1), 0, "%s", cep_last_error());
+	cr_assert_eq(oh_run("Size", 13, NULL, 0, &in, 1, &out, 1), 0, "%s", cep_last_error());
 	cr_assert_eq(out.dtype, CEP_DTYPE_INT64);
 	cr_assert_eq(out.rank, 0);
 	cr_assert_eq(((int64_t *)out.data)[0], 24);
 	free(out.data);
 	in = T(CEP_DTYPE_FLOAT32, NULL, OP_DIM_SYM(0), 3, 4);
 	axis = attr_i("axis", 1);
-	cr_assert_eq(op_infer_run("Flatten", 13, &axis, 1, &in, 1, &out, 1), 0);
+	cr_assert_eq(oh_infer("Flatten", 13, &axis, 1, &in, 1, &out, 1), 0);
 	ASSERT_DIMS(&out, OP_DIM_SYM(0), 12);
 }
