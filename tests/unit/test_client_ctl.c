@@ -22,7 +22,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-extern char **environ;
+#include "ctl_run.h"
 
 TestSuite(client_ctl, .timeout = 30);
 
@@ -85,69 +85,6 @@ Test(client_ctl, human_numbers)
 /* ------------------------------------------------------- the tool itself */
 
 static struct fake_daemon fake;
-
-struct ctl_result {
-	int status;      /* exit status, or -1 when it did not exit */
-	char out[16384]; /* stdout */
-	char err[8192];  /* stderr */
-};
-
-static const char *ctl_path(void)
-{
-	static char path[PATH_MAX];
-	char self[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-
-	cr_assert_gt(n, 0);
-	self[n] = '\0';
-	/* $(BUILD)/tests/unit/test_client_ctl -> $(BUILD)/bin/cudaepctl */
-	snprintf(path, sizeof(path), "%s/../../bin/cudaepctl", dirname(self));
-	cr_assert_eq(access(path, X_OK), 0,
-		     "%s not built (make ... $(BUILD)/bin/cudaepctl)", path);
-	return path;
-}
-
-static void read_all(int fd, char *buf, size_t len)
-{
-	size_t pos = 0;
-	ssize_t n;
-
-	while (pos + 1 < len && (n = read(fd, buf + pos, len - 1 - pos)) > 0)
-		pos += (size_t)n;
-	buf[pos] = '\0';
-	close(fd);
-}
-
-/* Runs cudaepctl with the NULL-terminated args and captures its output. */
-static void ctl_run(struct ctl_result *r, const char *const *args)
-{
-	const char *argv[16] = {"cudaepctl"};
-	posix_spawn_file_actions_t fa;
-	int out[2], err[2], st, n = 1;
-	pid_t pid;
-
-	for (; args[n - 1] != NULL && n < 15; n++)
-		argv[n] = args[n - 1];
-	argv[n] = NULL;
-	cr_assert_eq(pipe(out), 0);
-	cr_assert_eq(pipe(err), 0);
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_adddup2(&fa, out[1], 1);
-	posix_spawn_file_actions_adddup2(&fa, err[1], 2);
-	posix_spawn_file_actions_addclose(&fa, out[0]);
-	posix_spawn_file_actions_addclose(&fa, err[0]);
-	cr_assert_eq(posix_spawn(&pid, ctl_path(), &fa, NULL, (char **)argv,
-				 environ),
-		     0);
-	posix_spawn_file_actions_destroy(&fa);
-	close(out[1]);
-	close(err[1]);
-	/* Small outputs: stdout to its end, then stderr, cannot block. */
-	read_all(out[0], r->out, sizeof(r->out));
-	read_all(err[0], r->err, sizeof(r->err));
-	cr_assert_eq(waitpid(pid, &st, 0), pid);
-	r->status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
 
 static const char odd_name[] = "a\"b\\c\nd\x01\xff";
 

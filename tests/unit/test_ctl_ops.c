@@ -19,68 +19,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "ctl_run.h"
+
 TestSuite(ctl_ops, .timeout = 30);
 
 static struct fake_daemon fake;
-
-struct ctl_result {
-	int status;      /* exit status, or -1 when it did not exit */
-	char out[32768]; /* stdout */
-	char err[4096];  /* stderr */
-};
-
-static const char *ctl_path(void)
-{
-	static char path[PATH_MAX];
-	char self[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-
-	cr_assert_gt(n, 0);
-	self[n] = '\0';
-	snprintf(path, sizeof(path), "%s/../../bin/cudaepctl", dirname(self));
-	cr_assert_eq(access(path, X_OK), 0, "%s not built", path);
-	return path;
-}
-
-static void read_all(int fd, char *buf, size_t len)
-{
-	size_t pos = 0;
-	ssize_t n;
-
-	while (pos + 1 < len && (n = read(fd, buf + pos, len - 1 - pos)) > 0)
-		pos += (size_t)n;
-	buf[pos] = '\0';
-	close(fd);
-}
-
-static void ctl_run(struct ctl_result *r, const char *const *args)
-{
-	const char *argv[16] = {"cudaepctl"};
-	int out[2], err[2], st, n = 1;
-	pid_t pid;
-
-	for (; args[n - 1] != NULL && n < 15; n++)
-		argv[n] = args[n - 1];
-	argv[n] = NULL;
-	cr_assert_eq(pipe(out), 0);
-	cr_assert_eq(pipe(err), 0);
-	pid = fork();
-	cr_assert_geq(pid, 0);
-	if (pid == 0) {
-		dup2(out[1], 1);
-		dup2(err[1], 2);
-		close(out[0]);
-		close(err[0]);
-		execv(ctl_path(), (char *const *)argv);
-		_exit(127);
-	}
-	close(out[1]);
-	close(err[1]);
-	read_all(out[0], r->out, sizeof(r->out));
-	read_all(err[0], r->err, sizeof(r->err));
-	cr_assert_eq(waitpid(pid, &st, 0), pid);
-	r->status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
 
 /* A quote, a backslash, a line feed, a C0 control and a stray byte. */
 static const char odd_name[] = "a\"b\\c\nd\x01\xff";
