@@ -85,7 +85,13 @@ int access_region_admit(struct server *s, struct conn *c)
 {
 	struct access_uid_use use;
 	uint32_t limit = s->cfg.uid_max_regions;
+	int ret;
 
+	/* Bound before its region is charged as pinned memory, so that the
+	 * uid's byte limit counts regions registered before any session. */
+	ret = account_client_uid_set(s->account, c->id, (uint32_t)c->uid);
+	if (ret != 0)
+		return ret;
 	if (limit == 0)
 		return 0;
 	access_uid_use(s, c->uid, &use);

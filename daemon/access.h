@@ -62,8 +62,10 @@ int access_connection_check(struct server *s, uid_t uid, pid_t pid);
  */
 int access_session_admit(struct server *s, struct conn *c);
 
-/* Admits one more region for c under uid_max_regions. Returns 0 or
- * CEP_ELIMIT with its message. */
+/* Admits one more region for c under uid_max_regions, and binds c to its
+ * uid in the memory account first, so that uid_max_bytes counts the
+ * region's pinned bytes even before c loads a session. Returns 0,
+ * CEP_ELIMIT with its message, or CEP_ENOMEM. */
 int access_region_admit(struct server *s, struct conn *c);
 
 /*

@@ -563,6 +563,28 @@ Test(access, uid_limits_count_every_connection_of_the_uid)
 	server_free(srv);
 }
 
+Test(access, uid_max_bytes_counts_regions_registered_before_any_session)
+{
+	struct conn *a1, *a2;
+	struct config cfg;
+	int fd;
+
+	config_init(&cfg);
+	cfg.uid_max_bytes = 6000;
+	srv = tu_server(&cfg);
+	access_limits_set(srv, &cfg);
+	a1 = tu_conn(srv, 40005);
+	a2 = tu_conn(srv, 40005);
+	tu_hello(srv, a1);
+	tu_hello(srv, a2);
+	(void)tu_region(srv, a1, 4096);
+	/* The uid's pinned bytes: 4096 held, 4096 more asked, past 6000. */
+	fd = tu_memfd(4096, true);
+	tu_expect_error(tu_register(srv, a2, 4096, &fd, 1), CEP_ELIMIT,
+			"uid 40005 memory limit 6000 bytes");
+	server_free(srv);
+}
+
 Test(access, uid_max_bytes_counts_the_sessions_of_all_its_connections)
 {
 	struct conn *a1, *a2, *b, *root;
@@ -590,11 +612,11 @@ Test(access, uid_max_bytes_counts_the_sessions_of_all_its_connections)
 	used = u.device;
 	cr_assert_gt(used, 0, "a run of the model charged nothing");
 
-	/* Room for half of that again, beside the uid's two pinned regions
-	 * of 4096 bytes (which the uid limit counts too): a second session
-	 * of the same uid, on another connection, cannot plan the same
-	 * batch. */
-	cfg.uid_max_bytes = used + used / 2 + 2 * 4096;
+	/* Room for half of that again, beside the uid's pinned regions
+	 * (which the uid limit counts too): a second session of the same
+	 * uid, on another connection, cannot plan the same batch. */
+	cr_assert_eq(u.current[ALLOC_ROLE_PINNED], 2 * 4096, "both regions of the uid count");
+	cfg.uid_max_bytes = used + used / 2 + u.current[ALLOC_ROLE_PINNED];
 	access_limits_set(srv, &cfg);
 	s2 = load(a2);
 	{
