@@ -304,21 +304,15 @@ static int key_apply(struct config *cfg, const struct config_key *k,
 		*(uint32_t *)(void *)field = u32;
 		return 0;
 	case KEY_MAX:
-		/* "0" means no limit, which parse_count() refuses. */
-		if (strcmp(value, "0") == 0)
-			u32 = 0;
-		else if (parse_count(value, &u32) != 0)
-			return say(err, errlen, "'%s' is not a number (0 for no "
-				   "limit)", value);
-		*(uint32_t *)(void *)field = u32;
-		return 0;
 	case KEY_MSEC:
-		/* "0" turns the timer off, which parse_count() refuses. */
+		/* "0" means no limit, or turns the timer off, which
+		 * parse_count() refuses. */
 		if (strcmp(value, "0") == 0)
 			u32 = 0;
 		else if (parse_count(value, &u32) != 0)
-			return say(err, errlen, "'%s' is not a number of "
-				   "milliseconds", value);
+			return say(err, errlen, k->type == KEY_MAX ?
+				   "'%s' is not a number (0 for no limit)" :
+				   "'%s' is not a number of milliseconds", value);
 		*(uint32_t *)(void *)field = u32;
 		return 0;
 	case KEY_SIZE:
