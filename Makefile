@@ -338,6 +338,12 @@ test-gpu: $(TEST_PREREQ)
 	$(Q)CUDAEP_TEST_GPU=1 $(MAKE) --no-print-directory -j1 test-unit test-integration NOBUILD=1 \
 	  CRITERION_FLAGS=--jobs=1
 
+# Builds everything the GPU machine runs and packs it (tests/gpu/pack.sh):
+# then `run` with carry [".gpu-build", ".device-libs"] and
+# `sh tests/gpu/run.sh PART...`.
+gpu-pack: $(ALL) $(UNIT_BIN) $(INTEG_BIN) $(ENGINE_CONF) $(BENCH_BIN)
+	$(Q)sh tests/gpu/pack.sh $(BUILD)
+
 # ---------------------------------------------------------------- fuzzing
 
 FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
@@ -400,7 +406,7 @@ UNITS     := cudaepd.service cudaepd.socket cudaepd@.service cudaepd@.socket
 MAN_PAGES := daemon/cudaepd.8 daemon/cudaepd.conf.5 client/cudaepctl.8 client/cudaep-run.1
 CONF_DIR   = $(DESTDIR)$(SYSCONFDIR)/cudaep
 
-.PHONY: uninstall test-ops test-systemd
+.PHONY: uninstall test-ops test-systemd gpu-pack
 
 install: $(ALL)
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR) \
