@@ -24,6 +24,7 @@ struct cuda_attn {
 	int64_t o[4];
 	float scale;
 	int32_t has_mask;
+	int32_t vec;
 	int64_t q_tiles;
 };
 
@@ -37,6 +38,8 @@ struct attn_params {
 	CUfunction fn;
 	struct cuda_attn a;
 	unsigned grid, block, shmem; /* shmem: dynamic bytes (attn_rows) */
+	int depth;                   /* the kernel's depth when it has a 16-byte
+	                              * staging path (cuda_attn.vec), else 0 */
 };
 CUDA_PARAMS_FIT(struct attn_params);
 
@@ -77,12 +80,14 @@ static int attn_prepare(struct op_call *c, size_t *workspace)
 		p->block = ATTN_TILE_THREADS;
 		p->a.q_tiles = (x.Sq + ATTN_TC_QROWS - 1) / ATTN_TC_QROWS;
 		blocks = x.B * x.H * p->a.q_tiles;
+		p->depth = 64;
 	} else if (x.Dk <= 128 && x.Dv <= 128) {
 		p->a.q_tiles = (x.Sq + ATTN_QROWS - 1) / ATTN_QROWS;
 		snprintf(name, sizeof(name), "attn_tile%d_%s", x.Dk <= 64 && x.Dv <= 64 ? 64 : 128,
 			 sfx);
 		p->block = ATTN_TILE_THREADS;
 		blocks = x.B * x.H * p->a.q_tiles;
+		p->depth = x.Dk <= 64 && x.Dv <= 64 ? 64 : 128;
 	} else {
 		snprintf(name, sizeof(name), "attn_rows_%s", sfx);
 		p->block = ATTN_ROWS_THREADS;
@@ -103,6 +108,16 @@ static int attn_prepare(struct op_call *c, size_t *workspace)
 	return 0;
 }
 
+/* Whether an operand's rows start 16-byte aligned: its address and its
+ * batch, head and row strides (elements of esize bytes). */
+static bool attn_rows_aligned(const void *data, const int64_t *stride, size_t esize)
+{
+	int64_t per = 16 / (int64_t)esize;
+
+	return ((uintptr_t)data & 15) == 0 && stride[3] == 1 && stride[0] % per == 0 &&
+	       stride[1] % per == 0 && stride[2] % per == 0;
+}
+
 static int attn_run(struct op_call *c)
 {
 	struct attn_params *p = (struct attn_params *)c->params;
@@ -110,6 +125,14 @@ static int attn_run(struct op_call *c)
 	const void *m = p->a.has_mask ? c->in[3].data : NULL;
 	void *o = c->out[0].data;
 	void *args[] = { &q, &k, &v, &m, &o, &p->a };
+	size_t esize = cep_dtype_size(c->in[0].dtype);
+
+	/* Decided here, where the addresses are known (a captured graph keeps
+	 * them, and the choice with them). */
+	p->a.vec = p->depth > 0 && p->a.Dk == p->depth && p->a.Dv == p->depth &&
+		   attn_rows_aligned(q, p->a.q, esize) &&
+		   attn_rows_aligned(k, p->a.k, esize) &&
+		   attn_rows_aligned(v, p->a.v, esize);
 
 	return cuda_launch(c->be, c->stream, p->fn, p->grid, p->block, p->shmem, args);
 }

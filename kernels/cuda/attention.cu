@@ -25,6 +25,8 @@
  *       lane j scores key j of the tile against the warp's rows, the warp
  *       combines maxima and sums through shuffles, and lane c accumulates
  *       output columns c, c + 32, ... of its rows.
+ *       Operands whose rows are DMAX contiguous 16-byte aligned elements
+ *       (cep_attn.vec) are staged with 16-byte loads (at_stage_vec).
  *   attn_rows_<type>  any depth up to XFMR_ATTN_MAX_DEPTH: a block per
  *       query row, its threads taking a key each per step and the output
  *       columns in turn; slow, for the heads nobody exports.
@@ -52,6 +54,43 @@ __device__ __forceinline__ float attn_step(float s, float *mx, float *l, float *
 	return p;
 }
 
+/*
+ * Stages ROWS rows of DMAX elements, row r at src + base + r * stride
+ * (r from r0; rows at or past n are zeros), as float into dst, whose rows
+ * are LD floats apart, with 16-byte loads: every load of the block's
+ * share is issued before any is converted and stored, so the block waits
+ * for memory once. Only for cep_attn.vec operands.
+ */
+template <typename T, int ROWS, int DMAX, int LD>
+__device__ __forceinline__ void at_stage_vec(float *dst, const T *src, i64 base, i64 stride,
+					     i64 r0, i64 n)
+{
+	const int V = 16 / sizeof(T), PER = DMAX / V, N = ROWS * PER / (AT_WARPS * 32);
+	uint4 raw[N];
+
+	#pragma unroll
+	for (int u = 0; u < N; u++) {
+		const int e = threadIdx.x + u * AT_WARPS * 32;
+		const i64 r = r0 + e / PER;
+
+		if (r < n) {
+			raw[u] = *(const uint4 *)(src + base + r * stride + (e % PER) * V);
+		} else {
+			raw[u].x = raw[u].y = raw[u].z = raw[u].w = 0u;
+		}
+	}
+	#pragma unroll
+	for (int u = 0; u < N; u++) {
+		const int e = threadIdx.x + u * AT_WARPS * 32;
+		const T *t = (const T *)&raw[u];
+		float *d = dst + (e / PER) * LD + (e % PER) * V;
+
+		#pragma unroll
+		for (int x = 0; x < V; x++)
+			d[x] = ld_f(t, x);
+	}
+}
+
 template <typename T, int DMAX>
 __device__ __forceinline__ void attn_tile(const T *q, const T *k, const T *v, const T *mask,
 					  T *o, const cep_attn &p)
@@ -76,11 +115,16 @@ __device__ __forceinline__ void attn_tile(const T *q, const T *k, const T *v, co
 
 		/* The previous tile's rows are done with qs. */
 		__syncthreads();
-		for (int e = threadIdx.x; e < AT_QROWS * DMAX; e += blockDim.x) {
-			int r = e / DMAX, d = e % DMAX;
-			i64 i = i0 + r;
+		if (p.vec) {
+			at_stage_vec<T, AT_QROWS, DMAX, DMAX>(&qs[0][0], q, qb, p.q[2], i0, p.Sq);
+		} else {
+			for (int e = threadIdx.x; e < AT_QROWS * DMAX; e += blockDim.x) {
+				int r = e / DMAX, d = e % DMAX;
+				i64 i = i0 + r;
 
-			qs[r][d] = i < p.Sq && d < p.Dk ? ld_f(q, qb + i * p.q[2] + d * p.q[3]) : 0.0f;
+				qs[r][d] = i < p.Sq && d < p.Dk ? ld_f(q, qb + i * p.q[2] + d * p.q[3])
+								: 0.0f;
+			}
 		}
 		for (int r = 0; r < AT_ROWS; r++) {
 			mx[r] = -CEP_INF_F;
@@ -91,13 +135,20 @@ __device__ __forceinline__ void attn_tile(const T *q, const T *k, const T *v, co
 		for (i64 j0 = 0; j0 < p.Sk; j0 += AT_KEYS) {
 			/* qs is written, or the last tile's keys are done with. */
 			__syncthreads();
-			for (int e = threadIdx.x; e < AT_KEYS * DMAX; e += blockDim.x) {
-				int jj = e / DMAX, d = e % DMAX;
-				i64 j = j0 + jj;
-				bool in = j < p.Sk;
+			if (p.vec) {
+				at_stage_vec<T, AT_KEYS, DMAX, DMAX + 4>(&ks[0][0], k, kb, p.k[2], j0, p.Sk);
+				at_stage_vec<T, AT_KEYS, DMAX, DMAX>(&vs[0][0], v, vb, p.v[2], j0, p.Sk);
+			} else {
+				for (int e = threadIdx.x; e < AT_KEYS * DMAX; e += blockDim.x) {
+					int jj = e / DMAX, d = e % DMAX;
+					i64 j = j0 + jj;
+					bool in = j < p.Sk;
 
-				ks[jj][d] = in && d < p.Dk ? ld_f(k, kb + j * p.k[2] + d * p.k[3]) : 0.0f;
-				vs[jj][d] = in && d < p.Dv ? ld_f(v, vb + j * p.v[2] + d * p.v[3]) : 0.0f;
+					ks[jj][d] = in && d < p.Dk ? ld_f(k, kb + j * p.k[2] + d * p.k[3])
+								   : 0.0f;
+					vs[jj][d] = in && d < p.Dv ? ld_f(v, vb + j * p.v[2] + d * p.v[3])
+								   : 0.0f;
+				}
 			}
 			__syncthreads();
 

@@ -17,6 +17,10 @@ struct cep_attn {
 	i64 o[4];                       /* the output's, of (b, h, i, d) */
 	float scale;
 	i32 has_mask;
+	i32 vec;                        /* Q, K and V rows are Dk = Dv = the
+	                                 * kernel's depth contiguous elements,
+	                                 * each 16-byte aligned: staged with
+	                                 * 16-byte loads */
 	i64 q_tiles;                    /* blocks of query rows per (b, h) */
 };
 

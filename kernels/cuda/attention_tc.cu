@@ -15,6 +15,11 @@
  * shuffles), rounds the weights to the operand type and multiplies them
  * by V with 32 more products; the score accumulators are laid out as the
  * next product's A fragments, so the weights never leave the registers.
+ * Operands whose rows are 64 contiguous, 16-byte aligned elements
+ * (cep_attn.vec: BERT's, read in place from the projections) are staged
+ * with 16-byte loads, all of a tile's issued before any is stored, so
+ * that the block waits for memory once per tile rather than once per
+ * element.
  * The weights are rounded to float16 or bfloat16 for that product, as
  * every tensor-core attention does; the sums they are divided by are
  * not. Launcher: kernels/cuda/attention.c. Kernels: attn_tc64_<type>.
@@ -30,10 +35,28 @@
  * fragments of eight rows start four banks apart, so the 32 lanes hit 32
  * banks. */
 #define TC_LD (TC_D + 8)
+/* 16-byte loads per thread for a tile of 64 rows of 64 elements. */
+#define TC_VLOADS (TC_QROWS * TC_D / 8 / (TC_WARPS * 32))
 
 /* The 16-bit element i of p, as it is stored. */
 __device__ __forceinline__ u16 tc_bits(const f16 *p, i64 i) { return p[i].bits; }
 __device__ __forceinline__ u16 tc_bits(const bf16 *p, i64 i) { return p[i].bits; }
+
+/* Eight 16-bit elements of a row whose start p + i is 16-byte aligned
+ * (cep_attn.vec). */
+template <typename T>
+__device__ __forceinline__ uint4 tc_ld16(const T *p, i64 i)
+{
+	return *(const uint4 *)(p + i);
+}
+
+__device__ __forceinline__ uint4 tc_zero16(void)
+{
+	uint4 z;
+
+	z.x = z.y = z.z = z.w = 0u;
+	return z;
+}
 
 /* Two neighbouring 16-bit elements of shared memory as one register. */
 __device__ __forceinline__ u32 tc_ld2(const u16 *p)
@@ -87,11 +110,29 @@ __device__ __forceinline__ void attn_tc(const T *q, const T *k, const T *v, cons
 
 		/* The previous tile's rows are done with qs. */
 		__syncthreads();
-		for (int e = threadIdx.x; e < TC_QROWS * TC_D; e += blockDim.x) {
-			int r = e / TC_D, d = e % TC_D;
-			i64 i = i0 + r;
+		if (p.vec) {
+			uint4 qr[TC_VLOADS];
 
-			qs[r][d] = i < p.Sq && d < p.Dk ? tc_bits(q, qb + i * p.q[2] + d * p.q[3]) : 0;
+			#pragma unroll
+			for (int u = 0; u < TC_VLOADS; u++) {
+				const int e = threadIdx.x + u * TC_WARPS * 32, r = e >> 3, c = (e & 7) * 8;
+				const i64 i = i0 + r;
+
+				qr[u] = i < p.Sq ? tc_ld16(q, qb + i * p.q[2] + c) : tc_zero16();
+			}
+			#pragma unroll
+			for (int u = 0; u < TC_VLOADS; u++) {
+				const int e = threadIdx.x + u * TC_WARPS * 32;
+
+				*(uint4 *)&qs[e >> 3][(e & 7) * 8] = qr[u];
+			}
+		} else {
+			for (int e = threadIdx.x; e < TC_QROWS * TC_D; e += blockDim.x) {
+				int r = e / TC_D, d = e % TC_D;
+				i64 i = i0 + r;
+
+				qs[r][d] = i < p.Sq && d < p.Dk ? tc_bits(q, qb + i * p.q[2] + d * p.q[3]) : 0;
+			}
 		}
 		__syncthreads();
 		#pragma unroll
@@ -114,13 +155,38 @@ __device__ __forceinline__ void attn_tc(const T *q, const T *k, const T *v, cons
 
 			/* The last tile's keys are done with. */
 			__syncthreads();
-			for (int e = threadIdx.x; e < TC_KEYS * TC_D; e += blockDim.x) {
-				int jj = e / TC_D, d = e % TC_D;
-				i64 j = j0 + jj;
-				bool in = j < p.Sk;
+			if (p.vec) {
+				uint4 kr[TC_VLOADS], vr[TC_VLOADS];
 
-				ks[jj][d] = in && d < p.Dk ? tc_bits(k, kb + j * p.k[2] + d * p.k[3]) : 0;
-				vt[d][jj] = in && d < p.Dv ? tc_bits(v, vb + j * p.v[2] + d * p.v[3]) : 0;
+				/* Every load first, so that they are in flight together. */
+				#pragma unroll
+				for (int u = 0; u < TC_VLOADS; u++) {
+					const int e = threadIdx.x + u * TC_WARPS * 32, c = (e & 7) * 8;
+					const i64 j = j0 + (e >> 3);
+
+					kr[u] = j < p.Sk ? tc_ld16(k, kb + j * p.k[2] + c) : tc_zero16();
+					vr[u] = j < p.Sk ? tc_ld16(v, vb + j * p.v[2] + c) : tc_zero16();
+				}
+				#pragma unroll
+				for (int u = 0; u < TC_VLOADS; u++) {
+					const int e = threadIdx.x + u * TC_WARPS * 32, jj = e >> 3;
+					const int c = (e & 7) * 8;
+					const u16 *h = (const u16 *)&vr[u];
+
+					*(uint4 *)&ks[jj][c] = kr[u];
+					#pragma unroll
+					for (int x = 0; x < 8; x++)
+						vt[c + x][jj] = h[x];
+				}
+			} else {
+				for (int e = threadIdx.x; e < TC_KEYS * TC_D; e += blockDim.x) {
+					int jj = e / TC_D, d = e % TC_D;
+					i64 j = j0 + jj;
+					bool in = j < p.Sk;
+
+					ks[jj][d] = in && d < p.Dk ? tc_bits(k, kb + j * p.k[2] + d * p.k[3]) : 0;
+					vt[d][jj] = in && d < p.Dv ? tc_bits(v, vb + j * p.v[2] + d * p.v[3]) : 0;
+				}
 			}
 			__syncthreads();
 			/* Scores: key column n of the tile's eight groups of 8. */

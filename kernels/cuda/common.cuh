@@ -40,7 +40,14 @@ struct alignas(16) u128 { u64 lo, hi; }; /* a 16-byte move */
 
 /* ------------------------------------------------------- float formats */
 
-__device__ __forceinline__ float cep_f16_to_f32(u16 h)
+/*
+ * float16 <-> float32. From sm_53 on, the conversion instructions (one
+ * each, where the bit-by-bit versions below take a dozen with branches,
+ * which made every half kernel compute-bound); NaNs are handled apart so
+ * that they come out as the host's conversions make them (payload kept
+ * going up, a quiet NaN with the sign going down).
+ */
+__device__ __forceinline__ float cep_f16_to_f32_bits(u16 h)
 {
 	u32 sign = (u32)(h & 0x8000) << 16;
 	u32 exp = (h >> 10) & 0x1f;
@@ -55,7 +62,21 @@ __device__ __forceinline__ float cep_f16_to_f32(u16 h)
 	return sign ? -f : f;
 }
 
-/* Rounds to nearest even, bit for bit as the host's conversion. */
+__device__ __forceinline__ float cep_f16_to_f32(u16 h)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 530
+	float f;
+
+	if ((h & 0x7fff) > 0x7c00)
+		return cep_f16_to_f32_bits(h);
+	asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+	return f;
+#else
+	return cep_f16_to_f32_bits(h);
+#endif
+}
+
+/* Round to nearest even; past 65520 in magnitude infinity. */
 __device__ __forceinline__ u16 cep_f32_to_f16(float f)
 {
 	u32 x = __float_as_uint(f);
@@ -64,12 +85,19 @@ __device__ __forceinline__ u16 cep_f32_to_f16(float f)
 
 	if (ax > 0x7f800000u)
 		return (u16)(sign | 0x7e00);
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 530
+	u16 h;
+
+	asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+	return h;
+#else
 	if (ax >= 0x477ff000u)
 		return (u16)(sign | 0x7c00);
 	if (ax < 0x38800000u)
 		return (u16)(sign | (u32)rintf(__uint_as_float(ax) * 16777216.0f));
 	ax = ax - 0x38000000u + 0xfffu + ((ax >> 13) & 1u);
 	return (u16)(sign | (ax >> 13));
+#endif
 }
 
 __device__ __forceinline__ float cep_bf16_to_f32(u16 h)

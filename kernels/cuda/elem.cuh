@@ -198,35 +198,40 @@ __device__ __forceinline__ void cep_map1(const A *a, O *o, i64 n, F f)
  * them, 16 bytes per access when vec (the row's start aligned), else an
  * element at a time; elements past cols read as fill.
  */
+/* Vector k of the layout: cep_row_load() for one k. */
+template <typename T, int V>
+__device__ __forceinline__ void cep_row_load1(const T *row, i64 cols, bool vec, int k,
+					      float (&v)[V], float fill)
+{
+	typedef typename cep_raw<V * sizeof(T)>::t R;
+	i64 at = ((i64)k * 32 + (threadIdx.x & 31)) * V;
+	cep_vec<T, V> t;
+
+	if (at >= cols) {
+#pragma unroll
+		for (int e = 0; e < V; e++)
+			v[e] = fill;
+		return;
+	}
+	if (vec) {
+		t.raw = *(const R *)(row + at);
+	} else {
+#pragma unroll
+		for (int e = 0; e < V; e++)
+			t.e[e] = row[at + e];
+	}
+#pragma unroll
+	for (int e = 0; e < V; e++)
+		v[e] = ld_f(t.e, e);
+}
+
 template <typename T, int V, int NV>
 __device__ __forceinline__ void cep_row_load(const T *row, i64 cols, bool vec, float (&v)[NV][V],
 					     float fill)
 {
-	typedef typename cep_raw<V * sizeof(T)>::t R;
-	int lane = threadIdx.x & 31;
-
 #pragma unroll
-	for (int k = 0; k < NV; k++) {
-		i64 at = ((i64)k * 32 + lane) * V;
-		cep_vec<T, V> t;
-
-		if (at >= cols) {
-#pragma unroll
-			for (int e = 0; e < V; e++)
-				v[k][e] = fill;
-			continue;
-		}
-		if (vec) {
-			t.raw = *(const R *)(row + at);
-		} else {
-#pragma unroll
-			for (int e = 0; e < V; e++)
-				t.e[e] = row[at + e];
-		}
-#pragma unroll
-		for (int e = 0; e < V; e++)
-			v[k][e] = ld_f(t.e, e);
-	}
+	for (int k = 0; k < NV; k++)
+		cep_row_load1<T, V>(row, cols, vec, k, v[k], fill);
 }
 
 /* Stores the elements of cep_row_load()'s layout that lie in the row,

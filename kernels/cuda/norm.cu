@@ -15,8 +15,8 @@
  * of V) whose Scale and B are read by column or as one value take the
  * warp kernels instead (layernorm_warp_<type>_<NV>): a warp per row, the
  * row held in registers (elem.cuh's cep_row_load), loaded once with
- * 16-byte accesses, the sums combined by shuffles. Same arithmetic, in
- * double, summed in another order.
+ * 16-byte accesses, the sums combined by shuffles; the statistics are
+ * combined in double, the affine step is float (see layernorm_warp).
  *
  * BatchNormalization first folds each channel's (or element's, spatial=0)
  * scale, B, mean and var into y = x * a + b, with a and b in the
@@ -106,14 +106,15 @@ __device__ __forceinline__ void layernorm(const T *x, const T *s, const T *b, T 
 	}
 }
 
-/* Element (k, e) of cep_row_load()'s layout of Scale or B, as a double. */
-template <typename T, int V, int NV>
-__device__ __forceinline__ double ln_warp_param(const float (&q)[NV][V], int mode, float one,
-						int k, int e)
-{
-	return mode == LN_ABSENT ? 0.0 : mode == LN_ONE ? (double)one : (double)q[k][e];
-}
-
+/*
+ * The warp kernels keep only the row in registers (Scale and B are read
+ * per vector as the results are made, from the cache: keeping them too
+ * took the kernel past 180 registers, a block per SM, and a chain of
+ * waits per row). The mean is summed in double; the squared deviations
+ * are summed in float per lane (at most 32 of them) and in double across
+ * lanes; the affine step is float: (x - mean) * inv * scale + b, within
+ * a few float ulps of the block kernel's double steps.
+ */
 template <typename T, int NV>
 __device__ __forceinline__ void layernorm_warp(const T *x, const T *s, const T *b, T *y,
 					       void *mean_out, void *inv_out, const cep_ln &p)
@@ -122,21 +123,16 @@ __device__ __forceinline__ void layernorm_warp(const T *x, const T *s, const T *
 	int lane = threadIdx.x & 31;
 	i64 warp = ((i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
 	i64 warps = ((i64)gridDim.x * blockDim.x) >> 5;
-	float sv[NV][V], bv[NV][V], s1 = 0.0f, b1 = 0.0f;
 	bool vx = cep_vec_aligned<T, V>(x) && cep_vec_aligned<T, V>(y);
+	bool vs = p.smode == LN_COLUMN && cep_vec_aligned<T, V>(s);
+	bool vb = p.bmode == LN_COLUMN && cep_vec_aligned<T, V>(b);
+	float s1 = p.smode == LN_ONE ? ld_f(s, 0) : 0.0f;
+	float b1 = p.bmode == LN_ONE ? ld_f(b, 0) : 0.0f;
 
-	/* Scale and B are the same for every row: read once. */
-	if (p.smode == LN_COLUMN)
-		cep_row_load<T, V, NV>(s, p.cols, cep_vec_aligned<T, V>(s), sv, 0.0f);
-	else if (p.smode == LN_ONE)
-		s1 = ld_f(s, 0);
-	if (p.bmode == LN_COLUMN)
-		cep_row_load<T, V, NV>(b, p.cols, cep_vec_aligned<T, V>(b), bv, 0.0f);
-	else if (p.bmode == LN_ONE)
-		b1 = ld_f(b, 0);
 	for (i64 r = warp; r < p.rows; r += warps) {
 		float v[NV][V];
-		double sum = 0.0, sq = 0.0, m, inv;
+		double sum = 0.0, sq;
+		float sqf = 0.0f, mf, invf;
 
 		cep_row_load<T, V, NV>(x + r * p.cols, p.cols, vx, v, 0.0f);
 #pragma unroll
@@ -144,41 +140,46 @@ __device__ __forceinline__ void layernorm_warp(const T *x, const T *s, const T *
 #pragma unroll
 			for (int e = 0; e < V; e++)
 				sum += (double)v[k][e];
-		sum = cep_warp_reduce<cep_add>(sum);
-		m = sum / (double)p.cols;
+		sum = cep_warp_reduce<cep_add>(sum) / (double)p.cols;
+		mf = (float)sum;
 #pragma unroll
 		for (int k = 0; k < NV; k++) {
 #pragma unroll
 			for (int e = 0; e < V; e++) {
-				double d = (double)v[k][e] - m;
+				float d = v[k][e] - mf;
 
 				/* Elements past the row must add nothing. */
 				if (((i64)k * 32 + lane) * V < p.cols)
-					sq += d * d;
+					sqf += d * d;
 			}
 		}
-		sq = cep_warp_reduce<cep_add>(sq);
-		inv = 1.0 / sqrt(sq / (double)p.cols + p.eps);
+		sq = cep_warp_reduce<cep_add>((double)sqf);
+		sq = 1.0 / sqrt(sq / (double)p.cols + p.eps);
+		invf = (float)sq;
 		if (lane == 0) {
 			if (mean_out != 0 && p.stash_bf16)
-				st_f((bf16 *)mean_out, r, (float)m);
+				st_f((bf16 *)mean_out, r, mf);
 			else if (mean_out != 0)
-				st_f((float *)mean_out, r, (float)m);
+				st_f((float *)mean_out, r, mf);
 			if (inv_out != 0 && p.stash_bf16)
-				st_f((bf16 *)inv_out, r, (float)inv);
+				st_f((bf16 *)inv_out, r, invf);
 			else if (inv_out != 0)
-				st_f((float *)inv_out, r, (float)inv);
+				st_f((float *)inv_out, r, invf);
 		}
 #pragma unroll
 		for (int k = 0; k < NV; k++) {
+			float sk[V], bk[V];
+
+			if (p.smode == LN_COLUMN)
+				cep_row_load1<T, V>(s, p.cols, vs, k, sk, 0.0f);
+			if (p.bmode == LN_COLUMN)
+				cep_row_load1<T, V>(b, p.cols, vb, k, bk, 0.0f);
 #pragma unroll
 			for (int e = 0; e < V; e++) {
-				double sc = ln_warp_param<T, V, NV>(sv, p.smode, s1, k, e);
-				double bc = ln_warp_param<T, V, NV>(bv, p.bmode, b1, k, e);
+				float sc = p.smode == LN_COLUMN ? sk[e] : p.smode == LN_ONE ? s1 : 0.0f;
+				float bc = p.bmode == LN_COLUMN ? bk[e] : p.bmode == LN_ONE ? b1 : 0.0f;
 
-				/* As layernorm(): no fused multiply-add. */
-				v[k][e] = (float)__dadd_rn(
-					__dmul_rn(__dmul_rn((double)v[k][e] - m, inv), sc), bc);
+				v[k][e] = (v[k][e] - mf) * invf * sc + bc;
 			}
 		}
 		cep_row_store<T, V, NV>(y + r * p.cols, p.cols, vx, v);
