@@ -274,6 +274,14 @@ $(BUILD)/tests/integration/%: $(call obj,tests/integration/%.c) $(call obj,$(INT
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(LDFLAGS) -o $@ $< $(call obj,$(INTEG_HELPERS)) $(CLIENT_A) -lcriterion $(CLIENT_LIBS) -lm
 
+# The backend's lost-context tests poison the host backend, which only the
+# fault-injection objects can: they link those instead of the archive.
+$(BUILD)/tests/unit/test_backend_lost: $(call obj,tests/unit/test_backend_lost.c) $(FAULT_OBJ) \
+                                       $(filter-out $(call obj,$(FAULT_SRC)),$(CORE_OBJ)) $(CLIENT_A)
+	$(call say,LD,$@)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(CLIENT_A) -lcriterion $(DAEMON_LIBS) $(CLIENT_LIBS)
+
 # The engine-level conformance runner (a developer tool; CI's runner goes
 # through the daemon).
 ENGINE_CONF := $(BUILD)/tests/conformance/engine_conf
