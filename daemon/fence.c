@@ -285,6 +285,7 @@ int fence_page_open(struct server *s, struct conn *c)
 {
 	struct fence *f = &c->fence;
 	void *addr = MAP_FAILED;
+	bool pin;
 	int fd, ret;
 
 	fd = memfd_create("cudaep-fence", MFD_CLOEXEC | MFD_ALLOW_SEALING);
@@ -303,15 +304,16 @@ int fence_page_open(struct server *s, struct conn *c)
 				     strerror(errno));
 		goto out;
 	}
-	/* While the backend is being replaced, the recovery pins it on the
-	 * new one with every other page (fence_page_pin()). */
-	if (!s->recovering) {
+	/* While the backend is lost or being replaced, the recovery pins it
+	 * on the new one with every other page (fence_page_pin()). */
+	pin = !s->recovering && !backend_lost(s->backend);
+	if (pin) {
 		ret = backend_host_register(s->backend, addr, PAGE_BYTES);
 		if (ret != 0)
 			goto out;
 	}
 	f->slots = addr;
-	f->pinned = !s->recovering;
+	f->pinned = pin;
 	/* A detached connection has nobody to pass the fd to. */
 	if (c->fd >= 0)
 		f->fd = fd;

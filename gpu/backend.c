@@ -7,6 +7,7 @@
 #include "backend.h"
 
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,8 +20,14 @@
 /* Passes ret through, remembering a lost context (backend.h). */
 static int noted(struct backend *b, int ret)
 {
-	if (ret == CEP_ECONTEXT)
-		atomic_store_explicit(&b->lost, true, memory_order_release);
+	int none = 0;
+
+	if (ret == CEP_ECONTEXT &&
+	    atomic_compare_exchange_strong_explicit(&b->lost, &none, 1, memory_order_acq_rel,
+						    memory_order_relaxed)) {
+		snprintf(b->lost_why, sizeof(b->lost_why), "%s", cep_last_error());
+		atomic_store_explicit(&b->lost, 2, memory_order_release);
+	}
 	return ret;
 }
 
@@ -56,7 +63,12 @@ void backend_free(struct backend *b)
 
 bool backend_lost(const struct backend *b)
 {
-	return atomic_load_explicit(&b->lost, memory_order_acquire);
+	return atomic_load_explicit(&b->lost, memory_order_acquire) != 0;
+}
+
+const char *backend_lost_why(const struct backend *b)
+{
+	return atomic_load_explicit(&b->lost, memory_order_acquire) == 2 ? b->lost_why : "";
 }
 
 int backend_health(struct backend *b)

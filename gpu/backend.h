@@ -293,8 +293,10 @@ struct backend {
 	pthread_cond_t gate_open;         /* signalled when captures_open drops */
 	unsigned captures_open;           /* graph_begin without graph_end */
 	/* Set when a call failed with CEP_ECONTEXT: the context is unusable
-	 * for good (a sticky device error), and only a new backend works. */
-	_Atomic bool lost;
+	 * for good (a sticky device error), and only a new backend works.
+	 * 0: working; 1: being marked; 2: lost, lost_why is set. */
+	_Atomic int lost;
+	char lost_why[256];               /* the first such error's message */
 };
 
 /* Initializes the wrappers' state of a backend a constructor made (its
@@ -407,6 +409,10 @@ void backend_free(struct backend *b);
  * blocks; any thread. */
 bool backend_lost(const struct backend *b);
 
+/* The message of the error that lost b's context ("cuStreamSynchronize
+ * ... CUDA_ERROR_ILLEGAL_ADDRESS ..."), or "" while it is not lost. */
+const char *backend_lost_why(const struct backend *b);
+
 /* Checks without blocking whether b's context still works (iface.health,
  * which a lost context fails with CEP_ECONTEXT, setting backend_lost()).
  * Returns 0 or CEP_ECONTEXT with the device's message. For a watchdog
@@ -415,9 +421,9 @@ bool backend_lost(const struct backend *b);
 int backend_health(struct backend *b);
 
 /* Makes b's context unusable on purpose (see iface.fault_inject): for
- * tests of recovery. Returns 0 once the fault is on its way (the CUDA
- * backend's kernel faults a moment later, asynchronously; the host
- * backend is lost at once), or CEP_ENOTSUP in builds without
+ * tests of recovery. Returns CEP_ECONTEXT with the fault's message once
+ * the context is lost (backend_lost() is then true: the CUDA backend
+ * waits for its faulting kernel), or CEP_ENOTSUP in builds without
  * CEP_FAULT_INJECT. */
 int backend_fault_inject(struct backend *b);
 

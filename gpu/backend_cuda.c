@@ -843,8 +843,15 @@ static int cuda_fault_inject(struct backend *b)
 		return ret;
 	fprintf(stderr, "<4>cudaep: cuda backend: injecting a fault (a kernel that writes "
 		"to address 0x10) on device %d\n", cc->ordinal);
-	return CEP_CU_CHECK(cc->drv->cuLaunchKernel(fn, 1, 1, 1, 1, 1, 1, 0, cc->aux, args,
-						    NULL));
+	ret = CEP_CU_CHECK(cc->drv->cuLaunchKernel(fn, 1, 1, 1, 1, 1, 1, 0, cc->aux, args, NULL));
+	/* Waited for, so that the context is known lost when this returns,
+	 * as on the host backend: tests can tell which runs it hits. */
+	if (ret == 0)
+		ret = CEP_CU_CHECK(cc->drv->cuStreamSynchronize(cc->aux));
+	if (ret == 0)
+		ret = cep__set_error(CEP_EDEVICE, "cuda backend: the injected fault did not "
+				     "fault");
+	return ret;
 }
 #endif
 

@@ -734,7 +734,7 @@ static int host_fault_inject(struct backend *b)
 	atomic_store_explicit(&((struct host_ctx *)b->ctx)->poisoned, true,
 			      memory_order_release);
 	fprintf(stderr, "<4>cudaep: host backend: fault injected; the context is lost\n");
-	return 0;
+	return host_lost();
 }
 #endif
 
