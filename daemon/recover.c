@@ -39,14 +39,16 @@ static void recover_on_timer(uv_timer_t *t)
 }
 
 /* Runs whose host functions will never run would wait for ever: while
- * some are in flight, ask the backend now and then. */
+ * some are in flight, ask the backend now and then. A loss that a call
+ * outside any run met (pinning a region, say) is taken up here too. */
 static void recover_on_health(uv_timer_t *t)
 {
 	struct server *s = container_of(t, struct server, health_timer);
 
-	if (s->recovering || s->fences.inflight == 0)
+	if (s->recovering)
 		return;
-	if (backend_health(s->backend) == CEP_ECONTEXT)
+	if (backend_lost(s->backend) ||
+	    (s->fences.inflight > 0 && backend_health(s->backend) == CEP_ECONTEXT))
 		recover_note(s);
 }
 

@@ -10,16 +10,22 @@
  * fails with CEP_ECONTEXT; work queued before the fault and not yet done
  * is dropped, its host function never runs (a kernel held running across
  * the fault makes that deterministic); and a lost backend is still freed
- * whole, streams, events, memory and registrations included. The CUDA
- * backend's equivalent (an illegal-address kernel, a reset of the primary
- * context) runs in tests/integration/test_recover.c under
- * CUDAEP_TEST_GPU=1.
+ * whole, streams, events, memory and registrations included; a new
+ * backend made after a lost one works.
+ *
+ * On a GPU machine with CUDAEP_TEST_GPU=1 (elsewhere it skips, visibly):
+ * the CUDA backend's injected fault (a kernel writing to address 0x10) is
+ * CUDA_ERROR_ILLEGAL_ADDRESS and loses the context; the lost backend is
+ * freed (its primary context reset) and a new CUDA backend gets a fresh
+ * context in which copies, pinning and a health query work again.
  */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <criterion/criterion.h>
 
@@ -149,4 +155,84 @@ Test(backend_lost, a_new_backend_after_a_lost_one_works)
 	backend_stream_free(fresh, s);
 	backend_free(fresh);
 	backend_free(lost);
+}
+
+/* ------------------------------------------------------- on the GPU machine */
+
+/* Copies n bytes to the device and back on s; whether they came back. */
+static bool round_trip(struct backend *be, struct backend_stream *s, void *dev, size_t n)
+{
+	unsigned char *a = malloc(n), *b = malloc(n);
+	bool same;
+
+	cr_assert(a != NULL && b != NULL);
+	for (size_t i = 0; i < n; i++)
+		a[i] = (unsigned char)(i * 7 + 1);
+	memset(b, 0, n);
+	cr_assert_eq(backend_copy_h2d(be, s, dev, a, n), 0, "%s", cep_last_error());
+	cr_assert_eq(backend_copy_d2h(be, s, b, dev, n), 0, "%s", cep_last_error());
+	cr_assert_eq(backend_stream_sync(be, s), 0, "%s", cep_last_error());
+	same = memcmp(a, b, n) == 0;
+	free(a);
+	free(b);
+	return same;
+}
+
+Test(backend_lost, a_cuda_context_lost_to_an_illegal_address_is_replaced)
+{
+	const char *gpu = getenv("CUDAEP_TEST_GPU");
+	struct backend_cuda_config cfg;
+	struct backend *be, *fresh;
+	struct backend_stream *s;
+	char cache[128];
+	uint64_t *page;
+	void *dev;
+	int ret;
+
+	if (gpu == NULL || strcmp(gpu, "1") != 0) {
+		fprintf(stderr, "[SKIP] GPU test skipped: set CUDAEP_TEST_GPU=1 on a GPU machine "
+			"(make test-gpu)\n");
+		cr_skip_test("GPU test skipped: set CUDAEP_TEST_GPU=1 on a GPU machine");
+	}
+	snprintf(cache, sizeof(cache), "/tmp/cudaep-test-kernels-%u", (unsigned)geteuid());
+	backend_cuda_config_init(&cfg);
+	cfg.cache_dir = cache;
+	cr_assert_eq(backend_cuda_new_config(&cfg, &be), 0, "%s", cep_last_error());
+	cr_assert_eq(backend_stream_new(be, CEP_PRIORITY_NORMAL, &s), 0);
+	cr_assert_eq(backend_mem_alloc(be, 1 << 20, &dev), 0);
+	page = aligned_alloc(4096, 4096);
+	cr_assert_not_null(page);
+	cr_assert_eq(backend_host_register(be, page, 4096), 0, "%s", cep_last_error());
+	cr_assert(round_trip(be, s, dev, 1 << 20));
+	cr_assert_eq(backend_health(be), 0, "%s", cep_last_error());
+
+	ret = backend_fault_inject(be);
+	cr_assert_eq(ret, CEP_ECONTEXT, "fault injection returned %d: %s", ret, cep_last_error());
+	cr_assert(backend_lost(be));
+	cr_assert_not_null(strstr(backend_lost_why(be), "CUDA_ERROR_ILLEGAL_ADDRESS"), "%s",
+			   backend_lost_why(be));
+	cr_assert_eq(backend_stream_sync(be, s), CEP_ECONTEXT, "%s", cep_last_error());
+	cr_assert_eq(backend_health(be), CEP_ECONTEXT);
+	backend_stream_free(be, s);
+	backend_mem_free(be, dev, 1 << 20);
+	backend_host_unregister(be, page);
+	backend_free(be);
+
+	/* The primary context was reset: the next one is a fresh context. */
+	cr_assert_eq(backend_cuda_new_config(&cfg, &fresh), 0, "%s", cep_last_error());
+	cr_assert_not(backend_lost(fresh));
+	cr_assert_eq(backend_health(fresh), 0, "%s", cep_last_error());
+	cr_assert_eq(backend_stream_new(fresh, CEP_PRIORITY_NORMAL, &s), 0, "%s",
+		     cep_last_error());
+	cr_assert_eq(backend_mem_alloc(fresh, 1 << 20, &dev), 0, "%s", cep_last_error());
+	cr_assert_eq(backend_host_register(fresh, page, 4096), 0, "%s", cep_last_error());
+	cr_assert(round_trip(fresh, s, dev, 1 << 20), "the new context copies wrong bytes");
+	cr_assert_eq(backend_stream_write_value64(fresh, s, page, 42), 0, "%s", cep_last_error());
+	cr_assert_eq(backend_stream_sync(fresh, s), 0, "%s", cep_last_error());
+	cr_assert_eq(page[0], 42);
+	backend_host_unregister(fresh, page);
+	backend_mem_free(fresh, dev, 1 << 20);
+	backend_stream_free(fresh, s);
+	backend_free(fresh);
+	free(page);
 }
