@@ -230,6 +230,26 @@ $(CUDAEPD): $(call obj,daemon/main.c) $(CORE_A) $(COMMON_OBJ)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(DAEMON_LIBS)
 
+# The daemon of the recovery tests (tests/integration/test_recover.c): the
+# same daemon plus the fault-injection trigger, so that a test can make
+# the device context unusable on purpose. The files that test
+# CEP_FAULT_INJECT are compiled again with it into obj-fault/; the
+# production build/bin/cudaepd has no trigger.
+FAULT_SRC     := daemon/dispatch_session.c gpu/backend_host.c gpu/backend_cuda.c
+FAULT_OBJ     := $(patsubst %.c,$(BUILD)/obj-fault/%.o,$(FAULT_SRC))
+CUDAEPD_FAULT := $(BUILD)/tests/cudaepd-fault
+
+$(BUILD)/obj-fault/%.o: %.c | $(PB_C_HDR) $(NANOPB_HDR) $(DEPS_STAMP)
+	$(call say,CC,$@)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(CPPFLAGS) -DCEP_FAULT_INJECT $(CFLAGS) -c -o $@ $<
+
+$(CUDAEPD_FAULT): $(call obj,daemon/main.c) $(FAULT_OBJ) \
+                  $(filter-out $(call obj,$(FAULT_SRC)),$(CORE_OBJ)) $(COMMON_OBJ)
+	$(call say,LD,$@)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(DAEMON_LIBS)
+
 $(CUDAEPCTL): $(call obj,$(CTL_SRC)) $(CLIENT_A)
 	$(call say,LD,$@)
 	@mkdir -p $(@D)
@@ -254,6 +274,14 @@ $(BUILD)/tests/integration/%: $(call obj,tests/integration/%.c) $(call obj,$(INT
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(LDFLAGS) -o $@ $< $(call obj,$(INTEG_HELPERS)) $(CLIENT_A) -lcriterion $(CLIENT_LIBS) -lm
 
+# The backend's lost-context tests poison the host backend, which only the
+# fault-injection objects can: they link those instead of the archive.
+$(BUILD)/tests/unit/test_backend_lost: $(call obj,tests/unit/test_backend_lost.c) $(FAULT_OBJ) \
+                                       $(filter-out $(call obj,$(FAULT_SRC)),$(CORE_OBJ)) $(CLIENT_A)
+	$(call say,LD,$@)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(CLIENT_A) -lcriterion $(DAEMON_LIBS) $(CLIENT_LIBS)
+
 # The engine-level conformance runner (a developer tool; CI's runner goes
 # through the daemon).
 ENGINE_CONF := $(BUILD)/tests/conformance/engine_conf
@@ -276,7 +304,7 @@ $(BUILD)/bench/%: $(call obj,bench/%.c) $(CLIENT_A)
 ifeq ($(NOBUILD),1)
 TEST_PREREQ :=
 else
-TEST_PREREQ = $(ALL) $(UNIT_BIN) $(INTEG_BIN) $(ENGINE_CONF)
+TEST_PREREQ = $(ALL) $(UNIT_BIN) $(INTEG_BIN) $(CUDAEPD_FAULT) $(ENGINE_CONF)
 endif
 
 # Criterion runs each test in its own process; -j2 matches CI's two cores.
@@ -295,7 +323,7 @@ test: deps $(TEST_PREREQ)
 test-unit: $(if $(filter 1,$(NOBUILD)),,$(UNIT_BIN))
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t $(CRITERION_FLAGS); done
 
-test-integration: $(if $(filter 1,$(NOBUILD)),,$(ALL) $(INTEG_BIN))
+test-integration: $(if $(filter 1,$(NOBUILD)),,$(ALL) $(INTEG_BIN) $(CUDAEPD_FAULT))
 	@set -e; for t in $(INTEG_BIN); do echo "== $$t"; $$t $(CRITERION_FLAGS); done
 
 # An ASan-built libcudaep-client cannot be loaded into a plain Python, so
@@ -460,4 +488,4 @@ test-systemd: $(if $(filter 1,$(NOBUILD)),,$(ALL))
 clean:
 	rm -rf $(filter-out build/venv build/.deps-stamp,$(wildcard build/*)) $(if $(filter-out build%,$(BUILD)),$(BUILD))
 
--include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
+-include $(shell find $(BUILD)/obj $(BUILD)/obj-fault -name '*.d' 2>/dev/null)

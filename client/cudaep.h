@@ -273,7 +273,11 @@ typedef struct cep_tensor {
  * CEP_EBOUNDS naming the tensor at fault, or with the error of the run.
  * When an output's slice is too small the run fails, before computing
  * anything, with CEP_ENOSPC, and every outputs[i] gets the dtype, shape and
- * bytes it needs: make room and run again. Does not allocate.
+ * bytes it needs: make room and run again. Fails with CEP_ECONTEXT when
+ * the device context was lost (a sticky device error, of any client's
+ * kernel) before the run completed, and with CEP_EAGAIN while the daemon
+ * restores its sessions on a new context afterwards: in both cases the
+ * session and its regions stay valid, so run again. Does not allocate.
  */
 int cep_run(cep_session *s, const cep_tensor *inputs, size_t n_inputs,
             cep_tensor *outputs, size_t n_outputs);
@@ -310,7 +314,8 @@ typedef struct cep_fence {
  * do not read the outputs until the fence has completed. Runs of one
  * session complete in the order they were submitted. Fails with CEP_EAGAIN
  * when CEP_FENCES_MAX fences of the client are in flight (consume one,
- * then submit again). Against a daemon without fence pages the run
+ * then submit again), and with CEP_EAGAIN or CEP_ECONTEXT while the
+ * daemon replaces a lost device context (see cep_run()). Against a daemon without fence pages the run
  * completes before this returns. Does not allocate.
  */
 int cep_run_submit(cep_session *s, const cep_tensor *inputs, size_t n_inputs,
@@ -322,8 +327,9 @@ int cep_run_submit(cep_session *s, const cep_tensor *inputs, size_t n_inputs,
  * on the fence word the device writes, then sleeps on it (a futex shared
  * with the daemon). Returns 0 once the outputs are in their regions, or
  * the run's error with the daemon's message (cep_last_error()), e.g.
- * CEP_EINVAL naming the node and the bad index a kernel met; either
- * consumes the fence. Returns CEP_ETIMEDOUT when the time is up (the fence
+ * CEP_EINVAL naming the node and the bad index a kernel met, or
+ * CEP_ECONTEXT for a run the loss of the device context kept from
+ * completing (run it again); either consumes the fence. Returns CEP_ETIMEDOUT when the time is up (the fence
  * stays in flight: wait again), CEP_EINVAL for a fence already consumed.
  * Does not allocate.
  */

@@ -13,6 +13,7 @@
 #include "dispatch.h"
 
 #include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -24,6 +25,7 @@
 #include "cudaep.h"
 #include "error.h"
 #include "log.h"
+#include "recover.h"
 #include "server.h"
 #include "dispatch_priv.h"
 
@@ -138,7 +140,7 @@ void dispatch__response_encode(Cudaep__V1__Response *resp, int code,
 			       uint8_t *out, size_t *out_len)
 {
 	Cudaep__V1__Status status = CUDAEP__V1__STATUS__INIT;
-	char msg[CEP_MAX_STATUS_MSG];
+	char msg[CEP_MAX_STATUS_MSG], lost[CEP_MAX_STATUS_MSG];
 	const char *text;
 	size_t size;
 
@@ -155,6 +157,15 @@ void dispatch__response_encode(Cudaep__V1__Response *resp, int code,
 			text = cep_last_error();
 			if (text[0] == '\0')
 				text = cep_strerror(code);
+			/* Every lost-context error tells the client what happens
+			 * next (daemon/recover.h). */
+			if (code == CEP_ECONTEXT) {
+				snprintf(lost, sizeof(lost), "the device context was lost "
+					 "(%s); this request did not complete; cudaepd "
+					 "restores its sessions on a new context: run again",
+					 text);
+				text = lost;
+			}
 			dispatch__name_copy(msg, sizeof(msg), text);
 			status.message = msg;
 		}
@@ -243,6 +254,9 @@ static int handle_register_region(struct req *r,
 	int ret;
 
 	/* Refused before the fd is taken: dispatch_packet() closes it. */
+	ret = recover_refuse(r->s, "RegisterRegion");
+	if (ret != 0)
+		return ret;
 	ret = access_region_admit(r->s, r->c);
 	if (ret != 0)
 		return ret;

@@ -40,6 +40,7 @@
 #include "fence.h"
 #include "log.h"
 #include "precision.h"
+#include "recover.h"
 #include "server.h"
 
 /* Protobuf messages cannot exceed 2 GiB; larger models keep their weights
@@ -362,6 +363,7 @@ static int load_finish(struct job *j, struct req *r)
 		return cep__set_error(ret, "%s", j->msg);
 	}
 	sess->engine = j->load.es;
+	sess->opts = j->load.opts;
 	sess->loaded_ns = uv_hrtime();
 	j->load.es = NULL;
 	log_info("client %llu loaded session %llu '%s': %d nodes, %.1f ms",
@@ -512,6 +514,7 @@ static void job_after(uv_work_t *w, int status)
 			fence_run_replied(j->run.fr);
 		j->run.fr = NULL;
 		conn_job_done(c);
+		recover_note(s);
 		return;
 	}
 	cep__clear_error();
@@ -535,6 +538,9 @@ static void job_after(uv_work_t *w, int status)
 	 * reply, whose body it cannot overtake. */
 	if (fr != NULL)
 		fence_run_replied(fr);
+	/* A job that failed on a lost context begins the recovery; one that
+	 * a recovery waited for lets it go on. */
+	recover_note(s);
 }
 
 /* Runs j: on the thread pool for a connection with a socket (the reply
@@ -605,6 +611,9 @@ int dispatch__load_model(struct req *r, const Cudaep__V1__LoadModel *m)
 	struct job *j;
 	int next_fd = 0, ret;
 
+	ret = recover_refuse(r->s, "LoadModel");
+	if (ret != 0)
+		return ret;
 	switch (m->source) {
 	case CUDAEP__V1__MODEL_SOURCE__MODEL_SOURCE_FD:
 		break;
@@ -663,6 +672,12 @@ static int session_get(struct req *r, uint64_t id, struct session **out)
 
 	if (ret != 0)
 		return access_session_gone(r->c, id, ret);
+	if ((*out)->engine == NULL && (*out)->restore_err != 0)
+		return cep__set_error((*out)->restore_err, "session %llu could not be "
+				      "restored after the device context was lost (%s); "
+				      "unload it and load the model again",
+				      (unsigned long long)id,
+				      cep_err_name((*out)->restore_err));
 	if ((*out)->engine == NULL)
 		return cep__set_error(CEP_EINTERNAL, "session %llu has no "
 				      "model", (unsigned long long)id);
@@ -793,8 +808,25 @@ replied:
 	if (j->run.fr != NULL)
 		j->run.fr->replied = true;
 	j->run.fr = NULL;
+	recover_note(r->s);
 	return ret;
 }
+
+#ifdef CEP_FAULT_INJECT
+/* Test builds only (recover.h): the third Run request of a session named
+ * RECOVER_INJECT_NAME loses the device context before it is served, so
+ * that it fails with CEP_ECONTEXT and every other client's runs in flight
+ * meet the loss too. */
+static void fault_inject_maybe(struct server *s, struct session *sess)
+{
+	if (sess->run_requests != 3 || strcmp(sess->name, RECOVER_INJECT_NAME) != 0)
+		return;
+	log_warning("session %llu '%s': injecting a fault into the %s backend (a test "
+		    "build)", (unsigned long long)sess->id, sess->name, s->backend->iface.name);
+	if (backend_fault_inject(s->backend) != CEP_ECONTEXT)
+		log_err("the injected fault did not lose the context: %s", cep_last_error());
+}
+#endif
 
 int dispatch__run(struct req *r, const Cudaep__V1__Run *m)
 {
@@ -805,6 +837,13 @@ int dispatch__run(struct req *r, const Cudaep__V1__Run *m)
 	int ret;
 
 	ret = session_get(r, m->session_id, &sess);
+	if (ret != 0)
+		return ret;
+	sess->run_requests++;
+#ifdef CEP_FAULT_INJECT
+	fault_inject_maybe(r->s, sess);
+#endif
+	ret = recover_refuse(r->s, "Run");
 	if (ret != 0)
 		return ret;
 	if (m->n_inputs > CEP_MAX_IO || m->n_outputs > CEP_MAX_IO)

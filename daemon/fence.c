@@ -30,6 +30,7 @@
 #include "dispatch_priv.h"
 #include "error.h"
 #include "log.h"
+#include "recover.h"
 #include "region.h"
 #include "server.h"
 #include "session.h"
@@ -77,9 +78,11 @@ int fence_queue_start(struct server *s)
 }
 
 /* Closes the async handle: under the lock, so that no signal sends to it
- * once it is closing. */
-static void fence_queue_async_close(struct fence_queue *q)
+ * once it is closing. The recovery's timers go with it: nothing is in
+ * flight that a lost context could strand. */
+static void fence_queue_async_close(struct server *s)
 {
+	struct fence_queue *q = &s->fences;
 	bool was;
 
 	pthread_mutex_lock(&q->lock);
@@ -88,6 +91,7 @@ static void fence_queue_async_close(struct fence_queue *q)
 	pthread_mutex_unlock(&q->lock);
 	if (was)
 		uv_close((uv_handle_t *)&q->async, fence_on_async_close);
+	recover_stop(s);
 }
 
 void fence_queue_stop(struct server *s)
@@ -96,7 +100,7 @@ void fence_queue_stop(struct server *s)
 
 	q->stopping = true;
 	if (q->inflight == 0)
-		fence_queue_async_close(q);
+		fence_queue_async_close(s);
 }
 
 static void fence_queue_push(struct fence_queue *q, struct fence_run *r)
@@ -137,6 +141,9 @@ static void fence_run_signal(void *arg)
 	struct fence_queue *q = &r->c->server->fences;
 	int st = r->er.err;
 
+	/* A recovery that gave up on the run has finished it already. */
+	if (atomic_exchange_explicit(&r->claimed, true, memory_order_acq_rel))
+		return;
 	if (st == 0 && r->er.checked && r->fault->flag != 0)
 		st = CEP_EINVAL;
 	r->status = st;
@@ -179,6 +186,7 @@ static void fence_run_release(struct fence_run *r)
 	r->n_holds = 0;
 	session_run_end(&c->sessions, r->sess);
 	r->sess = NULL;
+	r->open = false;
 	r->next = c->fence.free;
 	c->fence.free = r;
 	c->fence.inflight--;
@@ -195,7 +203,20 @@ static void fence_settle(struct server *s, struct conn *c)
 		conn_free(c);
 	}
 	if (s->fences.stopping && s->fences.inflight == 0)
-		fence_queue_async_close(&s->fences);
+		fence_queue_async_close(s);
+}
+
+/* Ends r in the engine, once; later calls repeat its verdict. */
+static int fence_run_complete(struct fence_run *r)
+{
+	if (r->completed)
+		return r->result != 0 ? cep__set_error(r->result, "%s", r->er.msg) : 0;
+	cep__clear_error();
+	r->result = engine_run_complete(r->sess->engine, &r->er, r->fault);
+	if (r->result != 0)
+		snprintf(r->er.msg, sizeof(r->er.msg), "%s", cep_last_error());
+	r->completed = true;
+	return r->result;
 }
 
 static void fence_run_finish(struct server *s, struct fence_run *r)
@@ -204,8 +225,7 @@ static void fence_run_finish(struct server *s, struct fence_run *r)
 	struct session *sess = r->sess;
 	int ret;
 
-	cep__clear_error();
-	ret = engine_run_complete(sess->engine, &r->er, r->fault);
+	ret = fence_run_complete(r);
 	stats_count(&s->stats, ret == 0 ? STATS_COUNTER_RUNS : STATS_COUNTER_RUN_ERRORS, 1);
 	if (sess->engine)
 		engine_session_stats(sess->engine, &sess->stats);
@@ -220,6 +240,9 @@ static void fence_run_finish(struct server *s, struct fence_run *r)
 	}
 	fence_run_release(r);
 	fence_settle(s, c);
+	/* A run that failed on a lost context is how most recoveries begin
+	 * (a cheap check of a flag otherwise). */
+	recover_note(s);
 }
 
 void fence_reap(struct server *s, bool force)
@@ -262,6 +285,7 @@ int fence_page_open(struct server *s, struct conn *c)
 {
 	struct fence *f = &c->fence;
 	void *addr = MAP_FAILED;
+	bool pin;
 	int fd, ret;
 
 	fd = memfd_create("cudaep-fence", MFD_CLOEXEC | MFD_ALLOW_SEALING);
@@ -280,11 +304,16 @@ int fence_page_open(struct server *s, struct conn *c)
 				     strerror(errno));
 		goto out;
 	}
-	ret = backend_host_register(s->backend, addr, PAGE_BYTES);
-	if (ret != 0)
-		goto out;
+	/* While the backend is lost or being replaced, the recovery pins it
+	 * on the new one with every other page (fence_page_pin()). */
+	pin = !s->recovering && !backend_lost(s->backend);
+	if (pin) {
+		ret = backend_host_register(s->backend, addr, PAGE_BYTES);
+		if (ret != 0)
+			goto out;
+	}
 	f->slots = addr;
-	f->pinned = true;
+	f->pinned = pin;
 	/* A detached connection has nobody to pass the fd to. */
 	if (c->fd >= 0)
 		f->fd = fd;
@@ -400,6 +429,10 @@ int fence_run_open(struct server *s, struct conn *c, struct session *sess,
 	r->status = 0;
 	r->replied = false;
 	r->done = false;
+	r->open = true;
+	atomic_store_explicit(&r->claimed, false, memory_order_relaxed);
+	r->completed = false;
+	r->result = 0;
 	r->n_holds = 0;
 	memset(&r->er, 0, sizeof(r->er));
 	r->fence = (struct engine_fence){
@@ -449,4 +482,131 @@ void fence_run_replied(struct fence_run *r)
 	r->replied = true;
 	if (r->done)
 		fence_run_finish(r->c->server, r);
+}
+
+/* --------------------------------------------------------------- recovery */
+
+/* Decides r, whose host function will never run: the device wrote its
+ * fence before the context was lost (its outputs are in place), or it
+ * fails with why. Writes its slot and wakes its waiters as the signal
+ * would. */
+static void fence_run_give_up(struct fence_run *r, const char *why)
+{
+	struct cep_fence_slot *slot = &r->c->fence.slots[cep_fence_slot_of(r->seq)];
+
+	if (r->er.seq_queued &&
+	    atomic_load_explicit(&slot->seq, memory_order_acquire) >= r->seq) {
+		r->status = 0;
+	} else {
+		r->er.err = CEP_ECONTEXT;
+		r->er.checked = false;
+		snprintf(r->er.msg, sizeof(r->er.msg), "%s", why);
+		r->status = CEP_ECONTEXT;
+		atomic_store_explicit(&slot->status, CEP_ECONTEXT, memory_order_relaxed);
+		atomic_store_explicit(&slot->seq, r->seq, memory_order_release);
+	}
+	atomic_fetch_add_explicit(&slot->futex, 1, memory_order_release);
+	futex_wake_all(&slot->futex);
+}
+
+/* Runs of every connection in flight that have not landed yet. */
+static uint32_t fence_unlanded(const struct server *s)
+{
+	const struct conn *c;
+	uint32_t i, n = 0;
+
+	for (c = s->conns; c != NULL; c = c->next)
+		for (i = 0; c->fence.runs != NULL && i < FENCE_RUNS; i++)
+			if (c->fence.runs[i].open && !c->fence.runs[i].done)
+				n++;
+	return n;
+}
+
+uint32_t fence_recover_settle(struct server *s, const char *why)
+{
+	struct fence_queue *q = &s->fences;
+	struct fence_run *r;
+	struct conn *c;
+	uint32_t i, failed = 0;
+
+	for (c = s->conns; c != NULL; c = c->next) {
+		for (i = 0; c->fence.runs != NULL && i < FENCE_RUNS; i++) {
+			r = &c->fence.runs[i];
+			if (!r->open || atomic_exchange_explicit(&r->claimed, true,
+								  memory_order_acq_rel))
+				continue;
+			fence_run_give_up(r, why);
+			failed += r->status != 0;
+			fence_queue_push(q, r);
+		}
+	}
+	/* A signal that won its claim pushes at once: wait for the last. */
+	for (;;) {
+		pthread_mutex_lock(&q->lock);
+		r = q->head;
+		q->head = NULL;
+		q->tail = NULL;
+		pthread_mutex_unlock(&q->lock);
+		for (; r != NULL; r = r->next)
+			r->done = true;
+		if (fence_unlanded(s) == 0)
+			break;
+		pthread_mutex_lock(&q->lock);
+		while (q->head == NULL)
+			pthread_cond_wait(&q->landed, &q->lock);
+		pthread_mutex_unlock(&q->lock);
+	}
+	for (c = s->conns; c != NULL; c = c->next)
+		for (i = 0; c->fence.runs != NULL && i < FENCE_RUNS; i++)
+			if (c->fence.runs[i].open)
+				(void)fence_run_complete(&c->fence.runs[i]);
+	return failed;
+}
+
+void fence_recover_finish(struct server *s)
+{
+	struct fence_run *list = NULL, *r, *next;
+	struct conn *c;
+	uint32_t i;
+
+	/* Listed first: finishing a connection's last run may free it. */
+	for (c = s->conns; c != NULL; c = c->next) {
+		for (i = 0; c->fence.runs != NULL && i < FENCE_RUNS; i++) {
+			r = &c->fence.runs[i];
+			if (!r->open)
+				continue;
+			r->replied = true;
+			r->next = list;
+			list = r;
+		}
+	}
+	for (r = list; r != NULL; r = next) {
+		next = r->next;
+		fence_run_finish(s, r);
+	}
+}
+
+void fence_page_unpin(struct server *s, struct conn *c)
+{
+	struct fence *f = &c->fence;
+
+	if (f->slots != NULL && f->pinned)
+		backend_host_unregister(s->backend, f->slots);
+	f->pinned = false;
+	if (f->faults != NULL)
+		backend_host_unregister(s->backend, f->faults);
+}
+
+int fence_page_pin(struct server *s, struct conn *c)
+{
+	struct fence *f = &c->fence;
+	int ret = 0;
+
+	if (f->slots != NULL && !f->pinned) {
+		ret = backend_host_register(s->backend, f->slots, PAGE_BYTES);
+		f->pinned = ret == 0;
+	}
+	if (ret == 0 && f->faults != NULL)
+		ret = backend_host_register(s->backend, f->faults, f->faults_bytes);
+	return ret;
 }

@@ -21,6 +21,7 @@
 #define CEPD_FENCE_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -52,6 +53,14 @@ struct fence_run {
 	int status;                    /* the signal's verdict: 0 or a CEP_E* */
 	bool replied;                  /* its RunReply has been sent */
 	bool done;                     /* signalled before it was replied */
+	bool open;                     /* in flight: from fence_run_open() to
+	                                * its release */
+	_Atomic bool claimed;          /* its verdict is taken: by its signal,
+	                                * or by a recovery that gave up on a
+	                                * signal that will never come */
+	bool completed;                /* engine_run_complete() has run ... */
+	int result;                    /* ... and said this (its message in
+	                                * er.msg) */
 	struct engine_fence fence;     /* what the engine queues behind it */
 	struct engine_run er;          /* the engine's state of it */
 	uint32_t n_holds;
@@ -139,5 +148,37 @@ void fence_run_abort(struct fence_run *r);
 /* r was submitted and its RunReply sent (or dropped with its client): its
  * completion may be finished now. */
 void fence_run_replied(struct fence_run *r);
+
+/* ---------------------------------------------------------------- recovery */
+
+/*
+ * For the recovery from a lost context (daemon/recover.c), on the loop,
+ * once no job of any connection uses the backend: settles every run in
+ * flight of every connection. A run whose signal ran (or is running)
+ * lands as usual. One whose host function will never run is claimed
+ * here: if the device had written its fence already, its outputs are in
+ * place and it succeeded; otherwise its slot gets status CEP_ECONTEXT and
+ * its sequence number, its waiters are woken, and it fails with why.
+ * Waits until every run has landed, then completes each in the engine, so
+ * that no plan is in flight and every engine session may be freed. The
+ * runs stay in flight, holding their regions, until
+ * fence_recover_finish(): the backend's streams may still be writing into
+ * those regions until the engine sessions are freed. Returns how many
+ * runs it failed.
+ */
+uint32_t fence_recover_settle(struct server *s, const char *why);
+
+/* Finishes every run fence_recover_settle() settled, as fence_reap()
+ * does: sends the failed ones' errors, drops their holds, counts them. A
+ * connection or session that was waiting for them goes now. */
+void fence_recover_finish(struct server *s);
+
+/* Forgets c's fence page and fault records in s->backend's registrations
+ * (the lost backend's, before it is freed) / registers them with
+ * s->backend (the new one). fence_page_pin() returns 0 or the backend's
+ * error (the page then stays unpinned: its runs fail with a clear error
+ * until the connection is closed). */
+void fence_page_unpin(struct server *s, struct conn *c);
+int fence_page_pin(struct server *s, struct conn *c);
 
 #endif

@@ -312,3 +312,37 @@ int region_slice_check(const struct region *r, uint64_t offset,
 		*ptr = (char *)r->addr + offset;
 	return 0;
 }
+
+void region_table_unpin(struct region_table *t)
+{
+	struct region *r;
+	uint32_t i;
+
+	for (i = 0; i < t->ids.count; i++) {
+		r = t->ids.items[i];
+		if (r->pinned)
+			backend_host_unregister(t->pool->backend, r->addr);
+	}
+}
+
+uint32_t region_table_repin(struct region_table *t)
+{
+	struct region_pool *pool = t->pool;
+	uint32_t i, failed = 0;
+	struct region *r;
+
+	for (i = 0; i < t->ids.count; i++) {
+		r = t->ids.items[i];
+		if (!r->pinned || backend_host_register(pool->backend, r->addr,
+							 (size_t)r->size) == 0)
+			continue;
+		/* Copies from it are staged now; it is not pinned memory of the
+		 * client's any more. */
+		r->pinned = false;
+		if (pool->account != NULL)
+			account_uncharge(pool->account, (struct alloc_owner){ t->client_id, 0 },
+					 ALLOC_ROLE_PINNED, r->size);
+		failed++;
+	}
+	return failed;
+}

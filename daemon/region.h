@@ -107,6 +107,15 @@ void region_hold(struct region *r);
  * its last hold. */
 void region_hold_drop(struct region_table *t, struct region *r);
 
+/* For the recovery from a lost context (daemon/recover.c), with no run
+ * in flight: region_table_unpin() forgets every pinned region of t in the
+ * pool's backend (the lost one); once the pool has the new backend,
+ * region_table_repin() registers them again. A region that cannot be
+ * pinned again stays usable unpinned (its client's charge for it goes);
+ * returns how many could not, the last one's error in cep_last_error(). */
+void region_table_unpin(struct region_table *t);
+uint32_t region_table_repin(struct region_table *t);
+
 /* Region id of t, or NULL. Never sets an error. */
 struct region *region_table_find(const struct region_table *t, uint64_t id);
 

@@ -26,6 +26,7 @@
 #include "cudaep.h"
 #include "dispatch.h"
 #include "log.h"
+#include "recover.h"
 #include "sockpath.h"
 
 /* The request arena: its preallocated block serves every ordinary request;
@@ -783,6 +784,9 @@ static int server_handles_start(struct server *s)
 		return ret;
 	s->handles |= SERVER_H_LISTEN;
 	ret = fence_queue_start(s);
+	if (ret != 0)
+		return ret;
+	ret = recover_start(s);
 	if (ret != 0)
 		return ret;
 	ret = uv_poll_start(&s->listen_poll, UV_READABLE, server_on_accept);

@@ -73,6 +73,14 @@ struct server {
 	uv_signal_t sigint;
 	uv_signal_t sighup;             /* reloads the configuration */
 	uv_timer_t watchdog_timer;      /* WATCHDOG=1 while the loop turns */
+	/* Recovery from a lost context (daemon/recover.h): */
+	bool recovering;                /* the backend's context is lost and
+	                                 * the backend is being replaced */
+	bool recover_live;              /* the two timers below are open */
+	uv_timer_t recover_timer;       /* runs the recovery from the loop */
+	uv_timer_t health_timer;        /* asks the backend whether its
+	                                 * context still works while runs are
+	                                 * in flight */
 	int argc;                       /* the command line, for reloads */
 	char **argv;
 };

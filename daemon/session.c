@@ -32,6 +32,7 @@ static void session_destroy(struct session_table *t, struct session *s)
 	stats_gauge_add(t->pool->stats, STATS_GAUGE_SESSIONS, -1);
 	stats_count(t->pool->stats, STATS_COUNTER_SESSIONS_UNLOADED, 1);
 	engine_session_free(s->engine);
+	engine_model_unref(s->restore_model);
 	free(s);
 }
 

@@ -38,6 +38,15 @@ struct session {
 	uint32_t inflight;           /* runs in flight that hold it */
 	bool unloaded;               /* out of its table, freed with its last
 	                              * run */
+	uint32_t run_requests;       /* Run requests received (fault injection
+	                              * counts them) */
+	/* What re-creates the engine session on a new backend after the old
+	 * one's context was lost (daemon/recover.c): */
+	struct engine_session_options opts; /* as it was opened */
+	engine_model *restore_model; /* a reference to its model while the
+	                              * recovery has no engine session */
+	int restore_err;             /* why it could not be restored (it then
+	                              * has no engine), or 0 */
 };
 
 struct session_pool {

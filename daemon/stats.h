@@ -70,7 +70,14 @@
 	  "bytes copied between the device and registered (pinned) host "      \
 	  "memory: straight from and into regions")                           \
 	X(COPY_BYTES_PAGEABLE, "copy_bytes_pageable",                          \
-	  "bytes copied between the device and other host memory")
+	  "bytes copied between the device and other host memory")             \
+	X(RECOVERIES, "recoveries",                                            \
+	  "device contexts lost (a sticky error) and replaced by a new one "    \
+	  "with every session restored")                                       \
+	X(RECOVERY_RUNS_FAILED, "recovery_runs_failed",                        \
+	  "runs in flight that a lost context kept from completing")          \
+	X(RECOVERY_NS, "recovery_ns",                                          \
+	  "nanoseconds spent replacing lost contexts")
 
 #define STATS_GAUGES(X)                                                        \
 	X(CONNECTIONS, "connections", "open connections")                      \
@@ -80,7 +87,10 @@
 	X(SEND_QUEUE, "send_queue", "responses waiting to be sent")            \
 	X(JOBS, "jobs", "loads and runs being worked on off the event loop")   \
 	X(RUNS_IN_FLIGHT, "runs_in_flight",                                    \
-	  "runs with a fence queued and not yet completed")
+	  "runs with a fence queued and not yet completed")                    \
+	X(LAST_RECOVERY, "last_recovery_time",                                 \
+	  "Unix time in seconds of the last recovery from a lost context; 0: " \
+	  "none")
 
 enum stats_counter {
 #define STATS__ENUM(id, name, help) STATS_COUNTER_##id,

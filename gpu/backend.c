@@ -7,6 +7,7 @@
 #include "backend.h"
 
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,6 +16,20 @@
 #include "ops.h"
 
 #define relaxed memory_order_relaxed
+
+/* Passes ret through, remembering a lost context (backend.h). */
+static int noted(struct backend *b, int ret)
+{
+	int none = 0;
+
+	if (ret == CEP_ECONTEXT &&
+	    atomic_compare_exchange_strong_explicit(&b->lost, &none, 1, memory_order_acq_rel,
+						    memory_order_relaxed)) {
+		snprintf(b->lost_why, sizeof(b->lost_why), "%s", cep_last_error());
+		atomic_store_explicit(&b->lost, 2, memory_order_release);
+	}
+	return ret;
+}
 
 const char *backend_kind_name(enum backend_kind kind)
 {
@@ -44,6 +59,32 @@ void backend_free(struct backend *b)
 	pthread_mutex_destroy(&b->gate_lock);
 	pthread_mutex_destroy(&b->regs_lock);
 	b->iface.free(b);
+}
+
+bool backend_lost(const struct backend *b)
+{
+	return atomic_load_explicit(&b->lost, memory_order_acquire) != 0;
+}
+
+const char *backend_lost_why(const struct backend *b)
+{
+	return atomic_load_explicit(&b->lost, memory_order_acquire) == 2 ? b->lost_why : "";
+}
+
+int backend_health(struct backend *b)
+{
+	if (backend_lost(b))
+		return cep__set_error(CEP_ECONTEXT, "the %s backend's context was lost "
+				      "before", b->iface.name);
+	return b->iface.health ? noted(b, b->iface.health(b)) : 0;
+}
+
+int backend_fault_inject(struct backend *b)
+{
+	if (!b->iface.fault_inject)
+		return cep__set_error(CEP_ENOTSUP, "fault injection is compiled only into "
+				      "test builds (CEP_FAULT_INJECT)");
+	return noted(b, b->iface.fault_inject(b));
 }
 
 void backend_counters_get(const struct backend *b, struct backend_counters *out)
@@ -84,7 +125,7 @@ int backend_mem_alloc(struct backend *b, size_t bytes, void **out)
 	*out = NULL;
 	if (bytes == 0)
 		bytes = 1;
-	ret = b->iface.mem_alloc(b, bytes, out);
+	ret = noted(b, b->iface.mem_alloc(b, bytes, out));
 	if (ret < 0)
 		return ret;
 	atomic_fetch_add_explicit(&b->count.allocs, 1, relaxed);
@@ -114,7 +155,7 @@ int backend_stream_new(struct backend *b, int priority,
 		       struct backend_stream **out)
 {
 	*out = NULL;
-	return b->iface.stream_new(b, priority, out);
+	return noted(b, b->iface.stream_new(b, priority, out));
 }
 
 void backend_stream_free(struct backend *b, struct backend_stream *s)
@@ -126,19 +167,19 @@ void backend_stream_free(struct backend *b, struct backend_stream *s)
 int backend_stream_sync(struct backend *b, struct backend_stream *s)
 {
 	atomic_fetch_add_explicit(&b->count.syncs, 1, relaxed);
-	return b->iface.stream_sync(b, s);
+	return noted(b, b->iface.stream_sync(b, s));
 }
 
 int backend_stream_wait(struct backend *b, struct backend_stream *s,
 			struct backend_event *e)
 {
-	return b->iface.stream_wait(b, s, e);
+	return noted(b, b->iface.stream_wait(b, s, e));
 }
 
 int backend_event_new(struct backend *b, struct backend_event **out)
 {
 	*out = NULL;
-	return b->iface.event_new(b, out);
+	return noted(b, b->iface.event_new(b, out));
 }
 
 void backend_event_free(struct backend *b, struct backend_event *e)
@@ -150,7 +191,7 @@ void backend_event_free(struct backend *b, struct backend_event *e)
 int backend_event_record(struct backend *b, struct backend_event *e,
 			 struct backend_stream *s)
 {
-	return b->iface.event_record(b, e, s);
+	return noted(b, b->iface.event_record(b, e, s));
 }
 
 int backend_timer_new(struct backend *b, struct backend_event **out)
@@ -172,13 +213,13 @@ int backend_event_elapsed(struct backend *b, struct backend_event *start,
 
 int backend_event_query(struct backend *b, struct backend_event *e)
 {
-	return b->iface.event_query(b, e);
+	return noted(b, b->iface.event_query(b, e));
 }
 
 int backend_event_sync(struct backend *b, struct backend_event *e)
 {
 	atomic_fetch_add_explicit(&b->count.syncs, 1, relaxed);
-	return b->iface.event_sync(b, e);
+	return noted(b, b->iface.event_sync(b, e));
 }
 
 /* ----------------------------------------------------------------- copies */
@@ -192,7 +233,7 @@ int backend_copy_h2d(struct backend *b, struct backend_stream *s, void *dst,
 	atomic_fetch_add_explicit(&b->count.bytes_h2d, bytes, relaxed);
 	if (backend_host_registered(b, src, bytes, NULL))
 		atomic_fetch_add_explicit(&b->count.bytes_h2d_pinned, bytes, relaxed);
-	return b->iface.copy_h2d(b, s, dst, src, bytes);
+	return noted(b, b->iface.copy_h2d(b, s, dst, src, bytes));
 }
 
 int backend_copy_d2h(struct backend *b, struct backend_stream *s, void *dst,
@@ -204,7 +245,7 @@ int backend_copy_d2h(struct backend *b, struct backend_stream *s, void *dst,
 	atomic_fetch_add_explicit(&b->count.bytes_d2h, bytes, relaxed);
 	if (backend_host_registered(b, dst, bytes, NULL))
 		atomic_fetch_add_explicit(&b->count.bytes_d2h_pinned, bytes, relaxed);
-	return b->iface.copy_d2h(b, s, dst, src, bytes);
+	return noted(b, b->iface.copy_d2h(b, s, dst, src, bytes));
 }
 
 int backend_copy_d2d(struct backend *b, struct backend_stream *s, void *dst,
@@ -214,7 +255,7 @@ int backend_copy_d2d(struct backend *b, struct backend_stream *s, void *dst,
 		return 0;
 	atomic_fetch_add_explicit(&b->count.copies_d2d, 1, relaxed);
 	atomic_fetch_add_explicit(&b->count.bytes_d2d, bytes, relaxed);
-	return b->iface.copy_d2d(b, s, dst, src, bytes);
+	return noted(b, b->iface.copy_d2d(b, s, dst, src, bytes));
 }
 
 /* ----------------------------------------------------------------- graphs */
@@ -248,7 +289,7 @@ int backend_graph_begin(struct backend *b, struct backend_stream *s)
 	if (!(b->caps & BACKEND_CAP_GRAPHS) || !b->iface.graph_begin)
 		return no_graphs(b);
 	gate_capture_enter(b);
-	ret = b->iface.graph_begin(b, s);
+	ret = noted(b, b->iface.graph_begin(b, s));
 	if (ret < 0)
 		gate_capture_leave(b);
 	return ret;
@@ -262,7 +303,7 @@ int backend_graph_end(struct backend *b, struct backend_stream *s,
 	*out = NULL;
 	if (!(b->caps & BACKEND_CAP_GRAPHS) || !b->iface.graph_end)
 		return no_graphs(b);
-	ret = b->iface.graph_end(b, s, out);
+	ret = noted(b, b->iface.graph_end(b, s, out));
 	/* Only a stream that was not capturing is refused with EINVAL; any
 	 * other outcome ended a capture that began through the gate. */
 	if (ret != CEP_EINVAL)
@@ -278,7 +319,7 @@ int backend_graph_replay(struct backend *b, struct backend_graph *g,
 	if (!(b->caps & BACKEND_CAP_GRAPHS) || !b->iface.graph_replay)
 		return no_graphs(b);
 	atomic_fetch_add_explicit(&b->count.replays, 1, relaxed);
-	return b->iface.graph_replay(b, g, s);
+	return noted(b, b->iface.graph_replay(b, g, s));
 }
 
 void backend_graph_free(struct backend *b, struct backend_graph *g)
@@ -293,7 +334,7 @@ int backend_launch(struct backend *b, struct backend_stream *s,
 		   backend_kernel_fn fn, struct op_call *call)
 {
 	atomic_fetch_add_explicit(&b->count.launches, 1, relaxed);
-	return b->iface.launch(b, s, fn, call);
+	return noted(b, b->iface.launch(b, s, fn, call));
 }
 
 const struct op_call *backend_stream_fault(struct backend *b,
@@ -401,7 +442,7 @@ int backend_host_register(struct backend *b, void *addr, size_t bytes)
 				     "memory registered before", addr, bytes);
 		goto out;
 	}
-	ret = b->iface.host_register(b, addr, bytes, &dev);
+	ret = noted(b, b->iface.host_register(b, addr, bytes, &dev));
 	if (ret < 0)
 		goto out;
 	ret = regs_insert(b, a, bytes, dev);
@@ -452,7 +493,7 @@ int backend_stream_write_value64(struct backend *b, struct backend_stream *s,
 	    !backend_host_registered(b, addr, sizeof(*addr), &dev))
 		return cep__set_error(CEP_EINVAL, "a fence at %p is not 8 bytes of aligned "
 				      "registered host memory", (void *)addr);
-	ret = b->iface.stream_write_value64(b, s, addr, dev, value);
+	ret = noted(b, b->iface.stream_write_value64(b, s, addr, dev, value));
 	if (ret == 0)
 		atomic_fetch_add_explicit(&b->count.fences, 1, relaxed);
 	return ret;
@@ -464,7 +505,7 @@ int backend_stream_host_fn(struct backend *b, struct backend_stream *s,
 	/* Counted first: on the host backend fn runs inside the call, and
 	 * may be what a waiter checks the count after. */
 	atomic_fetch_add_explicit(&b->count.host_fns, 1, relaxed);
-	return b->iface.stream_host_fn(b, s, fn, arg);
+	return noted(b, b->iface.stream_host_fn(b, s, fn, arg));
 }
 
 int backend_stream_fault_save(struct backend *b, struct backend_stream *s,
@@ -479,7 +520,7 @@ int backend_stream_fault_save(struct backend *b, struct backend_stream *s,
 		memset(dst, 0, sizeof(*dst));
 		return 0;
 	}
-	ret = b->iface.stream_fault_save(b, s, dst);
+	ret = noted(b, b->iface.stream_fault_save(b, s, dst));
 	if (ret > 0)
 		atomic_fetch_add_explicit(&b->count.fault_saves, 1, relaxed);
 	return ret;

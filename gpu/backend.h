@@ -209,6 +209,17 @@ struct backend_iface {
 	 * kernels report such errors themselves (the host's). */
 	int (*stream_fault_save)(struct backend *b, struct backend_stream *s,
 				 struct backend_fault *dst);
+
+	/* Asks, without blocking, whether the context still works: 0, or
+	 * CEP_ECONTEXT once an error has made it unusable (see
+	 * backend_lost()). NULL: nothing can be lost but by a call's error. */
+	int (*health)(struct backend *b);
+
+	/* Makes the context unusable as a faulting kernel would: the CUDA
+	 * backend launches a kernel that writes through an invalid pointer
+	 * (CUDA_ERROR_ILLEGAL_ADDRESS), the host backend poisons itself.
+	 * Set only in builds with CEP_FAULT_INJECT (tests); NULL otherwise. */
+	int (*fault_inject)(struct backend *b);
 };
 
 /* What the wrappers count; read with backend_counters_get(). */
@@ -281,6 +292,11 @@ struct backend {
 	                                   * registration throughout */
 	pthread_cond_t gate_open;         /* signalled when captures_open drops */
 	unsigned captures_open;           /* graph_begin without graph_end */
+	/* Set when a call failed with CEP_ECONTEXT: the context is unusable
+	 * for good (a sticky device error), and only a new backend works.
+	 * 0: working; 1: being marked; 2: lost, lost_why is set. */
+	_Atomic int lost;
+	char lost_why[256];               /* the first such error's message */
 };
 
 /* Initializes the wrappers' state of a backend a constructor made (its
@@ -369,8 +385,47 @@ int backend_cuda_new(int device, struct backend **out);
 
 /* ---------------------------------------------------------------- wrappers */
 
+/*
+ * A lost context. Some device errors leave the context unusable: a kernel
+ * that touched an illegal address, an illegal instruction, a misaligned
+ * address, a hardware stack error, an invalid PC or address space, an
+ * uncorrectable ECC error, or a launch that failed. Every later call then
+ * fails, and host functions queued behind work never run. The backends
+ * report those errors as CEP_ECONTEXT; the wrappers below remember the
+ * first one, after which backend_lost() is true for good. The daemon then
+ * fails the runs in flight, frees everything it made on b and replaces b
+ * with a new backend (daemon/recover.c).
+ *
+ * backend_free() and every _free and unregister function still work on a
+ * lost backend: they release what lives in host memory and skip what the
+ * device would refuse (the CUDA backend resets the primary context, which
+ * frees the rest).
+ */
+
 /* Frees the backend (see iface.free). Accepts NULL. */
 void backend_free(struct backend *b);
+
+/* Whether a call on b has failed with CEP_ECONTEXT (see above). Never
+ * blocks; any thread. */
+bool backend_lost(const struct backend *b);
+
+/* The message of the error that lost b's context ("cuStreamSynchronize
+ * ... CUDA_ERROR_ILLEGAL_ADDRESS ..."), or "" while it is not lost. */
+const char *backend_lost_why(const struct backend *b);
+
+/* Checks without blocking whether b's context still works (iface.health,
+ * which a lost context fails with CEP_ECONTEXT, setting backend_lost()).
+ * Returns 0 or CEP_ECONTEXT with the device's message. For a watchdog
+ * that must notice a lost context while nothing else calls the backend
+ * (runs in flight whose host functions will never run). */
+int backend_health(struct backend *b);
+
+/* Makes b's context unusable on purpose (see iface.fault_inject): for
+ * tests of recovery. Returns CEP_ECONTEXT with the fault's message once
+ * the context is lost (backend_lost() is then true: the CUDA backend
+ * waits for its faulting kernel), or CEP_ENOTSUP in builds without
+ * CEP_FAULT_INJECT. */
+int backend_fault_inject(struct backend *b);
 
 /* Copies the counters into *out (each read atomically; the set is not a
  * snapshot when other threads use the backend meanwhile). */

@@ -99,6 +99,9 @@ struct cuda_ctx {
 	char dnn_path[512];                /* the configured library; "": search */
 	bool write64;                      /* streams can write 64-bit values
 	                                    * (CAN_USE_64_BIT_STREAM_MEM_OPS) */
+	CUstream aux;                      /* the backend's own stream, never
+	                                    * given out: health queries (and,
+	                                    * in test builds, injected faults) */
 };
 
 /* The fault record kernels write is the one the seam copies back. */
@@ -220,8 +223,13 @@ static void cuda_stream_free(struct backend *b, struct backend_stream *s)
 	struct cuda_ctx *cc = b->ctx;
 	CUgraph graph = NULL;
 
-	if (cuda_current(cc) < 0)
+	/* A lost context refuses every call; resetting it frees the stream
+	 * and its pinned record (cuda_ctx_close()). */
+	if (backend_lost(b) || cuda_current(cc) < 0) {
+		arena_block_free(cc->arena, s->fault_block);
+		free(s);
 		return;
+	}
 	if (s->stream != NULL) {
 		/* A capture left open would keep the stream from being destroyed. */
 		if (s->capturing && cc->drv->cuStreamEndCapture(s->stream, &graph) == CUDA_SUCCESS &&
@@ -366,7 +374,7 @@ static void cuda_event_free(struct backend *b, struct backend_event *e)
 {
 	struct cuda_ctx *cc = b->ctx;
 
-	if (cuda_current(cc) == 0)
+	if (!backend_lost(b) && cuda_current(cc) == 0)
 		(void)CEP_CU_CHECK(cc->drv->cuEventDestroy(e->ev));
 	free(e);
 }
@@ -476,7 +484,8 @@ static void cuda_host_unregister(struct backend *b, void *addr)
 {
 	struct cuda_ctx *cc = b->ctx;
 
-	if (cuda_current(cc) == 0)
+	/* A lost context's reset unpins everything itself. */
+	if (!backend_lost(b) && cuda_current(cc) == 0)
 		(void)CEP_CU_CHECK(cc->drv->cuMemHostUnregister(addr));
 }
 
@@ -601,7 +610,7 @@ static void cuda_graph_free(struct backend *b, struct backend_graph *g)
 {
 	struct cuda_ctx *cc = b->ctx;
 
-	if (cuda_current(cc) == 0) {
+	if (!backend_lost(b) && cuda_current(cc) == 0) {
 		(void)CEP_CU_CHECK(cc->drv->cuGraphExecDestroy(g->exec));
 		(void)CEP_CU_CHECK(cc->drv->cuGraphDestroy(g->graph));
 	}
@@ -788,11 +797,75 @@ int cuda_dnn_get(struct backend *be, struct cudnn **out)
 	return ret;
 }
 
+/* ----------------------------------------------------- health, faults */
+
+/* The aux stream never has work of its own (but an injected fault), so
+ * querying it costs nothing and reports only what the context reports: a
+ * sticky error of any stream. */
+static int cuda_health(struct backend *b)
+{
+	struct cuda_ctx *cc = b->ctx;
+	CUresult r;
+	int ret;
+
+	ret = cuda_current(cc);
+	if (ret < 0)
+		return ret;
+	r = cc->drv->cuStreamQuery(cc->aux);
+	if (r == CUDA_ERROR_NOT_READY)
+		return 0;
+	return CEP_CU_CHECK(r);
+}
+
+#ifdef CEP_FAULT_INJECT
+/* Writes through a pointer nothing is mapped at: the kernel dies with
+ * CUDA_ERROR_ILLEGAL_ADDRESS, which poisons the whole context. */
+static const char fault_source[] =
+	"extern \"C\" __global__ void cep_fault_inject(unsigned long long *p)\n"
+	"{\n"
+	"	*p = 0xdeadull;\n"
+	"}\n";
+
+static int cuda_fault_inject(struct backend *b)
+{
+	const struct nvrtc_source src = { .name = "cep_fault_inject", .text = fault_source };
+	struct cuda_ctx *cc = b->ctx;
+	/* Low addresses are never mapped on the device. */
+	unsigned long long *bad = (unsigned long long *)(uintptr_t)0x10;
+	void *args[] = { &bad };
+	CUfunction fn;
+	int ret;
+
+	ret = cuda_current(cc);
+	if (ret == 0)
+		ret = nvrtc_cache_function(cc->kernels, &src, "cep_fault_inject", &fn);
+	if (ret < 0)
+		return ret;
+	fprintf(stderr, "<4>cudaep: cuda backend: injecting a fault (a kernel that writes "
+		"to address 0x10) on device %d\n", cc->ordinal);
+	ret = CEP_CU_CHECK(cc->drv->cuLaunchKernel(fn, 1, 1, 1, 1, 1, 1, 0, cc->aux, args, NULL));
+	/* Waited for, so that the context is known lost when this returns,
+	 * as on the host backend: tests can tell which runs it hits. */
+	if (ret == 0)
+		ret = CEP_CU_CHECK(cc->drv->cuStreamSynchronize(cc->aux));
+	if (ret == 0)
+		ret = cep__set_error(CEP_EDEVICE, "cuda backend: the injected fault did not "
+				     "fault");
+	return ret;
+}
+#endif
+
 /* ------------------------------------------------------------- the backend */
 
-static void cuda_ctx_close(struct cuda_ctx *cc)
+/* Releases everything of cc. lost: the context is unusable (a sticky
+ * error), so it is reset, which destroys it with everything made in it
+ * (streams, modules, pinned and device memory) and lets the next retain
+ * create a fresh one; the host-side state is freed all the same. */
+static void cuda_ctx_close(struct cuda_ctx *cc, bool lost)
 {
 	if (cc->ctx != NULL && cuda_current(cc) == 0) {
+		if (cc->aux != NULL && !lost)
+			(void)CEP_CU_CHECK(cc->drv->cuStreamDestroy(cc->aux));
 		cublaslt_free(cc->blas.lib);
 		cudnn_free(cc->dnn.lib);
 		nvrtc_cache_free(cc->kernels);
@@ -802,6 +875,12 @@ static void cuda_ctx_close(struct cuda_ctx *cc)
 	nvrtc_lib_free(cc->nvrtc);
 	arena_free(cc->arena);
 	alloc_provider_free(cc->prov);
+	if (cc->ctx != NULL && lost) {
+		/* Resetting does not release our retain: both are needed. */
+		fprintf(stderr, "<4>cudaep: cuda backend: resetting the lost primary "
+			"context of device %d\n", cc->ordinal);
+		(void)CEP_CU_CHECK(cc->drv->cuDevicePrimaryCtxReset(cc->dev));
+	}
 	if (cc->ctx != NULL)
 		(void)CEP_CU_CHECK(cc->drv->cuDevicePrimaryCtxRelease(cc->dev));
 	cuda_driver_free(cc->drv);
@@ -809,7 +888,7 @@ static void cuda_ctx_close(struct cuda_ctx *cc)
 
 static void cuda_free(struct backend *b)
 {
-	cuda_ctx_close(b->ctx);
+	cuda_ctx_close(b->ctx, backend_lost(b));
 	free(b->ctx);
 	free(b);
 }
@@ -925,6 +1004,10 @@ int backend_cuda_new_config(const struct backend_cuda_config *cfg, struct backen
 	ret = cuda_ctx_kernels(cc, cfg);
 	if (ret < 0)
 		goto blame;
+	ret = CEP_CU_CHECK(cc->drv->cuStreamCreateWithPriority(&cc->aux, CU_STREAM_NON_BLOCKING,
+								0));
+	if (ret < 0)
+		goto blame;
 	ret = alloc_provider_cuda_new(cc->drv, cc->ordinal, &cc->prov);
 	if (ret < 0)
 		goto out;
@@ -975,7 +1058,11 @@ int backend_cuda_new_config(const struct backend_cuda_config *cfg, struct backen
 		.stream_write_value64 = cuda_write_value64,
 		.stream_host_fn = cuda_stream_host_fn,
 		.stream_fault_save = cuda_stream_fault_save,
+		.health = cuda_health,
 	};
+#ifdef CEP_FAULT_INJECT
+	b->iface.fault_inject = cuda_fault_inject;
+#endif
 	backend__init(b);
 	*out = b;
 	b = NULL;
@@ -986,7 +1073,7 @@ blame:
 	cuda_blame(cc, name, ret);
 out:
 	if (cc != NULL) {
-		cuda_ctx_close(cc);
+		cuda_ctx_close(cc, false);
 		free(cc);
 	}
 	free(b);

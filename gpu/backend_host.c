@@ -23,6 +23,14 @@
  * like a device fault, reported by the next sync or fault record. Clients
  * see the timing of a GPU (replies before completions) on any machine.
  *
+ * A lost context: builds with CEP_FAULT_INJECT can poison the backend
+ * (iface.fault_inject), after which it behaves as a CUDA context after an
+ * illegal address: every copy, launch, sync, event and host function call
+ * fails with CEP_ECONTEXT, the queued work of asynchronous streams is
+ * dropped and their host functions never run. Freeing still works. The
+ * poisoned flag is checked in every build (it is one load); only the
+ * function that sets it is compiled into test builds.
+ *
  * Graphs: with BACKEND_HOST_GRAPHS a stream between graph_begin and
  * graph_end records its copies and launches instead of running them, and a
  * replay runs the record in order, exactly the contract of a CUDA graph.
@@ -101,6 +109,8 @@ struct host_queue {
 	                             * sync or fault save, latched */
 	char err_msg[220];          /* its message (as struct backend_fault's) */
 	const struct op_call *err_call; /* the launch that failed */
+	_Atomic bool *poisoned;     /* the backend's (struct host_ctx): ops
+	                             * are dropped instead of done */
 };
 
 struct backend_stream {
@@ -127,9 +137,24 @@ struct backend_graph {
 
 struct host_ctx {
 	unsigned flags;               /* enum backend_host_flags */
+	_Atomic bool poisoned;        /* lost on purpose (fault injection) */
 	struct alloc_provider *prov;  /* owned; the memfd behind the arena */
 	struct arena *arena;          /* owned; device memory */
 };
+
+/* The error of every call on a poisoned backend. */
+static int host_lost(void)
+{
+	return cep__set_error(CEP_ECONTEXT, "host backend: the context was lost (poisoned by "
+			      "fault injection, as CUDA_ERROR_ILLEGAL_ADDRESS poisons a "
+			      "CUDA context)");
+}
+
+static bool host_poisoned(const struct backend *b)
+{
+	return atomic_load_explicit(&((struct host_ctx *)b->ctx)->poisoned,
+				    memory_order_acquire);
+}
 
 /* ----------------------------------------------------------------- memory */
 
@@ -141,6 +166,8 @@ static int host_mem_alloc(struct backend *b, size_t bytes, void **out)
 	struct arena_block *blk;
 	int ret;
 
+	if (host_poisoned(b))
+		return host_lost();
 	ret = arena_block_alloc(ctx->arena, bytes, BACKEND_ALIGN, ALLOC_OWNER_SHARED,
 				ALLOC_ROLE_ACTIVATIONS, &blk);
 	if (ret < 0)
@@ -256,7 +283,9 @@ static void *queue_main(void *arg)
 			break;
 		op = q->ops[q->done % QUEUE_OPS];
 		pthread_mutex_unlock(&q->lock);
-		queue_op_run(q, &op);
+		/* A lost device does nothing more, host functions included. */
+		if (!atomic_load_explicit(q->poisoned, memory_order_acquire))
+			queue_op_run(q, &op);
 		pthread_mutex_lock(&q->lock);
 		q->done++;
 		pthread_cond_broadcast(&q->progress);
@@ -304,13 +333,14 @@ static void queue_free(struct host_queue *q)
 	free(q);
 }
 
-static int queue_new(struct host_queue **out)
+static int queue_new(_Atomic bool *poisoned, struct host_queue **out)
 {
 	struct host_queue *q = calloc(1, sizeof(*q));
 
 	*out = NULL;
 	if (!q)
 		return cep__set_error(CEP_ENOMEM, "host backend: out of memory for a stream");
+	q->poisoned = poisoned;
 	pthread_mutex_init(&q->lock, NULL);
 	pthread_cond_init(&q->work, NULL);
 	pthread_cond_init(&q->progress, NULL);
@@ -333,11 +363,13 @@ static int host_stream_new(struct backend *b, int priority,
 	struct host_ctx *ctx = b->ctx;
 	int ret;
 
+	if (host_poisoned(b))
+		return host_lost();
 	*out = calloc(1, sizeof(**out));
 	if (!*out)
 		return cep__set_error(CEP_ENOMEM, NULL);
 	if (ctx->flags & BACKEND_HOST_ASYNC) {
-		ret = queue_new(&(*out)->q);
+		ret = queue_new(&ctx->poisoned, &(*out)->q);
 		if (ret < 0) {
 			free(*out);
 			*out = NULL;
@@ -363,6 +395,8 @@ static int host_stream_sync(struct backend *b, struct backend_stream *s)
 	int ret = 0;
 
 	s->fault_call = NULL;
+	if (host_poisoned(b))
+		return host_lost();
 	if (!q)
 		return 0;
 	queue_wait(q, queue_tail(q));
@@ -386,6 +420,8 @@ static int host_stream_wait(struct backend *b, struct backend_stream *s,
 {
 	struct hop op = { .kind = HOP_WAIT };
 
+	if (host_poisoned(b))
+		return host_lost();
 	if (!s->q || !e->q || e->q == s->q)
 		return 0;
 	op.wait.q = e->q;
@@ -401,6 +437,8 @@ static int host_stream_fault_save(struct backend *b, struct backend_stream *s,
 {
 	struct hop op = { .kind = HOP_FAULT_SAVE, .fault = dst };
 
+	if (host_poisoned(b))
+		return host_lost();
 	if (!s->q) {
 		memset(dst, 0, sizeof(*dst));
 		return 0;
@@ -432,6 +470,8 @@ static int stream_record(struct backend_stream *s, const struct rec *r)
 
 static int host_event_new(struct backend *b, struct backend_event **out)
 {
+	if (host_poisoned(b))
+		return host_lost();
 	*out = calloc(1, sizeof(**out));
 	return *out ? 0 : cep__set_error(CEP_ENOMEM, NULL);
 }
@@ -446,6 +486,8 @@ static int host_event_record(struct backend *b, struct backend_event *e,
 {
 	struct timespec ts;
 
+	if (host_poisoned(b))
+		return host_lost();
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	e->recorded = true;
 	e->q = s ? s->q : NULL;
@@ -471,6 +513,8 @@ static int host_event_query(struct backend *b, struct backend_event *e)
 {
 	int ret = 0;
 
+	if (host_poisoned(b))
+		return host_lost();
 	if (!e->q)
 		return 0;
 	pthread_mutex_lock(&e->q->lock);
@@ -482,6 +526,8 @@ static int host_event_query(struct backend *b, struct backend_event *e)
 
 static int host_event_sync(struct backend *b, struct backend_event *e)
 {
+	if (host_poisoned(b))
+		return host_lost();
 	if (e->q)
 		queue_wait(e->q, e->ticket);
 	return 0;
@@ -494,6 +540,8 @@ static int host_copy(struct backend *b, struct backend_stream *s, void *dst,
 {
 	struct hop op = { .kind = HOP_REC };
 
+	if (host_poisoned(b))
+		return host_lost();
 	if (s && s->capturing) {
 		struct rec r = { .kind = REC_COPY, .dst = dst, .src = src, .bytes = bytes };
 
@@ -515,6 +563,8 @@ static int host_launch(struct backend *b, struct backend_stream *s,
 {
 	struct hop op = { .kind = HOP_REC };
 
+	if (host_poisoned(b))
+		return host_lost();
 	call->stream = NULL;
 	if (s && s->capturing) {
 		struct rec r = { .kind = REC_LAUNCH, .fn = fn, .call = call };
@@ -535,6 +585,8 @@ static void host_graph_free(struct backend *b, struct backend_graph *g);
 
 static int host_graph_begin(struct backend *b, struct backend_stream *s)
 {
+	if (host_poisoned(b))
+		return host_lost();
 	if (s->capturing)
 		return cep__set_error(CEP_EBUSY, "host backend: the stream is already capturing");
 	s->capturing = true;
@@ -588,6 +640,8 @@ static int host_graph_replay(struct backend *b, struct backend_graph *g,
 	size_t i;
 	int ret;
 
+	if (host_poisoned(b))
+		return host_lost();
 	if (s->q) {
 		queue_push(s->q, &op);
 		return 0;
@@ -635,6 +689,8 @@ static int host_write_value64(struct backend *b, struct backend_stream *s, uint6
 {
 	struct hop op = { .kind = HOP_WRITE64, .write = { host, value } };
 
+	if (host_poisoned(b))
+		return host_lost();
 	if (s && s->capturing)
 		return cep__set_error(CEP_EINVAL, "host backend: a fence cannot be captured");
 	if (s && s->q) {
@@ -650,6 +706,8 @@ static int host_stream_host_fn(struct backend *b, struct backend_stream *s,
 {
 	struct hop op = { .kind = HOP_HOST_FN, .host_fn = { fn, arg } };
 
+	if (host_poisoned(b))
+		return host_lost();
 	if (s && s->capturing)
 		return cep__set_error(CEP_EINVAL, "host backend: a host function cannot be "
 				      "captured");
@@ -660,6 +718,25 @@ static int host_stream_host_fn(struct backend *b, struct backend_stream *s,
 	fn(arg);
 	return 0;
 }
+
+/* ----------------------------------------------------- health, faults */
+
+static int host_health(struct backend *b)
+{
+	return host_poisoned(b) ? host_lost() : 0;
+}
+
+#ifdef CEP_FAULT_INJECT
+/* Loses the context at once: work queued on any stream is dropped from
+ * here on and its host functions never run, as on a faulted GPU. */
+static int host_fault_inject(struct backend *b)
+{
+	atomic_store_explicit(&((struct host_ctx *)b->ctx)->poisoned, true,
+			      memory_order_release);
+	fprintf(stderr, "<4>cudaep: host backend: fault injected; the context is lost\n");
+	return host_lost();
+}
+#endif
 
 /* ------------------------------------------------------------- the backend */
 
@@ -733,7 +810,11 @@ int backend_host_new(unsigned flags, struct backend **out)
 		.host_unregister = host_host_unregister,
 		.stream_write_value64 = host_write_value64,
 		.stream_host_fn = host_stream_host_fn,
+		.health = host_health,
 	};
+#ifdef CEP_FAULT_INJECT
+	b->iface.fault_inject = host_fault_inject;
+#endif
 	if (flags & BACKEND_HOST_ASYNC) {
 		b->iface.stream_fault = host_stream_fault;
 		b->iface.stream_fault_save = host_stream_fault_save;

@@ -56,6 +56,10 @@ static const struct {
 	{ CUDA_ERROR_NOT_READY, "CUDA_ERROR_NOT_READY" },
 	{ CUDA_ERROR_ILLEGAL_ADDRESS, "CUDA_ERROR_ILLEGAL_ADDRESS" },
 	{ CUDA_ERROR_LAUNCH_FAILED, "CUDA_ERROR_LAUNCH_FAILED" },
+	{ CUDA_ERROR_ILLEGAL_INSTRUCTION, "CUDA_ERROR_ILLEGAL_INSTRUCTION" },
+	{ CUDA_ERROR_MISALIGNED_ADDRESS, "CUDA_ERROR_MISALIGNED_ADDRESS" },
+	{ CUDA_ERROR_HARDWARE_STACK_ERROR, "CUDA_ERROR_HARDWARE_STACK_ERROR" },
+	{ CUDA_ERROR_ECC_UNCORRECTABLE, "CUDA_ERROR_ECC_UNCORRECTABLE" },
 	{ CUDA_ERROR_NOT_SUPPORTED, "CUDA_ERROR_NOT_SUPPORTED" },
 	{ CUDA_ERROR_UNKNOWN, "CUDA_ERROR_UNKNOWN" },
 };
@@ -86,6 +90,23 @@ static const char *cuda_driver_error_string(CUresult r)
 	return "no description without a driver";
 }
 
+bool cuda_driver_error_sticky(CUresult r)
+{
+	switch (r) {
+	case CUDA_ERROR_ILLEGAL_ADDRESS:
+	case CUDA_ERROR_LAUNCH_FAILED:
+	case CUDA_ERROR_ILLEGAL_INSTRUCTION:
+	case CUDA_ERROR_MISALIGNED_ADDRESS:
+	case CUDA_ERROR_HARDWARE_STACK_ERROR:
+	case CUDA_ERROR_INVALID_PC:
+	case CUDA_ERROR_INVALID_ADDRESS_SPACE:
+	case CUDA_ERROR_ECC_UNCORRECTABLE:
+		return true;
+	default:
+		return false;
+	}
+}
+
 int cuda_driver__check(CUresult r, const char *expr, const char *func,
 		       const char *file, int line)
 {
@@ -93,7 +114,10 @@ int cuda_driver__check(CUresult r, const char *expr, const char *func,
 
 	if (r == CUDA_SUCCESS)
 		return 0;
-	err = r == CUDA_ERROR_OUT_OF_MEMORY ? CEP_EDEVMEM : CEP_EDEVICE;
+	if (r == CUDA_ERROR_OUT_OF_MEMORY)
+		err = CEP_EDEVMEM;
+	else
+		err = cuda_driver_error_sticky(r) ? CEP_ECONTEXT : CEP_EDEVICE;
 	/* <3> is syslog's "err" priority, which journald reads from stderr. */
 	fprintf(stderr, "<3>cudaep: %s failed in %s() at %s:%d: %s (%s)\n", expr, func,
 		file, line, cuda_driver_error_name(r), cuda_driver_error_string(r));

@@ -21,6 +21,8 @@
 #ifndef CEP_GPU_CUDA_DRIVER_H
 #define CEP_GPU_CUDA_DRIVER_H
 
+#include <stdbool.h>
+
 #include <cudaTypedefs.h>
 
 /*
@@ -43,6 +45,7 @@
 	X(cuDeviceGetAttribute, 2000)                 \
 	X(cuDevicePrimaryCtxRetain, 7000)             \
 	X(cuDevicePrimaryCtxRelease, 11000)           \
+	X(cuDevicePrimaryCtxReset, 11000)             \
 	X(cuCtxSetCurrent, 4000)                      \
 	X(cuMemGetInfo, 3020)                         \
 	X(cuMemGetAllocationGranularity, 10020)       \
@@ -56,6 +59,7 @@
 	X(cuStreamCreateWithPriority, 5050)           \
 	X(cuStreamDestroy, 4000)                      \
 	X(cuStreamSynchronize, 2000)                  \
+	X(cuStreamQuery, 2000)                        \
 	X(cuEventCreate, 2000)                        \
 	X(cuEventRecord, 2000)                        \
 	X(cuEventElapsedTime, 2000)                   \
@@ -121,11 +125,20 @@ const char *cuda_driver_error_name(CUresult r);
  * Checks the CUresult of expr: returns 0 for CUDA_SUCCESS; otherwise logs
  * the expression, function, file, line and the driver's error name and
  * sentence to stderr, records the same for cep_last_error(), and returns
- * CEP_EDEVMEM for CUDA_ERROR_OUT_OF_MEMORY and CEP_EDEVICE for anything
- * else. It never exits: the error goes back to the one request.
+ * CEP_EDEVMEM for CUDA_ERROR_OUT_OF_MEMORY, CEP_ECONTEXT for an error that
+ * leaves the context unusable (cuda_driver_error_sticky()) and CEP_EDEVICE
+ * for anything else. It never exits: the error goes back to the one
+ * request (and a lost context to the daemon's recovery, gpu/backend.h).
  */
 #define CEP_CU_CHECK(expr) \
 	cuda_driver__check((expr), #expr, __func__, __FILE__, __LINE__)
+
+/* Whether r is one of the errors after which the context is unusable and
+ * every later call fails with it (a "sticky" error): an illegal address,
+ * a failed launch, an illegal instruction, a misaligned address, a
+ * hardware stack error, an invalid PC or address space, an uncorrectable
+ * ECC error. */
+bool cuda_driver_error_sticky(CUresult r);
 
 int cuda_driver__check(CUresult r, const char *expr, const char *func,
 		       const char *file, int line);

@@ -16,6 +16,7 @@ for f in "$B"/tests/unit/test_* "$B"/tests/integration/test_*; do
 	case "$f" in *.d|*.o) continue ;; esac
 	[ -x "$f" ] && cp "$f" "$D/${f#"$B"/}"
 done
+[ -x "$B/tests/cudaepd-fault" ] && cp "$B/tests/cudaepd-fault" "$D/tests/"
 [ -x "$B/tests/conformance/engine_conf" ] && cp "$B/tests/conformance/engine_conf" "$D/tests/conformance/"
 for f in "$B"/bench/*; do [ -x "$f" ] && [ -f "$f" ] && cp "$f" "$D/bench/"; done
 find "$D" -type f -perm -u+x -exec strip --strip-unneeded {} + 2>/dev/null || true

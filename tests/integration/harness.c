@@ -57,6 +57,16 @@ const char *h_bin(const char *name)
 	return path;
 }
 
+const char *h_test_bin(const char *name)
+{
+	static _Thread_local char path[512];
+	const char *dir = getenv("CUDAEP_BUILD_DIR");
+
+	snprintf(path, sizeof(path), "%s/tests/%s", dir && *dir ? dir : "build",
+		 name);
+	return path;
+}
+
 int h_daemon_prepare(struct hdaemon *d)
 {
 	if (d->dir[0] != '\0')
@@ -123,12 +133,18 @@ static void child_stdio(const struct hdaemon *d)
 
 int h_daemon_start(struct hdaemon *d, const char *const *extra_args)
 {
+	return h_daemon_start_prog(d, h_bin("cudaepd"), extra_args);
+}
+
+int h_daemon_start_prog(struct hdaemon *d, const char *prog,
+			const char *const *extra_args)
+{
 	const char *argv[32];
 	int n = 0;
 
 	if (h_daemon_prepare(d) < 0)
 		return -1;
-	argv[n++] = h_bin("cudaepd");
+	argv[n++] = prog;
 	argv[n++] = "--socket";
 	argv[n++] = d->sock;
 	argv[n++] = "--backend";

@@ -34,6 +34,10 @@ const char *h_backend(void);
 /* Path of a built program ("cudaepd", "cudaepctl") in the build's bin/. */
 const char *h_bin(const char *name);
 
+/* Path of a program the build makes for tests only ("cudaepd-fault") in
+ * the build's tests/. */
+const char *h_test_bin(const char *name);
+
 /* Creates the temporary directory and fills in the paths of a zeroed d;
  * does nothing when d->dir is already set. Returns 0 or -1. */
 int h_daemon_prepare(struct hdaemon *d);
@@ -43,6 +47,11 @@ int h_daemon_prepare(struct hdaemon *d);
  * waits until it accepts connections (10 s at most). Returns 0
  * or -1 (the test should fail; the daemon's log is printed). */
 int h_daemon_start(struct hdaemon *d, const char *const *extra_args);
+
+/* As h_daemon_start, running the daemon program prog (a path) instead of
+ * cudaepd. */
+int h_daemon_start_prog(struct hdaemon *d, const char *prog,
+			const char *const *extra_args);
 
 /* As h_daemon_start, but the socket is created and bound here and handed to
  * the daemon as systemd would (fd 3, LISTEN_FDS=1, LISTEN_PID). */

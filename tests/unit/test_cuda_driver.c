@@ -85,7 +85,9 @@ Test(cuda_driver, check_maps_and_names_errors, .init = cr_redirect_stderr)
 	cr_assert(strstr(cep_last_error(), ": CUDA_ERROR_OUT_OF_MEMORY") != NULL);
 	cr_assert_eq(CEP_CU_CHECK(fake_call(CUDA_ERROR_INVALID_VALUE)), CEP_EDEVICE);
 	cr_assert(strstr(cep_last_error(), "CUDA_ERROR_INVALID_VALUE") != NULL);
-	cr_assert_eq(CEP_CU_CHECK(fake_call(CUDA_ERROR_ILLEGAL_ADDRESS)), CEP_EDEVICE);
+	/* Errors that leave the context unusable are the lost context's. */
+	cr_assert_eq(CEP_CU_CHECK(fake_call(CUDA_ERROR_ILLEGAL_ADDRESS)), CEP_ECONTEXT);
+	cr_assert(strstr(cep_last_error(), "CUDA_ERROR_ILLEGAL_ADDRESS") != NULL);
 	fflush(stderr);
 	f = cr_get_redirected_stderr();
 	cr_assert_not_null(f);
@@ -93,6 +95,29 @@ Test(cuda_driver, check_maps_and_names_errors, .init = cr_redirect_stderr)
 	cr_assert(strncmp(log, "<3>cudaep: fake_call(CUDA_ERROR_OUT_OF_MEMORY) failed", 53) == 0,
 		  "%s", log);
 	cr_assert(strstr(log, "CUDA_ERROR_ILLEGAL_ADDRESS") != NULL, "%s", log);
+}
+
+Test(cuda_driver, sticky_errors_are_a_lost_context, .init = cr_redirect_stderr)
+{
+	static const CUresult sticky[] = {
+		CUDA_ERROR_ILLEGAL_ADDRESS, CUDA_ERROR_LAUNCH_FAILED,
+		CUDA_ERROR_ILLEGAL_INSTRUCTION, CUDA_ERROR_MISALIGNED_ADDRESS,
+		CUDA_ERROR_HARDWARE_STACK_ERROR, CUDA_ERROR_INVALID_PC,
+		CUDA_ERROR_INVALID_ADDRESS_SPACE, CUDA_ERROR_ECC_UNCORRECTABLE,
+	};
+	static const CUresult other[] = {
+		CUDA_ERROR_INVALID_VALUE, CUDA_ERROR_OUT_OF_MEMORY, CUDA_ERROR_NOT_READY,
+		CUDA_ERROR_INVALID_CONTEXT, CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES,
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(sticky) / sizeof(sticky[0]); i++)
+		cr_assert(cuda_driver_error_sticky(sticky[i]), "%s",
+			  cuda_driver_error_name(sticky[i]));
+	for (i = 0; i < sizeof(other) / sizeof(other[0]); i++)
+		cr_assert_not(cuda_driver_error_sticky(other[i]), "%s",
+			      cuda_driver_error_name(other[i]));
+	cr_assert_eq(CEP_CU_CHECK(fake_call(CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES)), CEP_EDEVICE);
 }
 
 Test(cuda_driver, error_names_without_a_driver)

@@ -1,0 +1,448 @@
+/*
+ * test_recover.c — fault containment: a device context lost to one
+ * client's fault does not take the other clients, or the daemon, down.
+ *
+ * The daemon is build/tests/cudaepd-fault, cudaepd with the test-only
+ * fault trigger (CEP_FAULT_INJECT, daemon/recover.h): the third Run
+ * request of a session loaded with the name "cudaep-inject-fault" loses
+ * the context before it is served. On the CUDA backend (CUDAEP_TEST_GPU=1)
+ * that is a kernel writing through an invalid pointer, which the device
+ * answers with CUDA_ERROR_ILLEGAL_ADDRESS; on the host backend with queued
+ * streams (host-async, as a GPU's) the backend is poisoned the same way:
+ * every later call fails and queued host functions never run.
+ *
+ * Checked: while three clients keep runs in flight, a fourth injects the
+ * fault; its run fails with CEP_ECONTEXT and a message that says what
+ * happened; each of the others' runs of that moment either succeeds with
+ * the right outputs or fails with CEP_ECONTEXT (submits may also be
+ * refused with CEP_EAGAIN or CEP_ECONTEXT meanwhile); every run they
+ * start after the recovery succeeds with the right outputs, on the same
+ * sessions and regions; the faulting client runs again on its session;
+ * the daemon counts one recovery (Stats and `cudaepctl metrics`), is still
+ * up, and once every client has left its sessions, regions and memory are
+ * back at their baseline. And the production cudaepd has no trigger.
+ */
+#include "harness.h"
+#include "onnx_min.h"
+
+#include <criterion/criterion.h>
+
+#include <math.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* The MLP: y = Relu(x W), x [n, D], W [D, D]. */
+#define D 64
+#define INJECT_NAME "cudaep-inject-fault" /* RECOVER_INJECT_NAME */
+#define LOST_TEXT "device context was lost"
+
+static struct hdaemon d;
+static float W[D * D];
+static char mlp_path[160];
+
+static float frand(unsigned *state)
+{
+	*state = *state * 1103515245u + 12345u;
+	return (float)((*state >> 8) & 0xffff) / 32768.0f - 1.0f;
+}
+
+static void model_write(const struct hdaemon *hd)
+{
+	struct om m = { 0 };
+	unsigned seed = 7;
+
+	for (int i = 0; i < D * D; i++)
+		W[i] = frand(&seed) / 8.0f;
+	snprintf(mlp_path, sizeof(mlp_path), "%s/mlp.onnx", hd->dir);
+	om_input(&m, "x", 1, "n,64");
+	om_output(&m, "y", 1, "n,64");
+	om_init_f32(&m, "w", D, D, W);
+	om_node(&m, "MatMul", "x,w", "h", NULL, 0);
+	om_node(&m, "Relu", "h", "y", NULL, 0);
+	cr_assert_eq(om_save(&m, mlp_path), 0);
+}
+
+/* The CUDA backend when CUDAEP_TEST_GPU=1, else the host backend with
+ * queued streams, which keeps runs in flight after their replies. */
+static const char *const *backend_args(void)
+{
+	static const char *const host_async[] = { "--backend", "host-async", NULL };
+
+	return strcmp(h_backend(), "cuda") == 0 ? NULL : host_async;
+}
+
+static void start(void)
+{
+	cr_assert_eq(h_daemon_start_prog(&d, h_test_bin("cudaepd-fault"), backend_args()), 0,
+		     "cudaepd-fault did not start (is %s built?)", h_test_bin("cudaepd-fault"));
+	model_write(&d);
+}
+
+static void stop(void)
+{
+	int st = h_daemon_stop(&d, SIGTERM);
+
+	cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+		  "cudaepd-fault did not exit cleanly (status %#x)", st);
+}
+
+TestSuite(recover, .init = start, .fini = stop, .timeout = 240);
+
+/* ------------------------------------------------------------- helpers */
+
+/* One run's tensors in a region: x, then y. */
+struct slot {
+	cep_tensor in, out;
+	cep_fence fence;
+	float *x, *y;
+	int rows;
+};
+
+static void slot_init(struct slot *t, cep_region *r, size_t at, int rows)
+{
+	uint8_t *base = cep_region_data(r);
+	size_t bytes = sizeof(float) * (size_t)rows * D;
+
+	memset(t, 0, sizeof(*t));
+	t->rows = rows;
+	t->in = (cep_tensor){ .name = "x", .region = r, .offset = at, .bytes = bytes,
+			      .dtype = CEP_DTYPE_FLOAT32, .rank = 2, .shape = { rows, D } };
+	t->out = (cep_tensor){ .name = "y", .region = r, .offset = at + bytes, .bytes = bytes };
+	t->x = (float *)(base + at);
+	t->y = (float *)(base + at + bytes);
+}
+
+static void slot_fill(struct slot *t, unsigned *seed)
+{
+	for (int i = 0; i < t->rows * D; i++)
+		t->x[i] = frand(seed);
+	memset(t->y, 0xa5, sizeof(float) * (size_t)t->rows * D);
+}
+
+/* Whether y = Relu(x W) within float rounding; the first miss in *where. */
+static bool slot_check(const struct slot *t, int *where)
+{
+	for (int i = 0; i < t->rows; i++) {
+		for (int j = 0; j < D; j++) {
+			float s = 0.0f, y = t->y[i * D + j];
+
+			for (int k = 0; k < D; k++)
+				s += t->x[i * D + k] * W[k * D + j];
+			s = s > 0.0f ? s : 0.0f;
+			if (!(fabsf(y - s) <= 1e-4f + 1e-4f * fabsf(s))) {
+				*where = i * D + j;
+				return false;
+			}
+		}
+	}
+	return true;
+}
+
+static cep_session *load(cep_client *c, const char *name)
+{
+	cep_session_options o = { .name = name };
+	cep_session *s = NULL;
+
+	cr_assert_eq(cep_session_load(c, mlp_path, &o, &s), 0, "%s", cep_last_error());
+	return s;
+}
+
+/* The daemon's memory account, through a Memory request: the current
+ * bytes of owner/role, or -1 when there is no such entry. */
+static int64_t mem_current(cep_client *c, const char *owner, const char *role)
+{
+	static cudaep_v1_Request req;
+	static cudaep_v1_Response resp;
+
+	memset(&req, 0, sizeof(req));
+	memset(&resp, 0, sizeof(resp));
+	req.which_body = cudaep_v1_Request_memory_tag;
+	cr_assert_eq(cep__call(c, &req, NULL, 0, &resp), 0, "%s", cep_last_error());
+	for (pb_size_t i = 0; i < resp.body.memory.entries_count; i++) {
+		const cudaep_v1_MemoryEntry *e = &resp.body.memory.entries[i];
+
+		if (strcmp(e->owner, owner) == 0 && strcmp(e->role, role) == 0)
+			return (int64_t)e->current;
+	}
+	return -1;
+}
+
+static void sleep_ms(int ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+/* The line of `cudaepctl metrics` that starts with name, or "" (in a
+ * static buffer). */
+static const char *metrics_line(const char *name)
+{
+	static char found[256];
+	char cmd[512], line[256];
+	FILE *p;
+
+	found[0] = '\0';
+	snprintf(cmd, sizeof(cmd), "%s --socket %s metrics", h_bin("cudaepctl"), d.sock);
+	p = popen(cmd, "r");
+	cr_assert_not_null(p);
+	/* Read to the end, so that cudaepctl never writes into a closed pipe. */
+	while (fgets(line, sizeof(line), p) != NULL)
+		if (strncmp(line, name, strlen(name)) == 0 && line[strlen(name)] == ' ')
+			snprintf(found, sizeof(found), "%.*s", (int)strcspn(line, "\n"), line);
+	cr_assert_eq(pclose(p), 0, "cudaepctl metrics failed");
+	return found;
+}
+
+/* ------------------------------------------------------------- workers */
+
+#define SLOTS 4       /* runs a worker keeps in flight */
+#define ROWS 512    /* big enough that a worker always has work queued */
+#define AFTER_ROUNDS 10 /* rounds a worker runs after the recovery */
+
+/* The main thread sets it once the daemon has counted the recovery:
+ * every run started after it must succeed. */
+static _Atomic bool recovered;
+
+struct worker {
+	int id;
+	cep_client *c;
+	cep_session *s;
+	cep_region *r;
+	_Atomic int rounds;     /* rounds completed */
+	int ok, lost, refused;  /* runs that succeeded, failed with the
+	                         * context, were refused meanwhile */
+	int failures;
+	char why[320];
+};
+
+static void worker_fail(struct worker *w, const char *what, int ret)
+{
+	snprintf(w->why, sizeof(w->why), "%s: %s: %s", what, cep_err_name(ret),
+		 cep_last_error());
+	w->failures++;
+}
+
+/* Whether ret is the error a run meeting the lost context may get: during
+ * the fault (after says no) a lost context or a recovery under way. */
+static bool lost_ok(int ret, bool after)
+{
+	if (after || (ret != CEP_ECONTEXT && ret != CEP_EAGAIN))
+		return false;
+	return ret == CEP_EAGAIN || strstr(cep_last_error(), LOST_TEXT) != NULL;
+}
+
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+	struct slot t[SLOTS];
+	bool submitted[SLOTS];
+	unsigned seed = 500u + (unsigned)w->id;
+	int after_rounds = 0, k, ret, at;
+
+	for (k = 0; k < SLOTS; k++)
+		slot_init(&t[k], w->r, (size_t)k * 2 * sizeof(float) * ROWS * D, ROWS - 16 * k);
+	while (after_rounds < AFTER_ROUNDS) {
+		bool after = atomic_load(&recovered), refused = false;
+
+		for (k = 0; k < SLOTS; k++) {
+			slot_fill(&t[k], &seed);
+			ret = cep_run_submit(w->s, &t[k].in, 1, &t[k].out, 1, &t[k].fence);
+			submitted[k] = ret == 0;
+			if (ret == 0)
+				continue;
+			if (!lost_ok(ret, after)) {
+				worker_fail(w, after ? "a submit after the recovery" : "a submit", ret);
+				return NULL;
+			}
+			w->refused++;
+			refused = true;
+		}
+		for (k = 0; k < SLOTS; k++) {
+			if (!submitted[k])
+				continue;
+			at = -1;
+			ret = cep_fence_wait(&t[k].fence, CEP_WAIT_FOREVER);
+			if (ret == 0 && slot_check(&t[k], &at)) {
+				w->ok++;
+			} else if (ret == 0) {
+				snprintf(w->why, sizeof(w->why), "a run %s the recovery wrote "
+					 "y[%d] = %g", after ? "after" : "during", at, t[k].y[at]);
+				w->failures++;
+				return NULL;
+			} else if (lost_ok(ret, after) && ret == CEP_ECONTEXT) {
+				w->lost++;
+			} else {
+				worker_fail(w, after ? "a run after the recovery" : "a run", ret);
+				return NULL;
+			}
+		}
+		if (after)
+			after_rounds++;
+		atomic_fetch_add(&w->rounds, 1);
+		if (refused)
+			sleep_ms(1);
+	}
+	return NULL;
+}
+
+/* One synchronous run of s in slot 0 of r; returns cep_run()'s result and,
+ * on success, checks the outputs. */
+static int run_once(cep_session *s, cep_region *r, unsigned *seed)
+{
+	struct slot t;
+	int ret, at = -1;
+
+	slot_init(&t, r, 0, 3);
+	slot_fill(&t, seed);
+	ret = cep_run(s, &t.in, 1, &t.out, 1);
+	if (ret == 0)
+		cr_assert(slot_check(&t, &at), "y[%d] = %g is wrong", at, t.y[at]);
+	return ret;
+}
+
+/* ------------------------------------------------------------- the test */
+
+Test(recover, a_fault_in_one_client_leaves_the_other_three_running)
+{
+	enum { WORKERS = 3 };
+	cep_client *watch = h_connect(&d, "watcher");
+	int64_t base_regions = h_gauge(watch, "regions");
+	int64_t base_bytes = h_gauge(watch, "region_bytes");
+	int64_t base_sessions = h_gauge(watch, "sessions");
+	int64_t base_device = mem_current(watch, "total", "device");
+	struct worker w[WORKERS];
+	pthread_t th[WORKERS];
+	uint64_t ids[WORKERS], fault_id;
+	cep_client *fc;
+	cep_session *fs;
+	cep_region *fr;
+	unsigned seed = 1;
+	int64_t deadline;
+	int i, ret, lost = 0, ok = 0, refused = 0;
+
+	cr_assert_eq(h_counter(watch, "recoveries"), 0);
+	for (i = 0; i < WORKERS; i++) {
+		char name[32];
+
+		snprintf(name, sizeof(name), "worker-%d", i);
+		w[i] = (struct worker){ .id = i };
+		w[i].c = h_connect(&d, name);
+		w[i].s = load(w[i].c, name);
+		ids[i] = cep_session_id(w[i].s);
+		cr_assert_eq(cep_region_new(w[i].c, SLOTS * 2 * sizeof(float) * ROWS * D,
+					    &w[i].r), 0, "%s", cep_last_error());
+	}
+	fc = h_connect(&d, "faulty");
+	fs = load(fc, INJECT_NAME);
+	fault_id = cep_session_id(fs);
+	cr_assert_eq(cep_region_new(fc, 2 * sizeof(float) * 3 * D, &fr), 0);
+
+	for (i = 0; i < WORKERS; i++)
+		cr_assert_eq(pthread_create(&th[i], NULL, worker_main, &w[i]), 0);
+	/* Every worker has runs going before the fault. */
+	deadline = h_now_ms() + 20000;
+	for (i = 0; i < WORKERS; i++)
+		while (atomic_load(&w[i].rounds) < 3 && w[i].failures == 0 && h_now_ms() < deadline)
+			sleep_ms(1);
+
+	cr_assert_eq(run_once(fs, fr, &seed), 0, "run 1: %s", cep_last_error());
+	cr_assert_eq(run_once(fs, fr, &seed), 0, "run 2: %s", cep_last_error());
+	ret = run_once(fs, fr, &seed);
+	cr_assert_eq(ret, CEP_ECONTEXT, "the faulting run returned %s: %s", cep_err_name(ret),
+		     cep_last_error());
+	cr_assert_not_null(strstr(cep_last_error(), LOST_TEXT), "its message: %s",
+			   cep_last_error());
+	printf("  the faulting run: %s\n", cep_last_error());
+
+	deadline = h_now_ms() + 30000;
+	while (h_counter(watch, "recoveries") < 1 && h_now_ms() < deadline)
+		sleep_ms(5);
+	cr_assert_eq(h_counter(watch, "recoveries"), 1, "the daemon did not recover");
+	atomic_store(&recovered, true);
+
+	/* The faulting client carries on with its session and region. */
+	cr_assert_eq(run_once(fs, fr, &seed), 0, "the faulting client's next run: %s",
+		     cep_last_error());
+	cr_assert_eq(cep_session_id(fs), fault_id);
+
+	for (i = 0; i < WORKERS; i++)
+		pthread_join(th[i], NULL);
+	for (i = 0; i < WORKERS; i++) {
+		cr_expect_eq(w[i].failures, 0, "worker %d: %s", i, w[i].why);
+		cr_expect_eq(cep_session_id(w[i].s), ids[i]);
+		ok += w[i].ok;
+		lost += w[i].lost;
+		refused += w[i].refused;
+	}
+	printf("  the other clients' runs: %d succeeded, %d failed with the lost context, "
+	       "%d submits refused meanwhile; %llu runs in flight failed in the daemon\n",
+	       ok, lost, refused,
+	       (unsigned long long)h_counter(watch, "recovery_runs_failed"));
+	cr_expect_geq(ok, WORKERS * AFTER_ROUNDS * SLOTS);
+	cr_expect_eq(h_counter(watch, "recoveries"), 1);
+	cr_expect_gt(h_gauge(watch, "last_recovery_time"), 0);
+	cr_expect_str_eq(metrics_line("cudaep_recoveries_total"), "cudaep_recoveries_total 1");
+
+	/* A client that arrives after the recovery is served as ever. */
+	{
+		cep_client *late = h_connect(&d, "late");
+		cep_session *ls = load(late, "late");
+		cep_region *lr;
+
+		cr_assert_eq(cep_region_new(late, 2 * sizeof(float) * 3 * D, &lr), 0);
+		cr_assert_eq(run_once(ls, lr, &seed), 0, "%s", cep_last_error());
+		cep_region_free(lr);
+		cep_session_free(ls);
+		cep_close(late);
+	}
+
+	for (i = 0; i < WORKERS; i++) {
+		cep_region_free(w[i].r);
+		cep_session_free(w[i].s);
+		cep_close(w[i].c);
+	}
+	cep_region_free(fr);
+	cep_session_free(fs);
+	cep_close(fc);
+	cr_assert_eq(h_wait_gauge(watch, "connections", 1), 1);
+	cr_assert_eq(h_wait_gauge(watch, "runs_in_flight", 0), 0);
+	cr_expect_eq(h_gauge(watch, "sessions"), base_sessions);
+	cr_expect_eq(h_gauge(watch, "regions"), base_regions);
+	cr_expect_eq(h_gauge(watch, "region_bytes"), base_bytes);
+	cr_expect_eq(mem_current(watch, "total", "device"), base_device,
+		     "device memory is back at its baseline");
+	cr_expect_eq(cep_ping(watch), 0, "the daemon is still up");
+	cep_close(watch);
+}
+
+/* The trigger exists only in cudaepd-fault: the production daemon runs a
+ * session of that name as any other. */
+Test(recover, the_production_daemon_has_no_fault_trigger)
+{
+	struct hdaemon prod = { 0 };
+	cep_client *c;
+	cep_session *s;
+	cep_region *r;
+	unsigned seed = 2;
+	int i;
+
+	cr_assert_eq(h_daemon_start(&prod, backend_args()), 0, "cudaepd did not start");
+	c = h_connect(&prod, "prod");
+	s = load(c, INJECT_NAME);
+	cr_assert_eq(cep_region_new(c, 2 * sizeof(float) * 3 * D, &r), 0);
+	for (i = 1; i <= 5; i++)
+		cr_assert_eq(run_once(s, r, &seed), 0, "run %d: %s", i, cep_last_error());
+	cr_expect_eq(h_counter(c, "recoveries"), 0);
+	cep_region_free(r);
+	cep_session_free(s);
+	cep_close(c);
+	i = h_daemon_stop(&prod, SIGTERM);
+	cr_expect(WIFEXITED(i) && WEXITSTATUS(i) == 0, "cudaepd did not exit cleanly");
+}
