@@ -369,7 +369,7 @@ test-gpu: $(TEST_PREREQ)
 # Builds everything the GPU machine runs and packs it (tests/gpu/pack.sh):
 # then `run` with carry [".gpu-build", ".device-libs"] and
 # `sh tests/gpu/run.sh PART...`.
-gpu-pack: $(ALL) $(UNIT_BIN) $(INTEG_BIN) $(ENGINE_CONF) $(BENCH_BIN)
+gpu-pack: $(ALL) $(UNIT_BIN) $(INTEG_BIN) $(ENGINE_CONF) $(BENCH_BIN) $(CUDAEPD_FAULT)
 	$(Q)sh tests/gpu/pack.sh $(BUILD)
 
 # ---------------------------------------------------------------- fuzzing

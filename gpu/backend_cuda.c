@@ -880,6 +880,9 @@ static void cuda_ctx_close(struct cuda_ctx *cc, bool lost)
 		fprintf(stderr, "<4>cudaep: cuda backend: resetting the lost primary "
 			"context of device %d\n", cc->ordinal);
 		(void)CEP_CU_CHECK(cc->drv->cuDevicePrimaryCtxReset(cc->dev));
+		/* The dead context must not stay current on this thread: the
+		 * next retain would report its error. */
+		(void)CEP_CU_CHECK(cc->drv->cuCtxSetCurrent(NULL));
 	}
 	if (cc->ctx != NULL)
 		(void)CEP_CU_CHECK(cc->drv->cuDevicePrimaryCtxRelease(cc->dev));

@@ -244,6 +244,20 @@ int h_daemon_stop(struct hdaemon *d, int sig)
 	return st;
 }
 
+bool h_log_has(const struct hdaemon *d, const char *text)
+{
+	static char buf[65536];
+	FILE *f = fopen(d->log, "r");
+	size_t n = 0;
+
+	if (f != NULL) {
+		n = fread(buf, 1, sizeof(buf) - 1, f);
+		fclose(f);
+	}
+	buf[n] = '\0';
+	return strstr(buf, text) != NULL;
+}
+
 bool h_wait_log(const struct hdaemon *d, const char *text)
 {
 	int64_t deadline = h_now_ms() + H_TIMEOUT_MS;

@@ -68,6 +68,9 @@ int h_daemon_wait(struct hdaemon *d, int timeout_ms);
 
 /* Polls the daemon's log until it contains text (10 s at most); returns
  * whether it did. */
+/* Whether the daemon's log holds text now (the first 64 KiB). */
+bool h_log_has(const struct hdaemon *d, const char *text);
+
 bool h_wait_log(const struct hdaemon *d, const char *text);
 
 /* Prints the daemon's log to stderr (for failing tests). */

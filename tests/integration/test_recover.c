@@ -21,6 +21,12 @@
  * the daemon counts one recovery (Stats and `cudaepctl metrics`), is still
  * up, and once every client has left its sessions, regions and memory are
  * back at their baseline. And the production cudaepd has no trigger.
+ *
+ * On the CUDA backend the new backend is the host one: after a sticky
+ * error no new CUDA context can be had in the process (the driver answers
+ * every retain or create with the error; test_backend_lost), so the
+ * daemon keeps its clients served, correctly and slowly, until it is
+ * restarted.
  */
 #include "harness.h"
 #include "onnx_min.h"
@@ -365,6 +371,16 @@ Test(recover, a_fault_in_one_client_leaves_the_other_three_running)
 	while (h_counter(watch, "recoveries") < 1 && h_now_ms() < deadline)
 		sleep_ms(5);
 	cr_assert_eq(h_counter(watch, "recoveries"), 1, "the daemon did not recover");
+	/* The host backend opens again as it was. A CUDA process cannot get a
+	 * new context after a sticky error (test_backend_lost), so there the
+	 * daemon goes on serving on the host backend, and says so. */
+	if (strcmp(h_backend(), "cuda") == 0)
+		cr_assert(h_log_has(&d, "could not be opened again after its context was lost"),
+			  "after a lost CUDA context the daemon did not say that it "
+			  "serves on the host backend");
+	else
+		cr_assert_not(h_log_has(&d, "could not be opened again after its context was lost"),
+			      "the host backend was not opened again as configured");
 	atomic_store(&recovered, true);
 
 	/* The faulting client carries on with its session and region. */

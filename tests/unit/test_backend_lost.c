@@ -16,8 +16,10 @@
  * On a GPU machine with CUDAEP_TEST_GPU=1 (elsewhere it skips, visibly):
  * the CUDA backend's injected fault (a kernel writing to address 0x10) is
  * CUDA_ERROR_ILLEGAL_ADDRESS and loses the context; the lost backend is
- * freed (its primary context reset) and a new CUDA backend gets a fresh
- * context in which copies, pinning and a health query work again.
+ * freed (its primary context reset), and a new CUDA backend cannot be
+ * made in this process: the driver answers with the same error (measured,
+ * driver 580), which is why the daemon's recovery falls back to the host
+ * backend on a GPU.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -178,7 +180,7 @@ static bool round_trip(struct backend *be, struct backend_stream *s, void *dev, 
 	return same;
 }
 
-Test(backend_lost, a_cuda_context_lost_to_an_illegal_address_is_replaced)
+Test(backend_lost, a_cuda_context_lost_to_an_illegal_address_cannot_be_replaced_in_process)
 {
 	const char *gpu = getenv("CUDAEP_TEST_GPU");
 	struct backend_cuda_config cfg;
@@ -218,21 +220,17 @@ Test(backend_lost, a_cuda_context_lost_to_an_illegal_address_is_replaced)
 	backend_host_unregister(be, page);
 	backend_free(be);
 
-	/* The primary context was reset: the next one is a fresh context. */
-	cr_assert_eq(backend_cuda_new_config(&cfg, &fresh), 0, "%s", cep_last_error());
-	cr_assert_not(backend_lost(fresh));
-	cr_assert_eq(backend_health(fresh), 0, "%s", cep_last_error());
-	cr_assert_eq(backend_stream_new(fresh, CEP_PRIORITY_NORMAL, &s), 0, "%s",
-		     cep_last_error());
-	cr_assert_eq(backend_mem_alloc(fresh, 1 << 20, &dev), 0, "%s", cep_last_error());
-	cr_assert_eq(backend_host_register(fresh, page, 4096), 0, "%s", cep_last_error());
-	cr_assert(round_trip(fresh, s, dev, 1 << 20), "the new context copies wrong bytes");
-	cr_assert_eq(backend_stream_write_value64(fresh, s, page, 42), 0, "%s", cep_last_error());
-	cr_assert_eq(backend_stream_sync(fresh, s), 0, "%s", cep_last_error());
-	cr_assert_eq(page[0], 42);
-	backend_host_unregister(fresh, page);
-	backend_mem_free(fresh, dev, 1 << 20);
-	backend_stream_free(fresh, s);
-	backend_free(fresh);
+	/*
+	 * What the driver allows after a sticky error, as measured on the H200
+	 * (driver 580, CUDA 13): neither retaining the reset primary context nor
+	 * creating a context of one's own works again in this process; both
+	 * report the illegal address. So the daemon cannot get a new CUDA
+	 * context without a new process (daemon/recover.c serves on the host
+	 * backend instead and says so). Should a driver ever allow it, this
+	 * fails and the recovery can stay on the GPU.
+	 */
+	ret = backend_cuda_new_config(&cfg, &fresh);
+	cr_assert_eq(ret, CEP_ECONTEXT, "a new CUDA backend after the fault returned %d (%s)",
+		     ret, ret == 0 ? "it works: recovery may stay on the GPU" : cep_last_error());
 	free(page);
 }
