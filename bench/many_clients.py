@@ -4,7 +4,7 @@
 Run on the GPU machine, from the repository root, with a built tree:
 
     python3 bench/many_clients.py --build build [--clients 1,4,8,16]
-                                   [--seconds 10] [--model resnet50]
+                                   [--seconds 10] [--precision tf32]
 
 For each N it starts N processes that each load the same ONNX model
 (torchvision ResNet-50, random weights, exported with a dynamic batch)
@@ -40,13 +40,13 @@ def gpu_used_mib():
     return int(r.stdout.split()[0])
 
 
-def cudaep_worker(build, sock, path, seconds, barrier, result, idx):
+def cudaep_worker(build, sock, path, precision, seconds, barrier, result, idx):
     os.environ["CUDAEP_BUILD_DIR"] = build
     sys.path.insert(0, os.path.join(HERE, "..", "python"))
     import cudaep
     x = np.random.default_rng(idx).standard_normal((1, 3, 224, 224)).astype(np.float32)
     with cudaep.connect(sock, name="bench-%d" % idx) as c:
-        with c.load(path) as s:
+        with c.load(path, precision=precision) as s:
             for _ in range(20):
                 s.run({"x": x}, copy=False)
             barrier.wait()
@@ -58,12 +58,16 @@ def cudaep_worker(build, sock, path, seconds, barrier, result, idx):
             barrier.wait()  # hold the session until memory is sampled
 
 
-def torch_worker(seconds, barrier, result, idx):
+def torch_worker(precision, seconds, barrier, result, idx):
     import torch
     import torchvision
     torch.manual_seed(0)
-    m = torchvision.models.resnet50(weights=None).eval().cuda()
-    x = torch.randn(1, 3, 224, 224, device="cuda")
+    # PyTorch's defaults let cuDNN convolutions use TF32 (and not matmuls):
+    # "tf32" keeps them; "fp32" turns TF32 off; "fp16" runs the model in half.
+    torch.backends.cudnn.allow_tf32 = precision != "fp32"
+    dt = torch.float16 if precision == "fp16" else torch.float32
+    m = torchvision.models.resnet50(weights=None).eval().cuda().to(dt)
+    x = torch.randn(1, 3, 224, 224, device="cuda", dtype=dt)
     with torch.inference_mode():
         s = torch.cuda.Stream()
         s.wait_stream(torch.cuda.current_stream())
@@ -111,6 +115,9 @@ def main():
     ap.add_argument("--build", default="build")
     ap.add_argument("--clients", default="1,4,8,16")
     ap.add_argument("--seconds", type=float, default=10.0)
+    ap.add_argument("--precision", default="tf32", choices=["fp32", "tf32", "fp16"],
+                    help="both sides: tf32 (default) is PyTorch's default for "
+                    "convolutions, fp32 has TF32 off, fp16 runs in half")
     args = ap.parse_args()
     build = os.path.abspath(args.build)
     work = tempfile.mkdtemp(prefix="cudaep-many-")
@@ -121,20 +128,20 @@ def main():
     rows = []
     try:
         for n in [int(v) for v in args.clients.split(",")]:
-            rate, used = phase(cudaep_worker, (build, sock, path), n, args.seconds)
+            rate, used = phase(cudaep_worker, (build, sock, path, args.precision), n, args.seconds)
             rows.append(("cudaep", n, rate, used - base))
             print("cudaep  N=%2d  %8.0f runs/s  %6d MiB" % rows[-1][1:], file=sys.stderr)
     finally:
         daemon.send_signal(signal.SIGTERM)
         daemon.wait(timeout=60)
     for n in [int(v) for v in args.clients.split(",")]:
-        rate, used = phase(torch_worker, (), n, args.seconds)
+        rate, used = phase(torch_worker, (args.precision,), n, args.seconds)
         rows.append(("pytorch", n, rate, used - base))
         print("pytorch N=%2d  %8.0f runs/s  %6d MiB" % rows[-1][1:], file=sys.stderr)
 
     print()
-    print("ResNet-50 batch 1, fp32, %.0f s per cell; GPU memory in use above the idle %d MiB"
-          % (args.seconds, base))
+    print("ResNet-50 batch 1, %s, %.0f s per cell; GPU memory in use above the idle %d MiB"
+          % (args.precision, args.seconds, base))
     print("%-4s %14s %12s %14s %12s %10s %10s" % ("N", "cudaep runs/s", "cudaep MiB",
                                                  "pytorch runs/s", "pytorch MiB",
                                                  "thrpt x", "mem vs N=1"))
