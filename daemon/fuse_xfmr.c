@@ -1,8 +1,8 @@
 /*
  * fuse_xfmr.c — the transformer fusions of the optimizer (daemon/
  * fuse_xfmr.h): GELU chains into Gelu, MatMul + bias (+ activation) into
- * MatMulBias, the attention chain into Attention with its Transposes
- * absorbed.
+ * MatMulBias, a residual Add after one into its fourth input, the
+ * attention chain into Attention with its Transposes absorbed.
  *
  * A first pass turns Casts to their input's own type into Identities,
  * which the clean-up removes. Then each pass walks the sorted nodes
@@ -391,6 +391,85 @@ static int mmb_fuse(struct fx *f, int mm)
 	return 1;
 }
 
+/*
+ * Whether values a and b may be taken to have one shape: the same rank
+ * and, dim by dim, the same fixed size, or a size not fixed on one side
+ * or both (a batch traced through Shape and Reshape is unknown) and not a
+ * fixed 1 on the other. The second case trusts that an Add of a Linear's output
+ * and another value with an open batch does not broadcast along it, as a
+ * residual connection never does; should one, MatMulBias's inference at
+ * plan time refuses the shapes (CEP_ESHAPE) rather than compute wrongly.
+ */
+static bool fx_same_shape(const struct graph *g, int a, int b)
+{
+	const struct op_tensor *x = &g->values[a].t, *y = &g->values[b].t;
+	int i;
+
+	if (x->rank < 0 || x->rank != y->rank)
+		return false;
+	for (i = 0; i < x->rank; i++) {
+		bool fx = op_dim_fixed(x->dims[i]), fy = op_dim_fixed(y->dims[i]);
+
+		if (fx && fy && x->dims[i] != y->dims[i])
+			return false;
+		/* A fixed 1 against an open size is a broadcast in waiting. */
+		if (fx != fy && (fx ? x->dims[i] : y->dims[i]) == 1)
+			return false;
+	}
+	return true;
+}
+
+/*
+ * Matches Add node add of a MatMulBias's output (activation none, no
+ * residual yet; the Add its only reader) and another value of the same
+ * shape and type: a residual connection (BERT has two a layer). The Add
+ * becomes MatMulBias's fourth input R, which its kernels add for free
+ * (cuBLASLt's C). Returns 1 when fused, 0 when not, or an error.
+ */
+static int resid_fuse(struct fx *f, int add)
+{
+	struct graph *g = f->g;
+	const struct graph_node *a = &g->nodes[add];
+	int side, node, ret;
+
+	if (a->n_in != 2 || a->in[0] < 0 || a->in[1] < 0 || a->out[0] < 0 ||
+	    a->in[0] == a->in[1])
+		return 0;
+	for (side = 0; side < 2; side++) {
+		int v = a->in[side], r = a->in[1 - side], y = a->out[0];
+		int mm = g->values[v].producer, kill[2];
+		const struct graph_node *m;
+
+		if (mm < 0 || !fx_passing(f, v))
+			continue;
+		m = &g->nodes[mm];
+		if (m->dead || !op_domain_equal(m->op.domain, XFMR_DOMAIN) ||
+		    strcmp(m->op.op_type, "MatMulBias") != 0 || m->n_in != 3 ||
+		    strcmp(op_attr_string(&m->op, "activation", "none"), "none") != 0)
+			continue;
+		if (g->values[r].t.dtype != g->values[v].t.dtype ||
+		    g->values[y].t.dtype != g->values[v].t.dtype ||
+		    !fx_same_shape(g, v, r) || !fx_same_shape(g, v, y))
+			continue;
+		ret = fx_node(g, XFMR_DOMAIN, "MatMulBias", 1, add, 4, &node);
+		if (ret < 0)
+			return ret;
+		/* fx_node may have moved the nodes. */
+		m = &g->nodes[mm];
+		g->nodes[node].op.attrs = m->op.attrs;
+		g->nodes[node].op.n_attrs = m->op.n_attrs;
+		g->nodes[node].in[0] = m->in[0];
+		g->nodes[node].in[1] = m->in[1];
+		g->nodes[node].in[2] = m->in[2];
+		g->nodes[node].in[3] = r;
+		kill[0] = mm;
+		kill[1] = add;
+		fx_replace(f, kill, 2, node, y);
+		return 1;
+	}
+	return 0;
+}
+
 /* ------------------------------------------------------------ Attention */
 
 /* What the attention chain around a Softmax is made of. */
@@ -642,6 +721,8 @@ int fuse_xfmr(struct graph *g)
 	ret = fx_pass(&f, "Erf", gelu_fuse);
 	if (ret == 0)
 		ret = fx_pass(&f, "MatMul", mmb_fuse);
+	if (ret == 0)
+		ret = fx_pass(&f, "Add", resid_fuse);
 	if (ret == 0)
 		ret = fx_pass(&f, "Softmax", attn_fuse);
 	if (ret == 0)

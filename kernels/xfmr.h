@@ -10,8 +10,11 @@
  * them (OP_INTERNAL), so these operators never see an input the fusions
  * did not check.
  *
- * MatMulBias(X [..., K], W [K, N], B [N]) -> Y [..., N]: Y = act(X W + B),
- * attribute activation = "none" | "relu" | "gelu" | "gelu_tanh".
+ * MatMulBias(X [..., K], W [K, N], B [N][, R]) -> Y [..., N]: Y = act(X W + B),
+ * attribute activation = "none" | "relu" | "gelu" | "gelu_tanh"; with the
+ * optional residual R (Y's shape and type; activation "none" only),
+ * Y = (X W + B) + R, the first sum rounded to the type as an unfused Add
+ * would see it.
  *
  * Attention(Q, K, V[, mask]) -> O computes, per batch b and head h,
  *

@@ -9,7 +9,10 @@
  * in the order of k from zero, then the bias added, then the activation
  * of kernels/cpu/activation.c), so on float32 the fusion changes no bit.
  * float16 and bfloat16 operands are widened into the workspace and the
- * result rounded once.
+ * result rounded once. The optional residual R (the Add of a residual
+ * connection that daemon/fuse_xfmr.c folds in, activation "none" only) is
+ * added to the row as rounded to its type, and the sum rounded again: the
+ * unfused Add's arithmetic, bit for bit.
  */
 #include "cpu.h"
 
@@ -52,6 +55,9 @@ static int mmb_infer(struct op_infer *x)
 			return cep__set_error(CEP_ESHAPE, "MatMulBias: the bias has dimension %d "
 					      "of %" PRId64 ", not 1", i, b->dims[i]);
 	}
+	if (x->n_in > 3 && op_tensor_present(&x->in[3]) && act != XFMR_ACT_NONE)
+		return cep__set_error(CEP_EMODEL, "MatMulBias: a residual input needs activation "
+				      "\"none\", not \"%s\"", xfmr_act_name(act));
 	if (a->rank < 0)
 		return 0;
 	if (a->rank < 2 || a->rank > CEP_MAX_RANK)
@@ -64,6 +70,24 @@ static int mmb_infer(struct op_infer *x)
 	*o = *a;
 	o->data = NULL;
 	o->dims[o->rank - 1] = n;
+	if (x->n_in > 3 && op_tensor_present(&x->in[3])) {
+		const struct op_tensor *r = &x->in[3];
+
+		if (r->dtype != o->dtype)
+			return cep__set_error(CEP_EDTYPE, "MatMulBias: the residual is %s, the "
+					      "output %s", cep_dtype_name(r->dtype),
+					      cep_dtype_name(o->dtype));
+		if (r->rank >= 0 && r->rank != o->rank)
+			return cep__set_error(CEP_ESHAPE, "MatMulBias: the residual has rank %d, "
+					      "the output %d", r->rank, o->rank);
+		for (i = 0; r->rank >= 0 && i < o->rank; i++) {
+			if (op_dim_fixed(r->dims[i]) && op_dim_fixed(o->dims[i]) &&
+			    r->dims[i] != o->dims[i])
+				return cep__set_error(CEP_ESHAPE, "MatMulBias: the residual's "
+						      "dimension %d is %" PRId64 ", the output's %"
+						      PRId64, i, r->dims[i], o->dims[i]);
+		}
+	}
 	return 0;
 }
 
@@ -97,6 +121,7 @@ static int mmb_run(struct op_call *c)
 	int64_t M = p->M, K = p->K, N = p->N, i, j, k;
 	float *acc = c->workspace;
 	const float *w = c->in[1].data, *bias = c->in[2].data, *x = c->in[0].data;
+	const void *resid = c->n_in > 3 ? c->in[3].data : NULL;
 	float *xrow = NULL;
 
 	if (t != CEP_DTYPE_FLOAT32) {
@@ -129,12 +154,18 @@ static int mmb_run(struct op_call *c)
 		for (j = 0; j < N; j++)
 			cpu_store_f(c->out[0].data, t, i * N + j,
 				    xfmr_act_apply(p->act, acc[j] + bias[j]));
+		if (resid == NULL)
+			continue;
+		for (j = 0; j < N; j++)
+			cpu_store_f(c->out[0].data, t, i * N + j,
+				    cpu_load_f(c->out[0].data, t, i * N + j) +
+				    cpu_load_f(resid, t, i * N + j));
 	}
 	return 0;
 }
 
 static const struct op_schema schemas[] = {
-	{ XFMR_DOMAIN, "MatMulBias", 1, 1, 3, 3, 1, 1, 0, OP_INTERNAL, mmb_infer },
+	{ XFMR_DOMAIN, "MatMulBias", 1, 1, 3, 4, 1, 1, 0, OP_INTERNAL, mmb_infer },
 };
 
 static const struct op_kernel kernels[] = {

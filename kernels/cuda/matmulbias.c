@@ -9,6 +9,10 @@
  * a problem for which cuBLASLt's heuristic offers no algorithm with the
  * epilogue, and an empty K, where the output is act(bias).
  *
+ * A residual R (a fourth input, activation "none") is the GEMM's C with
+ * beta 1, so the Add it replaces costs nothing; where no GEMM runs (K 0)
+ * it is copied into Y first and the bias pass adds to it.
+ *
  * Row-major Y = X W is column-major Y^T = W^T X^T: cuBLASLt's first
  * operand is W (N x K, leading dimension N), its second X (K x M), and
  * the bias is a vector along its m = N. prepare() builds the plan (cached
@@ -33,7 +37,7 @@ struct mmb_params {
 	int32_t act;                     /* enum xfmr_act, for post */
 	int32_t add;                     /* post adds to the GEMM's output */
 	int32_t bias;                    /* the GEMM's epilogue takes the bias */
-	int32_t pad;
+	int32_t resid;                   /* in[3] is added (the GEMM's C) */
 };
 CUDA_PARAMS_FIT(struct mmb_params);
 
@@ -87,10 +91,11 @@ static int mmb_prepare(struct op_call *c, size_t *workspace)
 	p->n = c->in[1].dims[1];
 	k = x->dims[x->rank - 1];
 	p->act = act;
+	p->resid = c->n_in > 3 && op_tensor_present(&c->in[3]);
 	if (p->m == 0 || p->n == 0)
 		return 0;
 	if (k == 0 || act == XFMR_ACT_GELU) {
-		ret = mmb_post(c, sfx, k > 0);
+		ret = mmb_post(c, sfx, k > 0 || p->resid);
 		if (ret < 0)
 			return ret;
 	}
@@ -106,6 +111,8 @@ static int mmb_prepare(struct op_call *c, size_t *workspace)
 	d.lda = p->n;
 	d.ldb = k;
 	d.ldd = p->n;
+	if (p->resid)
+		d.beta = 1.0f;
 	if (act != XFMR_ACT_GELU) {
 		d.bias = 1;
 		d.act = act == XFMR_ACT_RELU ? CUBLASLT_ACT_RELU :
@@ -137,14 +144,22 @@ static int mmb_run(struct op_call *c)
 	void *y = c->out[0].data;
 	int ret;
 
+	const void *resid = p->resid ? c->in[3].data : NULL;
+
 	if (p->m == 0 || p->n == 0)
 		return 0;
 	if (p->g != NULL) {
 		ret = cublaslt_gemm_run(p->lt, p->g, cuda_stream_handle(c->stream), c->in[1].data,
-					c->in[0].data, NULL, y, p->bias ? bias : NULL,
+					c->in[0].data, resid, y, p->bias ? bias : NULL,
 					c->workspace);
 		if (ret < 0)
 			return mmb_blame(ret);
+	} else if (resid != NULL && resid != y) {
+		/* K 0: Y = B + R, the bias pass adding to R's copy. */
+		ret = backend_copy_d2d(c->be, c->stream, y, resid,
+				       (size_t)(p->m * p->n) * cep_dtype_size(c->out[0].dtype));
+		if (ret < 0)
+			return ret;
 	}
 	if (p->post != NULL) {
 		void *args[] = { &y, (void *)&bias, (void *)&p->m, (void *)&p->n,

@@ -830,9 +830,12 @@ Test(fuse_encoder, a_bert_like_encoder_fuses_and_matches_the_unfused_graph)
 	int k;
 
 	/* Per layer: Q, K, V, the output projection and the two
-	 * feed-forward Linears (the first with its GELU) and one Attention
-	 * that absorbed the four Transposes. */
+	 * feed-forward Linears (the first with its GELU; the output projection
+	 * and the second taking the residual Adds after them as their fourth
+	 * input) and one Attention that absorbed the four Transposes. */
 	cr_assert_eq(op_count(fused, flen, "MatMulBias"), 6 * ENC_LAYERS);
+	cr_assert_eq(op_count(fused, flen, "Add"), 0, "a residual Add was left");
+	cr_assert_eq(op_count(plain, plen, "Add"), 10 * ENC_LAYERS);
 	cr_assert_eq(op_count(fused, flen, "Attention"), ENC_LAYERS);
 	cr_assert_eq(op_count(fused, flen, "MatMul"), 0);
 	cr_assert_eq(op_count(fused, flen, "Transpose"), 0);
