@@ -21,4 +21,8 @@ done
 for f in "$B"/bench/*; do [ -x "$f" ] && [ -f "$f" ] && cp "$f" "$D/bench/"; done
 find "$D" -type f -perm -u+x -exec strip --strip-unneeded {} + 2>/dev/null || true
 ../shared/tools/device-libs.sh .device-libs "$D"/bin/* "$D"/lib/* "$D"/tests/unit/test_* >/dev/null
+# The test binaries share most of their code: compressed they are a small
+# part of what the device tool may carry (64 MiB); run.sh unpacks them.
+tar -C "$D" -czf "$D/tests.tar.gz" tests
+rm -rf "$D/tests"
 du -sh "$D" .device-libs

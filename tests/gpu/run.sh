@@ -17,6 +17,10 @@ OUT=${OUT:-$ROOT/gpu-out}
 mkdir -p "$OUT"
 export LD_LIBRARY_PATH="$ROOT/.device-libs:$B/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export CUDAEP_BUILD_DIR="$B" CUDAEP_TEST_GPU=1
+# pack.sh ships the test binaries compressed.
+if [ -f "$B/tests.tar.gz" ] && [ ! -d "$B/tests" ]; then
+	tar -C "$B" -xzf "$B/tests.tar.gz" || exit 1
+fi
 SUMMARY=$OUT/summary.txt
 : > "$SUMMARY"
 [ $# -gt 0 ] || set -- unit integration conformance
