@@ -101,6 +101,7 @@ struct engine_session {
 	struct account *acc;         /* what is charged */
 	struct account *own_acc;     /* acc when the caller gave none; owned */
 	struct alloc_owner owner;
+	bool shared_owner;           /* owner is ALLOC_OWNER_SHARED */
 	cep_precision precision;     /* as opened */
 	uint64_t plan_act, plan_ws;  /* bytes charged for the cached plans */
 	struct plan_cache plans;
@@ -682,11 +683,17 @@ static int account_open(engine_session *s, const struct engine_session_options *
 	int ret;
 
 	if (o->account) {
+		s->acc = o->account;
+		s->owner = o->owner;
+		/* The daemon's own session (batches of many clients' runs):
+		 * no limit but the global one, no entry of its own. */
+		if (o->owner.client == 0 && o->owner.session == 0) {
+			s->shared_owner = true;
+			return 0;
+		}
 		if (o->owner.client == 0 || o->owner.session == 0)
 			return cep__set_error(CEP_EINVAL, "a session's owner needs a client "
 					      "and a session id");
-		s->acc = o->account;
-		s->owner = o->owner;
 	} else {
 		ret = account_new(&s->own_acc);
 		if (ret < 0)
@@ -808,8 +815,10 @@ void engine_session_free(engine_session *s)
 		account_uncharge(s->acc, s->owner, ALLOC_ROLE_ACTIVATIONS, s->plan_act);
 		account_uncharge(s->acc, s->owner, ALLOC_ROLE_WORKSPACE, s->plan_ws);
 		/* Still charged only through a caller's bug; then the entry
-		 * stays, visible in `cudaepctl mem`. */
-		(void)account_forget(s->acc, s->owner);
+		 * stays, visible in `cudaepctl mem`. The shared owner's entry
+		 * is the daemon's, not the session's. */
+		if (!s->shared_owner)
+			(void)account_forget(s->acc, s->owner);
 	}
 	weights_leave(s);
 	backend_stream_free(s->be, s->stream);

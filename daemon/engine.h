@@ -192,7 +192,10 @@ struct engine_session_options {
 	                          * outlive the session. NULL: a private one
 	                          * of the session's own (memory_limit holds) */
 	struct alloc_owner owner; /* the client and session charged (session
-	                           * != 0); ignored without an account */
+	                           * != 0), or ALLOC_OWNER_SHARED for a session
+	                           * of the daemon's own (memory_limit is then
+	                           * ignored: only the global limit counts);
+	                           * ignored without an account */
 	int max_batch;          /* runs one engine_run_submit_batch() may
 	                         * merge (its scratch is allocated here, so
 	                         * that a warm batch allocates nothing); 0:
@@ -342,7 +345,9 @@ int engine_run_submit(engine_session *s, const struct engine_input *inputs, size
 /*
  * Ends a run of s whose done function has been called: returns 0, or the
  * run's error with its message (run->err from queuing, or CEP_EINVAL for a
- * bad index recorded in fault, naming the node), and lets its plan go. It
+ * bad index recorded in fault, naming the node), and lets its plan go. s
+ * may be any session of the run's model (it reads only the model): a run
+ * of a batch may be completed with its client's session. It
  * touches nothing of s that a thread using s meanwhile does, so it may run
  * on any thread. Calling it for a run not in flight does nothing.
  */

@@ -32,6 +32,9 @@ static void session_destroy(struct session_table *t, struct session *s)
 	stats_gauge_add(t->pool->stats, STATS_GAUGE_SESSIONS, -1);
 	stats_count(t->pool->stats, STATS_COUNTER_SESSIONS_UNLOADED, 1);
 	engine_session_free(s->engine);
+	/* After its own engine session: the group may take the model's last
+	 * device copy of the weights with it. */
+	batch_group_unref(s->batch);
 	free(s);
 }
 
