@@ -22,6 +22,9 @@
 #include "log.h"
 #include "server.h"
 
+/* group_try(): fewer than two runs are left to merge. */
+#define BATCH_TOO_FEW 2
+
 struct batch_group {
 	struct batch_group *next;           /* in the batcher's list */
 	struct batcher *b;
@@ -37,6 +40,9 @@ struct batch_group {
 	struct batch_member **batch;        /* (b->max) being submitted */
 	struct engine_batch_run *runs;      /* (b->max) their runs */
 	size_t n_batch;
+	struct batch_member **alone;        /* (b->max) of those, the ones the
+	                                     * engine refused, to run alone */
+	size_t n_alone;
 	bool busy;                          /* the batch is on the thread pool */
 	bool armed;                         /* the window's timer is set */
 	bool disabled;                      /* its batches cannot be planned */
@@ -100,6 +106,7 @@ static void group_on_close(uv_handle_t *h)
 	close(g->tfd);
 	free(g->batch);
 	free(g->runs);
+	free(g->alone);
 	free(g);
 }
 
@@ -151,7 +158,8 @@ static int group_new(struct batcher *b, engine_session *es, cep_priority priorit
 	g->tfd = -1;
 	g->batch = calloc(b->max, sizeof(*g->batch));
 	g->runs = calloc(b->max, sizeof(*g->runs));
-	if (!g->batch || !g->runs) {
+	g->alone = calloc(b->max, sizeof(*g->alone));
+	if (!g->batch || !g->runs || !g->alone) {
 		ret = cep__set_error(CEP_ENOMEM, "out of memory for a batch group of %u runs",
 				     b->max);
 		goto fail;
@@ -196,6 +204,7 @@ fail:
 		close(g->tfd);
 	free(g->batch);
 	free(g->runs);
+	free(g->alone);
 	free(g);
 	return ret;
 }
@@ -258,15 +267,30 @@ static void batch_count(struct stats *st, size_t n)
 	stats_count(st, STATS_COUNTER_BATCH_SIZE_33_UP, 1);
 }
 
+/* Sends the runs the engine refused on their own account to run alone. */
+static void group_alone_finish(struct batch_group *g)
+{
+	size_t k, n = g->n_alone;
+
+	g->n_alone = 0;
+	stats_count(&g->b->s->stats, STATS_COUNTER_BATCH_ALONE, n);
+	for (k = 0; k < n; k++)
+		member_finish(g->alone[k], BATCH_ALONE);
+}
+
 /* Answers the members of the batch g submitted (ret 0) or could not
- * (they run alone, each getting what it would have got anyway). */
+ * (they run alone, each getting what it would have got anyway; so do the
+ * ones the engine refused on their own). */
 static void group_done(struct batch_group *g, int ret, const char *msg)
 {
 	struct stats *st = &g->b->s->stats;
 	size_t k, n = g->n_batch;
 
 	g->n_batch = 0;
-	if (ret == 0) {
+	group_alone_finish(g);
+	if (ret == BATCH_TOO_FEW) {
+		stats_count(st, STATS_COUNTER_BATCH_ALONE, n);
+	} else if (ret == 0) {
 		batch_count(st, n);
 	} else {
 		stats_count(st, STATS_COUNTER_BATCH_REFUSED, 1);
@@ -284,12 +308,40 @@ static void group_done(struct batch_group *g, int ret, const char *msg)
 		member_finish(g->batch[k], ret == 0 ? BATCH_SUBMITTED : BATCH_ALONE);
 }
 
+/*
+ * Submits the batch of g (with flags), setting aside each run the engine
+ * refuses on its own account (a shape of its own, too little output
+ * room) and trying the others again. Returns as engine_run_submit_batch()
+ * for what is left, or BATCH_TOO_FEW when fewer than two runs are left.
+ * On the loop or, while g is busy, on the thread pool: it touches nothing
+ * but g's batch.
+ */
+static int group_try(struct batch_group *g, unsigned flags)
+{
+	size_t k, bad;
+	int ret;
+
+	for (;;) {
+		if (g->n_batch < 2)
+			return BATCH_TOO_FEW;
+		for (k = 0; k < g->n_batch; k++)
+			g->runs[k] = g->batch[k]->run;
+		ret = engine_run_submit_batch(g->es, g->runs, g->n_batch, flags, &bad);
+		if (ret >= 0 || bad >= g->n_batch)
+			return ret;
+		g->alone[g->n_alone++] = g->batch[bad];
+		memmove(&g->batch[bad], &g->batch[bad + 1],
+			(g->n_batch - bad - 1) * sizeof(*g->batch));
+		g->n_batch--;
+	}
+}
+
 static void group_work(uv_work_t *w)
 {
 	struct batch_group *g = container_of(w, struct batch_group, work);
 
 	cep__clear_error();
-	g->work_ret = engine_run_submit_batch(g->es, g->runs, g->n_batch, 0);
+	g->work_ret = group_try(g, 0);
 	/* The message lives in this worker thread's storage. */
 	if (g->work_ret != 0)
 		snprintf(g->work_msg, sizeof(g->work_msg), "%s", cep_last_error());
@@ -317,14 +369,11 @@ static void group_after(uv_work_t *w, int status)
 static void group_submit(struct batch_group *g)
 {
 	struct server *s = g->b->s;
-	size_t k;
 	int ret;
 
-	for (k = 0; k < g->n_batch; k++)
-		g->runs[k] = g->batch[k]->run;
 	if (s->backend->caps & BACKEND_CAP_ASYNC) {
 		cep__clear_error();
-		ret = engine_run_submit_batch(g->es, g->runs, g->n_batch, ENGINE_SUBMIT_WARM);
+		ret = group_try(g, ENGINE_SUBMIT_WARM);
 		if (ret != ENGINE_RUN_COLD) {
 			group_done(g, ret, cep_last_error());
 			return;
@@ -332,6 +381,8 @@ static void group_submit(struct batch_group *g)
 	}
 	g->work_ret = 0;
 	g->work_msg[0] = '\0';
+	/* What the engine refused so far goes now, not after the planning. */
+	group_alone_finish(g);
 	ret = uv_queue_work(s->loop, &g->work, group_work, group_after);
 	if (ret == 0) {
 		g->busy = true;

@@ -1357,7 +1357,7 @@ static int batch_input_check(engine_session *s, size_t k, int i, const struct en
  * signature (*sig_len entries). The stacked inputs have no data: a batch's
  * plan is keyed by shapes only. */
 static int batch_inputs_check(engine_session *s, const struct engine_batch_run *runs,
-			      size_t n, int *sig_len, int64_t *total)
+			      size_t n, int *sig_len, int64_t *total, size_t *bad)
 {
 	const struct graph *g = &s->m->model->g;
 	size_t k, j, n_in = (size_t)g->n_inputs;
@@ -1367,6 +1367,7 @@ static int batch_inputs_check(engine_session *s, const struct engine_batch_run *
 	for (k = 0; k < n; k++) {
 		const struct engine_batch_run *r = &runs[k];
 
+		*bad = k;
 		if (r->n_inputs != n_in)
 			return cep__set_error(CEP_EINVAL, "run %zu of the batch gives %zu inputs, "
 					      "the model has %zu", k, r->n_inputs, n_in);
@@ -1392,6 +1393,8 @@ static int batch_inputs_check(engine_session *s, const struct engine_batch_run *
 		}
 		*total += s->b_rows[k];
 	}
+	/* What fails from here on is the batch's. */
+	*bad = n;
 	shape_binding_reset(&s->bind);
 	for (i = 0; i < g->n_inputs; i++) {
 		struct op_tensor *t = &s->in_t[i];
@@ -1414,7 +1417,8 @@ static int batch_inputs_check(engine_session *s, const struct engine_batch_run *
  * dimension 0) and each run's outputs (names, room for its rows), points
  * s->b_out at them, and describes them. */
 static int batch_outputs_check(engine_session *s, const struct plan *p,
-			       const struct engine_batch_run *runs, size_t n, int64_t total)
+			       const struct engine_batch_run *runs, size_t n, int64_t total,
+			       size_t *bad)
 {
 	const struct graph *g = &s->m->model->g;
 	size_t k, j, n_out = (size_t)g->n_outputs;
@@ -1434,6 +1438,7 @@ static int batch_outputs_check(engine_session *s, const struct plan *p,
 		const struct engine_batch_run *r = &runs[k];
 		void **slot = &s->b_out[k * n_out];
 
+		*bad = k;
 		for (i = 0; i < g->n_outputs; i++)
 			slot[i] = NULL;
 		for (j = 0; j < r->n_outputs; j++) {
@@ -1469,6 +1474,7 @@ static int batch_outputs_check(engine_session *s, const struct plan *p,
 			o->bytes = bytes;
 		}
 	}
+	*bad = n;
 	return 0;
 }
 
@@ -1485,7 +1491,7 @@ static void batch_run_done(void *arg)
 }
 
 int engine_run_submit_batch(engine_session *s, const struct engine_batch_run *runs,
-			    size_t n, unsigned flags)
+			    size_t n, unsigned flags, size_t *bad)
 {
 	const struct graph *g = &s->m->model->g;
 	struct plan_env env = {
@@ -1500,6 +1506,7 @@ int engine_run_submit_batch(engine_session *s, const struct engine_batch_run *ru
 	int sig_len = 0, ret;
 
 	cep__clear_error();
+	*bad = n;
 	if (n < 1 || n > (size_t)s->max_batch)
 		return cep__set_error(CEP_EINVAL, "a batch of %zu runs; this session takes 1 to %d",
 				      n, s->max_batch);
@@ -1508,7 +1515,7 @@ int engine_run_submit_batch(engine_session *s, const struct engine_batch_run *ru
 		return ret;
 	for (k = 0; k < n; k++)
 		memset(runs[k].run, 0, sizeof(*runs[k].run));
-	ret = batch_inputs_check(s, runs, n, &sig_len, &total);
+	ret = batch_inputs_check(s, runs, n, &sig_len, &total, bad);
 	if (ret < 0)
 		return ret;
 	p = plan_cache_find(&s->plans, s->sig, sig_len, plan_sig_hash(s->sig, sig_len), NULL);
@@ -1522,7 +1529,7 @@ int engine_run_submit_batch(engine_session *s, const struct engine_batch_run *ru
 	} else {
 		s->stats.plan_hits++;
 	}
-	ret = batch_outputs_check(s, p, runs, n, total);
+	ret = batch_outputs_check(s, p, runs, n, total, bad);
 	if (ret < 0)
 		return ret;
 	atomic_fetch_add_explicit(&p->inflight, (uint32_t)n, memory_order_relaxed);

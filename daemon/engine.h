@@ -377,8 +377,11 @@ struct engine_batch_run {
  * with engine_run_complete() as usual; a failure while queuing, or a bad
  * index, fails every run of the batch with the same error.
  *
- * Refuses, having queued nothing (the caller then runs them one by one,
- * which gives each its own error): CEP_EINVAL for a model that cannot
+ * Refuses, having queued nothing, and sets *bad to the index of the run
+ * that does not fit with the runs before it when the refusal is that
+ * run's own (its names, dtypes, shapes or output room; the caller may
+ * submit the others without it), else to n (the caller then runs them
+ * one by one, which gives each its own error): CEP_EINVAL for a model that cannot
  * batch (engine_model_batchable()), n out of range, or a run whose names
  * are missing, unknown or repeated; CEP_EDTYPE, CEP_ESHAPE when the runs
  * differ in an input's dtype, rank or a dimension other than 0, when the
@@ -391,7 +394,7 @@ struct engine_batch_run {
  * queued. The warm path allocates nothing.
  */
 int engine_run_submit_batch(engine_session *s, const struct engine_batch_run *runs,
-			    size_t n, unsigned flags);
+			    size_t n, unsigned flags, size_t *bad);
 
 /* ------------------------------------------------------------------- stats */
 

@@ -94,6 +94,9 @@ static engine_model *gather_model(void)
 	return load(b);
 }
 
+/* Where engine_run_submit_batch() says which run it refused. */
+static size_t bad;
+
 static float frand(unsigned *state)
 {
 	*state = *state * 1103515245u + 12345u;
@@ -252,7 +255,7 @@ static void run_batch(struct fx *f, const int *rows, int n, uint64_t seq0, unsig
 
 	for (k = 0; k < n; k++)
 		mrun_fill(f, k, rows[k], seq0 + (uint64_t)k, seed);
-	cr_assert_eq(engine_run_submit_batch(f->batch, f->br, (size_t)n, flags), 0, "%s",
+	cr_assert_eq(engine_run_submit_batch(f->batch, f->br, (size_t)n, flags, &bad), 0, "%s",
 		     cep_last_error());
 }
 
@@ -313,7 +316,7 @@ Test(engine_batch, a_warm_batch_allocates_nothing_and_a_cold_one_is_left_to_the_
 	fx_open(f, BACKEND_HOST_GRAPHS, mlp_model());
 	for (int k = 0; k < 3; k++)
 		mrun_fill(f, k, rows[k], 1 + (uint64_t)k, &seed);
-	cr_assert_eq(engine_run_submit_batch(f->batch, f->br, 3, ENGINE_SUBMIT_WARM),
+	cr_assert_eq(engine_run_submit_batch(f->batch, f->br, 3, ENGINE_SUBMIT_WARM, &bad),
 		     ENGINE_RUN_COLD);
 	engine_session_stats(f->batch, &st);
 	cr_assert_eq(st.plans_built, 0, "a warm submit plans nothing");
@@ -323,14 +326,14 @@ Test(engine_batch, a_warm_batch_allocates_nothing_and_a_cold_one_is_left_to_the_
 	complete_all(f, 3, 1);
 	for (int k = 0; k < 3; k++)
 		mrun_fill(f, k, rows[k], 10 + (uint64_t)k, &seed);
-	cr_assert_eq(engine_run_submit_batch(f->batch, f->br, 3, ENGINE_SUBMIT_WARM),
+	cr_assert_eq(engine_run_submit_batch(f->batch, f->br, 3, ENGINE_SUBMIT_WARM, &bad),
 		     ENGINE_RUN_COLD, "a capture is no warm submit either");
 	run_batch(f, rows, 3, 10, 0, &seed);
 	complete_all(f, 3, 10);
 	for (int k = 0; k < 3; k++)
 		mrun_fill(f, k, rows[k], 20 + (uint64_t)k, &seed);
 	before = allocs;
-	cr_assert_eq(engine_run_submit_batch(f->batch, f->br, 3, ENGINE_SUBMIT_WARM), 0, "%s",
+	cr_assert_eq(engine_run_submit_batch(f->batch, f->br, 3, ENGINE_SUBMIT_WARM, &bad), 0, "%s",
 		     cep_last_error());
 	cr_assert_eq(allocs, before, "a warm batch allocated %ld times", allocs - before);
 	complete_all(f, 3, 20);
@@ -343,7 +346,7 @@ Test(engine_batch, a_warm_batch_allocates_nothing_and_a_cold_one_is_left_to_the_
 
 		for (int k = 0; k < 2; k++)
 			mrun_fill(f, k, other[k], 30 + (uint64_t)k, &seed);
-		cr_assert_eq(engine_run_submit_batch(f->batch, f->br, 2, ENGINE_SUBMIT_WARM), 0,
+		cr_assert_eq(engine_run_submit_batch(f->batch, f->br, 2, ENGINE_SUBMIT_WARM, &bad), 0,
 			     "%s", cep_last_error());
 		complete_all(f, 2, 30);
 	}
@@ -379,7 +382,7 @@ static void failing_batch(unsigned flags)
 						  .arg = &done[k] };
 		br[k] = (struct engine_batch_run){ in[k], 2, &out[k], 1, &fence[k], &run[k] };
 	}
-	cr_assert_eq(engine_run_submit_batch(f->batch, br, 2, 0), 0, "%s", cep_last_error());
+	cr_assert_eq(engine_run_submit_batch(f->batch, br, 2, 0, &bad), 0, "%s", cep_last_error());
 	for (int k = 0; k < 2; k++) {
 		while (atomic_load(&done[k].calls) == 0)
 			sched_yield();
@@ -404,13 +407,15 @@ Test(engine_batch, a_failing_batch_fails_every_run_with_its_error)
 	failing_batch(BACKEND_HOST_ASYNC);
 }
 
-/* Submits what f->br holds and expects err with the message naming what. */
-static void expect_refused(struct fx *f, int n, int err, const char *what)
+/* Submits what f->br holds and expects err with the message naming what,
+ * blaming run want_bad (n: the batch as a whole). */
+static void expect_refused(struct fx *f, int n, int err, const char *what, size_t want_bad)
 {
-	cr_assert_eq(engine_run_submit_batch(f->batch, f->br, (size_t)n, 0), err,
+	cr_assert_eq(engine_run_submit_batch(f->batch, f->br, (size_t)n, 0, &bad), err,
 		     "want %s: %s", cep_err_name(err), cep_last_error());
 	cr_assert(strstr(cep_last_error(), what) != NULL, "'%s' lacks '%s'", cep_last_error(),
 		  what);
+	cr_assert_eq(bad, want_bad, "run %zu is blamed, not %zu", bad, want_bad);
 	for (int k = 0; k < n; k++) {
 		cr_assert_eq(atomic_load(&f->r[k].done.calls), 0, "nothing was queued");
 		cr_assert_null(f->r[k].run.plan);
@@ -431,29 +436,35 @@ Test(engine_batch, runs_that_do_not_fit_together_are_refused)
 	/* Too many runs, or none. */
 	for (int k = 0; k < 2; k++)
 		mrun_fill(f, k, rows[k], 1, &seed);
-	cr_assert_eq(engine_run_submit_batch(f->batch, f->br, MAX_RUNS + 1, 0), CEP_EINVAL);
-	cr_assert_eq(engine_run_submit_batch(f->batch, f->br, 0, 0), CEP_EINVAL);
+	cr_assert_eq(engine_run_submit_batch(f->batch, f->br, MAX_RUNS + 1, 0, &bad), CEP_EINVAL);
+	cr_assert_eq(bad, MAX_RUNS + 1, "too many runs is the batch's fault");
+	cr_assert_eq(engine_run_submit_batch(f->batch, f->br, 0, 0, &bad), CEP_EINVAL);
 	/* A session opened without max_batch takes no batches. */
-	cr_assert_eq(engine_run_submit_batch(f->single, f->br, 1, 0), CEP_EINVAL);
+	cr_assert_eq(engine_run_submit_batch(f->single, f->br, 1, 0, &bad), CEP_EINVAL);
 	/* The rows of one run's inputs disagree. */
 	f->r[1].zd[0] = 2;
 	f->r[1].in[0].bytes = sizeof(float) * 2 * 3;
-	expect_refused(f, 2, CEP_ESHAPE, "input 'z' has 2 rows, input 'x' 3");
+	expect_refused(f, 2, CEP_ESHAPE, "input 'z' has 2 rows, input 'x' 3", 1);
 	/* An input missing, or given twice. */
 	mrun_fill(f, 1, 3, 2, &seed);
 	f->br[1].n_inputs = 1;
-	expect_refused(f, 2, CEP_EINVAL, "gives 1 inputs");
+	expect_refused(f, 2, CEP_EINVAL, "gives 1 inputs", 1);
 	f->r[1].in[0].name = "x";
 	f->br[1].n_inputs = 2;
-	expect_refused(f, 2, CEP_EINVAL, "input 'x' is given twice");
+	expect_refused(f, 2, CEP_EINVAL, "input 'x' is given twice", 1);
+	/* Without the run at fault, the others go. */
+	cr_assert_eq(engine_run_submit_batch(f->batch, f->br, 1, 0, &bad), 0, "%s",
+		     cep_last_error());
+	complete_all(f, 1, 1);
+	mrun_fill(f, 0, 2, 1, &seed);
 	/* An output too small for the run's rows. */
 	mrun_fill(f, 1, 3, 2, &seed);
 	f->r[1].out[1].capacity = sizeof(float) * 2 * 3;
-	expect_refused(f, 2, CEP_ENOSPC, "run 1 of the batch: output 'y1' needs 36 bytes");
+	expect_refused(f, 2, CEP_ENOSPC, "run 1 of the batch: output 'y1' needs 36 bytes", 1);
 	/* A dtype the model does not take. */
 	mrun_fill(f, 1, 3, 2, &seed);
 	f->r[1].in[1].dtype = CEP_DTYPE_INT32;
-	expect_refused(f, 2, CEP_EDTYPE, "input 'x' is int32");
+	expect_refused(f, 2, CEP_EDTYPE, "input 'x' is int32", 1);
 	/* A fixed dimension the model does not have. */
 	mrun_fill(f, 0, 2, 1, &seed);
 	mrun_fill(f, 1, 3, 2, &seed);
@@ -461,7 +472,7 @@ Test(engine_batch, runs_that_do_not_fit_together_are_refused)
 	f->r[1].zd[1] = 2;
 	f->r[0].in[0].bytes = sizeof(float) * 2 * 2;
 	f->r[1].in[0].bytes = sizeof(float) * 3 * 2;
-	expect_refused(f, 2, CEP_ESHAPE, "input 'z': dimension 1 is 2, the model wants 3");
+	expect_refused(f, 2, CEP_ESHAPE, "input 'z': dimension 1 is 2, the model wants 3", 2);
 	fx_close(f);
 
 	/* Runs that differ in a dimension other than 0. */
@@ -478,10 +489,10 @@ Test(engine_batch, runs_that_do_not_fit_together_are_refused)
 						      &f->r[k].run };
 	}
 	memset(big, 0, sizeof(big));
-	expect_refused(f, 2, CEP_ESHAPE, "input 'x' has dimension 1 5, run 0's has 4");
+	expect_refused(f, 2, CEP_ESHAPE, "input 'x' has dimension 1 5, run 0's has 4", 1);
 	/* The same dimension is fine. */
 	rin[1] = rin[0];
-	cr_assert_eq(engine_run_submit_batch(f->batch, f->br, 2, 0), 0, "%s", cep_last_error());
+	cr_assert_eq(engine_run_submit_batch(f->batch, f->br, 2, 0, &bad), 0, "%s", cep_last_error());
 	for (int k = 0; k < 2; k++)
 		cr_assert_eq(engine_run_complete(f->batch, &f->r[k].run, NULL), 0);
 	fx_close(f);
@@ -491,7 +502,7 @@ Test(engine_batch, runs_that_do_not_fit_together_are_refused)
 	cr_assert_eq(engine_model_batchable(f->m), CEP_EINVAL);
 	cr_assert(strstr(cep_last_error(), "input 'x' has no symbolic dimension 0") != NULL,
 		  "%s", cep_last_error());
-	cr_assert_eq(engine_run_submit_batch(f->batch, f->br, 1, 0), CEP_EINVAL);
+	cr_assert_eq(engine_run_submit_batch(f->batch, f->br, 1, 0, &bad), CEP_EINVAL);
 	fx_close(f);
 	free(f);
 }
