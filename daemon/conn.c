@@ -527,10 +527,9 @@ static void conn_on_poll(uv_poll_t *h, int status, int events)
 		return;
 	}
 	if (c->busy && (events & UV_DISCONNECT)) {
-		/* Only watched for a run waiting in a batch window (no reading
-		 * while busy): the peer is gone. */
-		log_info("client %llu went away while its run waited in a batch window",
-			 (unsigned long long)c->id);
+		/* Watched while busy only for a run that waits, or waited, in
+		 * a batch window (nothing is read meanwhile): the peer is gone. */
+		log_info("client %llu went away with a run pending", (unsigned long long)c->id);
 		conn_free(c);
 		return;
 	}
