@@ -15,6 +15,11 @@
  * A job is allocated once per connection, on its first load or run, and
  * reused: a warm Run allocates nothing here.
  *
+ * Batching: a fenced Run of a session loaded with batching waits in its
+ * model's batch group (batch.h) instead of going to the engine; the
+ * connection stays busy, and the reply follows when the group flushes
+ * (batch_member_done()), as for a job on the thread pool.
+ *
  * Memory: a LoadModel takes its session id on the loop, before the work,
  * so that the engine charges the session's memory to (client, session)
  * in the server's account from the first byte; the session sits in the
