@@ -7,7 +7,8 @@
  * the same input gives unbatched (host kernels compute rows apart), and
  * the counters and `cudaepctl sessions` show the batches formed; a full
  * batch goes without waiting for its window; a session without batching
- * is never merged; a batch that fails fails each of its runs with the
+ * is never merged; a run that does not fit (too little output room) gets
+ * its own error while the others are merged; a batch that fails fails each of its runs with the
  * error; a model that cannot batch runs alone; a client killed while its
  * run waits in a window is dropped from it at once and leaves nothing
  * behind, the group's session and memory included. Without a GPU the
@@ -164,6 +165,7 @@ struct client {
 	int id;
 	bool batching;
 	int rows;                  /* of this round */
+	size_t room;               /* for y; 0: MAX_ROWS rows */
 	float *x, *y;              /* in the region */
 	int ret;
 	char why[256];
@@ -211,7 +213,7 @@ static void *client_run(void *arg)
 			  .dtype = CEP_DTYPE_FLOAT32, .rank = 2, .shape = { k->rows, D } };
 	cep_tensor out = { .name = "y", .region = k->r,
 			   .offset = sizeof(float) * MAX_ROWS * D,
-			   .bytes = sizeof(float) * MAX_ROWS * D };
+			   .bytes = k->room ? k->room : sizeof(float) * MAX_ROWS * D };
 
 	pthread_barrier_wait(k->start);
 	k->ret = cep_run(k->s, &in, 1, &out, 1);
@@ -391,6 +393,47 @@ Test(batch, a_full_batch_goes_at_once_and_a_plain_session_is_never_merged)
 	cr_assert_eq(e.batched_runs, 0);
 	session_entry(k[0].c, cep_session_id(k[1].s), &e);
 	cr_assert_eq(e.batched_runs, ROUNDS + 1);
+	for (int i = 0; i < CLIENTS; i++)
+		client_close(&k[i]);
+	pthread_barrier_destroy(&bar);
+	stop();
+}
+
+/* Four runs let go together fill a batch; the engine refuses one of them
+ * (too little room for its output), which gets CEP_ENOSPC with the room
+ * it needs, exactly as alone, while the other three are merged. */
+Test(batch, a_run_that_does_not_fit_goes_alone_and_the_others_are_merged)
+{
+	enum { CLIENTS = 4 };
+	static struct client k[CLIENTS];
+	pthread_barrier_t bar;
+	pthread_t th[CLIENTS];
+	unsigned seed = 17;
+
+	start("1000000", "4", NULL);
+	pthread_barrier_init(&bar, NULL, CLIENTS);
+	for (int i = 0; i < CLIENTS; i++) {
+		client_open(&k[i], i, true, &bar);
+		client_fill(&k[i], 1, &seed);
+	}
+	k[2].room = sizeof(float) * D - 4;
+	for (int i = 0; i < CLIENTS; i++)
+		cr_assert_eq(pthread_create(&th[i], NULL, client_run, &k[i]), 0);
+	for (int i = 0; i < CLIENTS; i++)
+		pthread_join(th[i], NULL);
+	for (int i = 0; i < CLIENTS; i++) {
+		if (i == 2) {
+			cr_assert_eq(k[i].ret, CEP_ENOSPC, "%s", cep_err_name(k[i].ret));
+			cr_assert(strstr(k[i].why, "output 'y' needs 128 bytes, 124 are given"),
+				  "%s", k[i].why);
+			continue;
+		}
+		cr_assert_eq(k[i].ret, 0, "client %d: %s", i, k[i].why);
+	}
+	cr_assert_eq(h_counter(k[0].c, "batch_size_3_4"), 1);
+	cr_assert_eq(h_counter(k[0].c, "batch_runs"), 3);
+	cr_assert_eq(h_counter(k[0].c, "batch_alone"), 1);
+	cr_assert_eq(h_counter(k[0].c, "batch_refused"), 0, "the batch went, without it");
 	for (int i = 0; i < CLIENTS; i++)
 		client_close(&k[i]);
 	pthread_barrier_destroy(&bar);
