@@ -209,6 +209,15 @@ typedef struct cep_session_options {
   cep_precision precision; /* CEP_PRECISION_FP32 by default */
   cep_priority priority;   /* CEP_PRIORITY_NORMAL by default */
   uint64_t memory_limit;   /* bytes of device memory; 0: no session limit */
+  int batching;            /* nonzero: the daemon may merge this session's
+                            * runs with those of other batching sessions of
+                            * the same model file, precision and priority
+                            * (of any client) into one run along dimension
+                            * 0, within its batch_window_us; each run keeps
+                            * its own fence, reply and error. For models
+                            * whose inputs and outputs all have one
+                            * symbolic dimension 0 and whose rows are
+                            * computed independently; other runs go alone */
 } cep_session_options;
 
 /*

@@ -166,6 +166,8 @@ static const struct ctl_field session_columns[] = {
 	COLUMN(cudaep_v1_SessionEntry, loaded_us, "LOADED", CTL_TYPE_U64, CTL_FMT_USEC),
 	COLUMN(cudaep_v1_SessionEntry, precision, "PRECISION", CTL_TYPE_PRECISION,
 	       CTL_FMT_PLAIN),
+	COLUMN(cudaep_v1_SessionEntry, batching, "BATCHING", CTL_TYPE_BOOL, CTL_FMT_PLAIN),
+	COLUMN(cudaep_v1_SessionEntry, batched_runs, "BATCHED", CTL_TYPE_U64, CTL_FMT_PLAIN),
 	COLUMN(cudaep_v1_SessionEntry, name, "NAME", CTL_TYPE_STR, CTL_FMT_PLAIN),
 };
 

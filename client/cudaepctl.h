@@ -39,6 +39,7 @@ enum ctl_type {
 	CTL_TYPE_I64,
 	CTL_TYPE_PRECISION, /* a cudaep_v1_Precision, shown by name ("fp16")
 	                     * in text and JSON alike */
+	CTL_TYPE_BOOL,      /* bool, shown as "yes" or "no" */
 };
 
 /* How a number reads in text; JSON always carries the raw number. */

@@ -60,6 +60,9 @@ static struct ctl_val field_val(const struct ctl_field *fld, const void *p)
 		memcpy(&prec, at, sizeof(prec));
 		v.str = precision_text(prec);
 		break;
+	case CTL_TYPE_BOOL:
+		v.str = *(const bool *)(const void *)at ? "yes" : "no";
+		break;
 	case CTL_TYPE_SECTION:
 		break;
 	}
@@ -422,7 +425,8 @@ void ctl_out_table(struct ctl_out *o, const char *title, const char *key,
 		if (fields[i].head == NULL)
 			continue;
 		/* Headings align as their column's values do. */
-		if (fields[i].type == CTL_TYPE_STR || fields[i].type == CTL_TYPE_PRECISION)
+		if (fields[i].type == CTL_TYPE_STR || fields[i].type == CTL_TYPE_PRECISION ||
+		    fields[i].type == CTL_TYPE_BOOL)
 			fprintf(o->f, "%-*s", last ? 0 : (int)width[i],
 				fields[i].head);
 		else

@@ -154,6 +154,7 @@ static int session_load(cep_client *c, int model_fd, int dir_fd,
 		lm->options.precision = (cudaep_v1_Precision)opts->precision;
 		lm->options.priority = (cudaep_v1_Priority)opts->priority;
 		lm->options.memory_limit = opts->memory_limit;
+		lm->options.batching = opts->batching != 0;
 	}
 	c->resp->cb_body.funcs.decode = body_prepare;
 	c->resp->cb_body.arg = &lists;

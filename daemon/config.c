@@ -35,6 +35,8 @@ enum key_type {
 	KEY_BACKEND,
 	KEY_ORDINAL,
 	KEY_DIR,
+	KEY_USEC,    /* microseconds, 0 to CONFIG_BATCH_WINDOW_MAX_US */
+	KEY_BATCH,   /* a count, 1 to CONFIG_BATCH_MAX */
 };
 
 struct config_key {
@@ -112,6 +114,14 @@ static const struct config_key config_keys[] = {
 	  "directory of compiled kernels, kept across restarts; empty: "
 	  "/var/cache/cudaep for root, else $XDG_CACHE_HOME/cudaep or "
 	  "~/.cache/cudaep" },
+	{ "batch_window_us", KEY_USEC, FIELD(batch_window_us), 0, "100",
+	  "microseconds a run of a batching session (SessionOptions.batching) "
+	  "waits for runs of other batching sessions of the same model, "
+	  "precision and priority to be merged with it; 0: merges only runs "
+	  "already waiting; at most 1000000" },
+	{ "batch_max", KEY_BATCH, FIELD(batch_max), 0, "32",
+	  "most runs, and most rows (their dimension 0 summed), of one merged "
+	  "batch; a full batch goes at once; 1 to 1024" },
 };
 
 #define N_KEYS (sizeof(config_keys) / sizeof(config_keys[0]))
@@ -122,6 +132,7 @@ static const char *const key_metavar[] = {
 	[KEY_SIZE] = "SIZE", [KEY_LIMIT] = "SIZE", [KEY_MSEC] = "MS",
 	[KEY_MODE] = "MODE", [KEY_GROUP] = "GROUP",
 	[KEY_BACKEND] = "NAME", [KEY_ORDINAL] = "N", [KEY_DIR] = "DIR",
+	[KEY_USEC] = "US", [KEY_BATCH] = "N",
 };
 
 static int say(char *err, size_t errlen, const char *fmt, ...)
@@ -313,6 +324,20 @@ static int key_apply(struct config *cfg, const struct config_key *k,
 			return say(err, errlen, k->type == KEY_MAX ?
 				   "'%s' is not a number (0 for no limit)" :
 				   "'%s' is not a number of milliseconds", value);
+		*(uint32_t *)(void *)field = u32;
+		return 0;
+	case KEY_USEC:
+		if (strcmp(value, "0") == 0)
+			u32 = 0;
+		else if (parse_count(value, &u32) != 0 || u32 > CONFIG_BATCH_WINDOW_MAX_US)
+			return say(err, errlen, "'%s' is not a number of microseconds from 0 "
+				   "to %d", value, CONFIG_BATCH_WINDOW_MAX_US);
+		*(uint32_t *)(void *)field = u32;
+		return 0;
+	case KEY_BATCH:
+		if (parse_count(value, &u32) != 0 || u32 > CONFIG_BATCH_MAX)
+			return say(err, errlen, "'%s' is not a number from 1 to %d", value,
+				   CONFIG_BATCH_MAX);
 		*(uint32_t *)(void *)field = u32;
 		return 0;
 	case KEY_SIZE:

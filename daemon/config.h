@@ -20,6 +20,8 @@
 #define CONFIG_GROUP_MAX 64
 #define CONFIG_FILE_MAX  4096
 #define CONFIG_DIR_MAX   896 /* the kernel cache's directory, with its NUL */
+#define CONFIG_BATCH_WINDOW_MAX_US 1000000 /* batch_window_us: at most 1 s */
+#define CONFIG_BATCH_MAX 1024              /* batch_max: at most this */
 
 /* config_load()'s answer when the daemon should go on and run. */
 #define CONFIG_RUN (-1)
@@ -63,6 +65,10 @@ struct config {
 	int backend;                         /* enum config_backend */
 	int device;                          /* CUDA device ordinal, >= 0 */
 	char cache_dir[CONFIG_DIR_MAX];      /* kernel cache; "" = the default */
+	uint32_t batch_window_us;            /* how long a run of a batching
+	                                      * session waits for others, us;
+	                                      * 0: only those already there */
+	uint32_t batch_max;                  /* runs, and rows, of one batch */
 	char file[CONFIG_FILE_MAX];          /* INI file read; "" = none */
 };
 

@@ -129,6 +129,8 @@ void conn_free(struct conn *c)
 {
 	if (c == NULL || c->closing)
 		return;
+	if (c->batch_waiting)
+		dispatch_batch_drop(c);
 	if (c->busy || c->dispatching || c->fence.inflight > 0) {
 		/* Its job may be reading its regions or running one of its
 		 * sessions right now, and queued runs still copy into its
@@ -171,6 +173,10 @@ static void conn_poll_update(struct conn *c)
 		return;
 	if (!c->read_paused && !c->close_after_flush && !c->busy)
 		events |= UV_READABLE | UV_DISCONNECT;
+	else if (c->batch_waiting)
+		/* Its run waits for others to be merged with: a client that
+		 * goes away meanwhile is dropped from the batch at once. */
+		events |= UV_DISCONNECT;
 	if (c->out_head != NULL)
 		events |= UV_WRITABLE;
 	if (events == c->poll_events)
@@ -517,6 +523,13 @@ static void conn_on_poll(uv_poll_t *h, int status, int events)
 		else
 			log_notice("client %llu: poll: %s", (unsigned long long)c->id,
 				   uv_strerror(status));
+		conn_free(c);
+		return;
+	}
+	if (c->busy && (events & UV_DISCONNECT)) {
+		/* Watched while busy only for a run that waits, or waited, in
+		 * a batch window (nothing is read meanwhile): the peer is gone. */
+		log_info("client %llu went away with a run pending", (unsigned long long)c->id);
 		conn_free(c);
 		return;
 	}

@@ -55,6 +55,9 @@ struct conn {
 	bool dispatching;               /* inside dispatch_packet(), which may
 	                                 * finish runs and so fail a send */
 	bool free_deferred;             /* gone; free it when the job ends */
+	bool batch_waiting;             /* busy with a run waiting in a batch
+	                                 * window (batch.h): its going away is
+	                                 * watched, to drop the run at once */
 	int poll_events;                /* UV_* events polled now */
 	char name[CEP_MAX_CLIENT_NAME]; /* from Hello, printable */
 	uint64_t requests;              /* packets received */

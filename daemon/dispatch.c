@@ -410,6 +410,8 @@ static int handle_sessions(struct req *r)
 			e->capture_error = sess->stats.capture_error;
 			e->plan_bytes = sess->stats.plan_bytes;
 			e->weight_bytes = sess->stats.weight_bytes;
+			e->batching = sess->batch != NULL;
+			e->batched_runs = sess->batched_runs;
 		}
 	}
 	cudaep__v1__sessions_reply__init(rep);

@@ -52,6 +52,12 @@ int dispatch_packet(struct server *s, struct conn *c, const uint8_t *buf,
 struct job;
 void dispatch_job_free(struct job *j);
 
+/* For conn_free(): when c's run waits in a batch window (c->batch_waiting),
+ * takes it out of the window and gives back its fence record, so that c is
+ * no longer busy with it. Does nothing otherwise, or when the run is being
+ * submitted already (its completion then finds c gone). */
+void dispatch_batch_drop(struct conn *c);
+
 /*
  * Encodes a Response with request id id and status code (negative) with
  * message into out (CEP_MAX_PACKET bytes), for packets refused before

@@ -15,6 +15,11 @@
  * A job is allocated once per connection, on its first load or run, and
  * reused: a warm Run allocates nothing here.
  *
+ * Batching: a fenced Run of a session loaded with batching waits in its
+ * model's batch group (batch.h) instead of going to the engine; the
+ * connection stays busy, and the reply follows when the group flushes
+ * (batch_member_done()), as for a job on the thread pool.
+ *
  * Memory: a LoadModel takes its session id on the loop, before the work,
  * so that the engine charges the session's memory to (client, session)
  * in the server's account from the first byte; the session sits in the
@@ -31,6 +36,7 @@
 #include <unistd.h>
 
 #include "access.h"
+#include "batch.h"
 #include "conn.h"
 #include "cudaep.h"
 #include "dispatch.h"
@@ -78,6 +84,7 @@ struct job {
 		size_t len;
 		char name[CEP_MAX_OBJ_NAME];
 		struct engine_session_options opts;
+		bool batching;        /* SessionOptions.batching */
 		uint64_t session_id;  /* taken on the loop; its table entry
 		                       * waits for es */
 		engine_session *es;   /* the result, until a session owns it */
@@ -90,6 +97,7 @@ struct job {
 		struct job_tensor tin[CEP_MAX_IO];
 		struct job_tensor tout[CEP_MAX_IO];
 		struct fence_run *fr; /* JOB_RUN_FENCED: its record */
+		struct batch_member bm; /* while it is its batch group's */
 	} run;
 };
 
@@ -337,6 +345,28 @@ oom:
 			      "session %llu", (unsigned long long)sess->id);
 }
 
+/* Puts a session that asked for batching into its model's group. One
+ * whose model cannot batch runs alone, which the log says. */
+static void batching_open(struct job *j, struct session *sess)
+{
+	int ret;
+
+	/* Detached connections (tests) run inline: nothing to wait with. */
+	if (j->s->loop == NULL || j->c->fd < 0)
+		return;
+	ret = batch_group_get(&j->s->batches, sess->engine, j->load.opts.priority,
+			      &sess->batch);
+	if (ret != 0) {
+		log_notice("client %llu session %llu asked for batching; its runs go alone: "
+			   "%s", (unsigned long long)j->c->id, (unsigned long long)sess->id,
+			   cep_last_error());
+		return;
+	}
+	log_info("client %llu session %llu: its runs may be merged with other batching "
+		 "sessions' runs of its model", (unsigned long long)j->c->id,
+		 (unsigned long long)sess->id);
+}
+
 static int load_finish(struct job *j, struct req *r)
 {
 	Cudaep__V1__LoadModelReply *rep = &r->body->load_model;
@@ -366,6 +396,8 @@ static int load_finish(struct job *j, struct req *r)
 	sess->opts = j->load.opts;
 	sess->loaded_ns = uv_hrtime();
 	j->load.es = NULL;
+	if (j->load.batching)
+		batching_open(j, sess);
 	log_info("client %llu loaded session %llu '%s': %d nodes, %.1f ms",
 		 (unsigned long long)j->c->id, (unsigned long long)sess->id,
 		 sess->name, engine_model_node_count(engine_session_model(sess->engine)),
@@ -479,11 +511,10 @@ static int job_finish(struct job *j, struct req *r)
 	}
 }
 
-/* The thread pool's completion, on the loop: reply, then let the
- * connection go on (or go). */
-static void job_after(uv_work_t *w, int status)
+/* The end of a job that left the request's handler, on the loop: reply,
+ * then let the connection go on (or go). */
+static void job_reply(struct job *j)
 {
-	struct job *j = container_of(w, struct job, work);
 	struct server *s = j->s;
 	struct conn *c = j->c;
 	Cudaep__V1__Response resp = CUDAEP__V1__RESPONSE__INIT;
@@ -496,11 +527,6 @@ static void job_after(uv_work_t *w, int status)
 	size_t len;
 	int ret;
 
-	stats_gauge_add(&s->stats, STATS_GAUGE_JOBS, -1);
-	if (status != 0 && j->ret == 0) {
-		j->ret = CEP_ECANCELED;
-		snprintf(j->msg, sizeof(j->msg), "the request was canceled");
-	}
 	if (c->free_deferred) {
 		/* The client is gone: drop what the job made, reply to no one;
 		 * a run it queued completes first. */
@@ -541,6 +567,95 @@ static void job_after(uv_work_t *w, int status)
 	/* A job that failed on a lost context begins the recovery; one that
 	 * a recovery waited for lets it go on. */
 	recover_note(s);
+}
+
+/* The thread pool's completion. */
+static void job_after(uv_work_t *w, int status)
+{
+	struct job *j = container_of(w, struct job, work);
+
+	stats_gauge_add(&j->s->stats, STATS_GAUGE_JOBS, -1);
+	if (status != 0 && j->ret == 0) {
+		j->ret = CEP_ECANCELED;
+		snprintf(j->msg, sizeof(j->msg), "the request was canceled");
+	}
+	job_reply(j);
+}
+
+/* ----------------------------------------------------------------- batches */
+
+/* How a run of j left its batch group (batch.h), on the loop. */
+static void batch_member_done(struct batch_member *bm, enum batch_outcome how)
+{
+	struct job *j = container_of(bm, struct job, run.bm);
+	struct conn *c = j->c;
+	int ret;
+
+	c->batch_waiting = false;
+	if (how == BATCH_SUBMITTED) {
+		j->ret = 0;
+		j->run.sess->batched_runs++;
+		job_reply(j);
+		return;
+	}
+	/* Alone, as any fenced run; for a client gone meanwhile, not at all. */
+	if (c->free_deferred) {
+		j->ret = CEP_ECANCELED;
+		job_reply(j);
+		return;
+	}
+	if (j->s->backend->caps & BACKEND_CAP_ASYNC) {
+		cep__clear_error();
+		j->ret = job_run_submit(j, ENGINE_SUBMIT_WARM);
+		if (j->ret != ENGINE_RUN_COLD) {
+			if (j->ret != 0)
+				snprintf(j->msg, sizeof(j->msg), "%s", cep_last_error());
+			job_reply(j);
+			return;
+		}
+	}
+	j->ret = 0;
+	ret = uv_queue_work(j->s->loop, &j->work, job_work, job_after);
+	if (ret == 0) {
+		stats_gauge_add(&j->s->stats, STATS_GAUGE_JOBS, 1);
+		return;
+	}
+	log_warning("uv_queue_work: %s; working on the loop", uv_strerror(ret));
+	job_work(&j->work);
+	job_reply(j);
+}
+
+/* Hands the fenced run of j to its session's batch group; false when it
+ * is to run alone now (nothing to batch along, or the group no longer
+ * merges). */
+static bool batch_start(struct job *j)
+{
+	struct fence_run *fr = j->run.fr;
+	const struct engine_input *x = &j->run.in[0];
+
+	if (j->run.n_in == 0 || x->rank < 1)
+		return false;
+	j->run.bm = (struct batch_member){
+		.run = { j->run.in, j->run.n_in, j->run.out, j->run.n_out, &fr->fence, &fr->er },
+		.rows = x->dims[0],
+		.done = batch_member_done,
+	};
+	return batch_add(j->run.sess->batch, &j->run.bm);
+}
+
+void dispatch_batch_drop(struct conn *c)
+{
+	struct job *j = c->job;
+
+	if (!c->batch_waiting || j == NULL || !batch_member_cancel(&j->run.bm))
+		return;
+	c->batch_waiting = false;
+	stats_count(&c->server->stats, STATS_COUNTER_BATCH_DROPPED, 1);
+	log_info("client %llu session %llu: its run waiting in a batch window is dropped",
+		 (unsigned long long)c->id, (unsigned long long)j->run.sess->id);
+	fence_run_abort(j->run.fr);
+	j->run.fr = NULL;
+	c->busy = false;
 }
 
 /* Runs j: on the thread pool for a connection with a socket (the reply
@@ -656,6 +771,7 @@ int dispatch__load_model(struct req *r, const Cudaep__V1__LoadModel *m)
 	dispatch__name_copy(j->load.name, sizeof(j->load.name),
 			    m->options && m->options->name ? m->options->name : "");
 	options_copy(&j->load.opts, m->options);
+	j->load.batching = m->options != NULL && m->options->batching;
 	ret = memory_owner_open(r, j);
 	if (ret != 0) {
 		fd_close(r->s, &j->load.model_fd);
@@ -788,6 +904,13 @@ static int run_fenced(struct req *r, const Cudaep__V1__Run *m, struct job *j)
 		fence_run_hold(fr, region_table_find(&r->c->regions, j->run.tin[i].region_id));
 	for (i = 0; i < j->run.n_out; i++)
 		fence_run_hold(fr, region_table_find(&r->c->regions, j->run.tout[i].region_id));
+	/* A batching session's run waits in its group's window; the reply
+	 * comes when the group flushes (batch_member_done()). */
+	if (r->c->fd >= 0 && j->run.sess->batch != NULL && batch_start(j)) {
+		r->c->busy = true;
+		r->c->batch_waiting = true;
+		return DISPATCH__DEFERRED;
+	}
 	if (r->c->fd >= 0 && (r->s->backend->caps & BACKEND_CAP_ASYNC)) {
 		cep__clear_error();
 		j->ret = job_run_submit(j, ENGINE_SUBMIT_WARM);

@@ -158,6 +158,17 @@ const struct engine_tensor_info *engine_model_output(const engine_model *m, int 
 /* Live nodes after optimization (for logs and tests). */
 int engine_model_node_count(const engine_model *m);
 
+/*
+ * Whether runs of m may be merged into one along dimension 0: every input
+ * and every output has rank 1 or more and a symbolic dimension 0, all
+ * named by the same dim_param (the batch). Returns 0, or CEP_EINVAL with
+ * a message naming the first tensor that does not ("output 'y' has no
+ * symbolic dimension 0"). Rows that depend on each other (a reduction
+ * over dimension 0) cannot be told from the file: merging is the
+ * caller's choice.
+ */
+int engine_model_batchable(const engine_model *m);
+
 /* The precision m was loaded for: CEP_PRECISION_FP32 (for fp32 and tf32
  * sessions), CEP_PRECISION_FP16 or CEP_PRECISION_BF16. */
 cep_precision engine_model_precision(const engine_model *m);
@@ -181,7 +192,14 @@ struct engine_session_options {
 	                          * outlive the session. NULL: a private one
 	                          * of the session's own (memory_limit holds) */
 	struct alloc_owner owner; /* the client and session charged (session
-	                           * != 0); ignored without an account */
+	                           * != 0), or ALLOC_OWNER_SHARED for a session
+	                           * of the daemon's own (memory_limit is then
+	                           * ignored: only the global limit counts);
+	                           * ignored without an account */
+	int max_batch;          /* runs one engine_run_submit_batch() may
+	                         * merge (its scratch is allocated here, so
+	                         * that a warm batch allocates nothing); 0:
+	                         * the session submits no batches */
 };
 
 /*
@@ -285,6 +303,12 @@ struct engine_run {
 	                                * run fails if it records a bad index */
 	bool seq_queued;               /* the device writes the fence; otherwise
 	                                * done must (after the status) */
+	/* A run of a batch whose fault record is another run's: its host
+	 * function copies that record into its own, then calls done. */
+	const struct backend_fault *fault_from;
+	struct backend_fault *fault_to;
+	backend_host_fn done;
+	void *arg;
 	char msg[512];                 /* err's message */
 };
 
@@ -321,12 +345,56 @@ int engine_run_submit(engine_session *s, const struct engine_input *inputs, size
 /*
  * Ends a run of s whose done function has been called: returns 0, or the
  * run's error with its message (run->err from queuing, or CEP_EINVAL for a
- * bad index recorded in fault, naming the node), and lets its plan go. It
+ * bad index recorded in fault, naming the node), and lets its plan go. s
+ * may be any session of the run's model (it reads only the model): a run
+ * of a batch may be completed with its client's session. It
  * touches nothing of s that a thread using s meanwhile does, so it may run
  * on any thread. Calling it for a run not in flight does nothing.
  */
 int engine_run_complete(engine_session *s, struct engine_run *run,
 			const struct backend_fault *fault);
+
+/* One run of a batch: what engine_run_submit() takes for a single run. */
+struct engine_batch_run {
+	const struct engine_input *inputs;  /* (n_inputs) */
+	size_t n_inputs;
+	struct engine_output *outputs;      /* (n_outputs) */
+	size_t n_outputs;
+	const struct engine_fence *fence;   /* its own, as for one run */
+	struct engine_run *run;             /* caller memory, as for one run */
+};
+
+/*
+ * Submits n runs (1 <= n <= the session's max_batch) as one: the plan for
+ * their inputs stacked along dimension 0 (the batch: the sum of the runs'
+ * dimension 0), per input one copy per run into its rows of the plan's
+ * input block, the plan once, per output asked for one copy per run out
+ * of its rows, then for each run in order its fault record (copied once
+ * from the device, into the last checked run's record, and from there
+ * into the others' by their host functions), its fence and its done
+ * function. Each run's outputs are described as engine_run_submit()
+ * describes them (dimension 0: its own rows), and each run is completed
+ * with engine_run_complete() as usual; a failure while queuing, or a bad
+ * index, fails every run of the batch with the same error.
+ *
+ * Refuses, having queued nothing, and sets *bad to the index of the run
+ * that does not fit with the runs before it when the refusal is that
+ * run's own (its names, dtypes, shapes or output room; the caller may
+ * submit the others without it), else to n (the caller then runs them
+ * one by one, which gives each its own error): CEP_EINVAL for a model that cannot
+ * batch (engine_model_batchable()), n out of range, or a run whose names
+ * are missing, unknown or repeated; CEP_EDTYPE, CEP_ESHAPE when the runs
+ * differ in an input's dtype, rank or a dimension other than 0, when the
+ * inputs of one run differ in dimension 0, or when the plan's outputs do
+ * not have the batch as dimension 0; CEP_ENOSPC when a run's output room
+ * is too small; the errors of planning (not with ENGINE_SUBMIT_WARM,
+ * which returns ENGINE_RUN_COLD as for one run). Plans are built with no
+ * input values: a model whose shapes depend on input values refuses with
+ * the planner's CEP_EUNSUPPORTED. Returns 0 once every done function is
+ * queued. The warm path allocates nothing.
+ */
+int engine_run_submit_batch(engine_session *s, const struct engine_batch_run *runs,
+			    size_t n, unsigned flags, size_t *bad);
 
 /* ------------------------------------------------------------------- stats */
 
@@ -346,6 +414,8 @@ struct engine_stats {
 	uint64_t capture_failures; /* plans whose capture failed: they run
 	                            * eagerly (capture_error says why) */
 	char capture_error[160];   /* the last capture failure's message, or "" */
+	uint64_t batches;          /* engine_run_submit_batch() calls that queued */
+	uint64_t batched_runs;     /* the runs they merged */
 };
 
 /* One kernel launch of a profiled run. */

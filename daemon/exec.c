@@ -126,18 +126,12 @@ bool exec_captures_next(const struct plan *p, const struct backend *be)
 	       p->runs >= 1 && p->n_steps > 0;
 }
 
-/* Copies in, steps, copies out, queued on s. */
-static int exec_queue(const struct graph *g, struct plan *p, struct backend *be,
-		      struct backend_stream *s, const void *const *inputs,
-		      void *const *outputs)
+/* The steps of p, queued on s: launched, captured or replayed. */
+static int exec_steps(const struct graph *g, struct plan *p, struct backend *be,
+		      struct backend_stream *s)
 {
-	int i, ret;
+	int ret;
 
-	for (i = 0; i < p->n_inputs; i++) {
-		ret = backend_copy_h2d(be, s, p->inputs[i].dev, inputs[i], p->inputs[i].bytes);
-		if (ret < 0)
-			return ret;
-	}
 	/* The first run goes eagerly (lazy set-up inside kernels must not be
 	 * captured); the second is captured; later ones replay. */
 	if (exec_captures_next(p, be)) {
@@ -153,9 +147,23 @@ static int exec_queue(const struct graph *g, struct plan *p, struct backend *be,
 		}
 	}
 	if (p->graph)
-		ret = backend_graph_replay(be, p->graph, s);
-	else
-		ret = launch_steps(g, p, be, s);
+		return backend_graph_replay(be, p->graph, s);
+	return launch_steps(g, p, be, s);
+}
+
+/* Copies in, steps, copies out, queued on s. */
+static int exec_queue(const struct graph *g, struct plan *p, struct backend *be,
+		      struct backend_stream *s, const void *const *inputs,
+		      void *const *outputs)
+{
+	int i, ret;
+
+	for (i = 0; i < p->n_inputs; i++) {
+		ret = backend_copy_h2d(be, s, p->inputs[i].dev, inputs[i], p->inputs[i].bytes);
+		if (ret < 0)
+			return ret;
+	}
+	ret = exec_steps(g, p, be, s);
 	if (ret < 0)
 		return ret;
 	for (i = 0; i < p->n_outputs; i++) {
@@ -239,6 +247,52 @@ int exec_submit(const struct graph *g, struct plan *p, struct backend *be,
 	if (ret == 0)
 		p->runs++;
 	return ret;
+}
+
+int exec_submit_batch(const struct graph *g, struct plan *p, struct backend *be,
+		      struct backend_stream *s, size_t n, const int64_t *rows,
+		      const void *const *inputs, void *const *outputs)
+{
+	int64_t total = 0;
+	size_t k, at;
+	int i, ret;
+
+	for (k = 0; k < n; k++)
+		total += rows[k];
+	/* Each run's rows are a contiguous slice of every input and output:
+	 * the row's bytes are the tensor's over the batch. */
+	for (i = 0; i < p->n_inputs && total > 0; i++) {
+		size_t row = p->inputs[i].bytes / (size_t)total;
+
+		for (k = 0, at = 0; k < n; at += row * (size_t)rows[k], k++) {
+			if (rows[k] == 0 || row == 0)
+				continue;
+			ret = backend_copy_h2d(be, s, (unsigned char *)p->inputs[i].dev + at,
+					       inputs[k * (size_t)p->n_inputs + (size_t)i],
+					       row * (size_t)rows[k]);
+			if (ret < 0)
+				return ret;
+		}
+	}
+	ret = exec_steps(g, p, be, s);
+	if (ret < 0)
+		return ret;
+	for (i = 0; i < p->n_outputs && total > 0; i++) {
+		size_t row = p->outputs[i].bytes / (size_t)total;
+
+		for (k = 0, at = 0; k < n; at += row * (size_t)rows[k], k++) {
+			void *dst = outputs[k * (size_t)p->n_outputs + (size_t)i];
+
+			if (!dst || rows[k] == 0 || row == 0)
+				continue;
+			ret = backend_copy_d2h(be, s, dst, (unsigned char *)p->outputs[i].dev + at,
+					       row * (size_t)rows[k]);
+			if (ret < 0)
+				return ret;
+		}
+	}
+	p->runs++;
+	return 0;
 }
 
 int exec_fault(const struct graph *g, const struct plan *p,

@@ -55,6 +55,18 @@ int exec_submit(const struct graph *g, struct plan *p, struct backend *be,
 		struct backend_stream *s, const void *const *inputs,
 		void *const *outputs);
 
+/*
+ * exec_submit() for n runs stacked along dimension 0 in one run of p,
+ * whose inputs and outputs all have dimension 0 equal to the sum of rows
+ * (rows[k] for run k): run k's input i (inputs[k * p->n_inputs + i]) is
+ * copied into its rows of p's input i, and its output i (outputs[k *
+ * p->n_outputs + i], NULL: not wanted) out of its rows of p's output i.
+ * Returns as exec_submit().
+ */
+int exec_submit_batch(const struct graph *g, struct plan *p, struct backend *be,
+		      struct backend_stream *s, size_t n, const int64_t *rows,
+		      const void *const *inputs, void *const *outputs);
+
 /* Whether the next run of p on be captures its steps as a graph (which
  * takes longer than queuing them: instantiating a graph). */
 bool exec_captures_next(const struct plan *p, const struct backend *be);

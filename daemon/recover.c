@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "batch.h"
 #include "conn.h"
 #include "cudaep.h"
 #include "error.h"
@@ -224,6 +225,7 @@ static void recover_run(struct server *s)
 	/* Joins the sessions' streams: after this nothing writes into a
 	 * client's region, and the runs may drop their holds. */
 	recover_sessions_close(s);
+	batcher_sessions_close(&s->batches);
 	fence_recover_finish(s);
 	for (c = s->conns; c != NULL; c = c->next) {
 		fence_page_unpin(s, c);
@@ -239,6 +241,7 @@ static void recover_run(struct server *s)
 		t.regions_unpinned += region_table_repin(&c->regions);
 	}
 	recover_sessions_open(s, &t);
+	batcher_sessions_open(&s->batches);
 	ns = uv_hrtime() - t0;
 	stats_count(&s->stats, STATS_COUNTER_RECOVERIES, 1);
 	stats_count(&s->stats, STATS_COUNTER_RECOVERY_RUNS_FAILED, t.runs_failed);

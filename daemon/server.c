@@ -109,6 +109,7 @@ int server_new(const struct config *cfg, struct server **out)
 	region_pool_init(&s->regions, &limits, &s->stats);
 	session_pool_init(&s->sessions, &s->stats);
 	fence_queue_init(&s->fences);
+	batcher_init(&s->batches, s);
 	ret = reqarena_init(&s->arena, ARENA_BLOCK, ARENA_LIMIT);
 	if (ret != 0)
 		goto fail;
@@ -742,6 +743,9 @@ int server_reload(struct server *s)
 	RELOAD_FIXED(device, "device");
 	RELOAD_FIXED(cache_dir, "cache_dir");
 	RELOAD_FIXED(pool_bytes, "pool_bytes");
+	RELOAD_FIXED(batch_max, "batch_max");
+	s->cfg.batch_window_us = nc.batch_window_us;
+	s->batches.window_ns = (uint64_t)nc.batch_window_us * 1000;
 	s->cfg.log_level = nc.log_level;
 	log_level_set(nc.log_level);
 	s->cfg.max_connections = nc.max_connections;

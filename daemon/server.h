@@ -21,6 +21,7 @@
 
 #include "account.h"
 #include "backend.h"
+#include "batch.h"
 #include "config.h"
 #include "engine.h"
 #include "fence.h"
@@ -48,6 +49,7 @@ struct server {
 	struct region_pool regions;     /* limits and totals of all regions */
 	struct session_pool sessions;   /* ids and count of all sessions */
 	struct fence_queue fences;      /* completions of runs in flight */
+	struct batcher batches;         /* groups of batching sessions */
 	struct reqarena arena;          /* the request being served */
 	uint8_t *in_buf;                /* CEP_MAX_PACKET + 1 bytes */
 	uint8_t *out_buf;               /* CEP_MAX_PACKET: its response */
@@ -95,10 +97,11 @@ void server_set_args(struct server *s, int argc, char **argv);
 /*
  * Reads the configuration again from s's command line and applies what can
  * change while serving: log_level, max_connections, the region limits,
- * memory_limit, client_memory_limit, the uid_max_* limits, trim_idle_ms
- * and admin_group. A
+ * memory_limit, client_memory_limit, the uid_max_* limits, trim_idle_ms,
+ * admin_group and batch_window_us. A
  * changed key that cannot (socket, socket_mode, socket_group, backend,
- * device, cache_dir, pool_bytes) is logged as needing a restart. An
+ * device, cache_dir, pool_bytes, batch_max) is logged as needing a
+ * restart. An
  * invalid configuration is logged and the old one kept. Returns 0 or the
  * configuration's exit status (2).
  */

@@ -33,6 +33,9 @@ static void session_destroy(struct session_table *t, struct session *s)
 	stats_count(t->pool->stats, STATS_COUNTER_SESSIONS_UNLOADED, 1);
 	engine_session_free(s->engine);
 	engine_model_unref(s->restore_model);
+	/* After its own engine session: the group may take the model's last
+	 * device copy of the weights with it. */
+	batch_group_unref(s->batch);
 	free(s);
 }
 

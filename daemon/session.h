@@ -18,6 +18,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "batch.h"
 #include "cep_limits.h"
 #include "engine.h"
 #include "idtable.h"
@@ -35,6 +36,10 @@ struct session {
 	                              * event loop after each run so that
 	                              * cudaepctl never reads them while a
 	                              * run on the thread pool writes them */
+	struct batch_group *batch;   /* its group (a reference) when its runs
+	                              * may be merged with others'; NULL:
+	                              * they run alone (batch.h) */
+	uint64_t batched_runs;       /* of runs, those merged into a batch */
 	uint32_t inflight;           /* runs in flight that hold it */
 	bool unloaded;               /* out of its table, freed with its last
 	                              * run */

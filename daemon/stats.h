@@ -77,7 +77,23 @@
 	X(RECOVERY_RUNS_FAILED, "recovery_runs_failed",                        \
 	  "runs in flight that a lost context kept from completing")          \
 	X(RECOVERY_NS, "recovery_ns",                                          \
-	  "nanoseconds spent replacing lost contexts")
+	  "nanoseconds spent replacing lost contexts")                         \
+	X(BATCHES, "batches",                                                  \
+	  "batches of runs of batching sessions merged into one engine run")   \
+	X(BATCH_RUNS, "batch_runs", "runs merged into those batches")          \
+	X(BATCH_ALONE, "batch_alone",                                          \
+	  "runs of batching sessions that ran alone: one in its window, or "   \
+	  "in a batch the engine refused")                                     \
+	X(BATCH_REFUSED, "batch_refused",                                      \
+	  "batches the engine refused to merge (their runs ran alone)")        \
+	X(BATCH_DROPPED, "batch_dropped",                                      \
+	  "runs dropped from a batch window because their client went away")   \
+	X(BATCH_SIZE_2, "batch_size_2", "batches of 2 runs")                   \
+	X(BATCH_SIZE_3_4, "batch_size_3_4", "batches of 3 to 4 runs")          \
+	X(BATCH_SIZE_5_8, "batch_size_5_8", "batches of 5 to 8 runs")          \
+	X(BATCH_SIZE_9_16, "batch_size_9_16", "batches of 9 to 16 runs")       \
+	X(BATCH_SIZE_17_32, "batch_size_17_32", "batches of 17 to 32 runs")    \
+	X(BATCH_SIZE_33_UP, "batch_size_33_up", "batches of more than 32 runs")
 
 #define STATS_GAUGES(X)                                                        \
 	X(CONNECTIONS, "connections", "open connections")                      \
@@ -90,7 +106,12 @@
 	  "runs with a fence queued and not yet completed")                    \
 	X(LAST_RECOVERY, "last_recovery_time",                                 \
 	  "Unix time in seconds of the last recovery from a lost context; 0: " \
-	  "none")
+	  "none")                                                              \
+	X(BATCH_WAITING, "batch_waiting",                                      \
+	  "runs waiting in a batch window")                                    \
+	X(BATCH_GROUPS, "batch_groups",                                        \
+	  "groups of batching sessions (one per model, precision and "         \
+	  "priority), each with an engine session of its own")
 
 enum stats_counter {
 #define STATS__ENUM(id, name, help) STATS_COUNTER_##id,

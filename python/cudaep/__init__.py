@@ -63,6 +63,7 @@ class _SessionOptions(ctypes.Structure):
         ("precision", ctypes.c_int),
         ("priority", ctypes.c_int),
         ("memory_limit", ctypes.c_uint64),
+        ("batching", ctypes.c_int),
     ]
 
 
@@ -509,9 +510,13 @@ class Client:
                 return r, ptr - r.addr
         return None
 
-    def load(self, path, name=None, precision="fp32", priority="normal", memory_limit=0):
+    def load(self, path, name=None, precision="fp32", priority="normal", memory_limit=0,
+             batching=False):
+        """Loads the model at path into a new Session. batching=True lets the
+        daemon merge its runs with other batching sessions' runs of the same
+        model, precision and priority (see cep_session_options.batching)."""
         opts = _SessionOptions(name.encode() if name else None, _PRECISIONS[precision],
-                               _PRIORITIES[priority], memory_limit)
+                               _PRIORITIES[priority], memory_limit, 1 if batching else 0)
         h = _vp()
         _check(_cep_session_load(self._h, os.fsencode(path), ctypes.byref(opts), ctypes.byref(h)))
         return Session(self, h)

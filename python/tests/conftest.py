@@ -29,11 +29,11 @@ def _wait_ready(path, proc, timeout=10.0):
     raise RuntimeError("cudaepd did not start in %gs" % timeout)
 
 
-def _daemon(tmp_path, backend):
+def _daemon(tmp_path, backend, *extra):
     sock = str(tmp_path / "cudaep.sock")
     log = open(tmp_path / "daemon.log", "wb")
     proc = subprocess.Popen([os.path.join(BUILD, "bin", "cudaepd"), "--socket", sock,
-                             "--backend", backend],
+                             "--backend", backend, *extra],
                             stdout=log, stderr=log)
     try:
         _wait_ready(sock, proc)
@@ -59,3 +59,11 @@ def async_daemon(tmp_path):
     """As daemon, on the host backend with queued streams: runs complete
     after their replies, as on a GPU."""
     yield from _daemon(tmp_path, "host-async")
+
+
+@pytest.fixture(params=["host-async", "host"])
+def batch_daemon(request, tmp_path):
+    """As daemon, on either host backend, merging the runs of batching
+    sessions in batches of 4 that wait up to a second to fill."""
+    yield from _daemon(tmp_path, request.param, "--batch-window-us", "1000000",
+                       "--batch-max", "4")

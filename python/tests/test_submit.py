@@ -2,9 +2,14 @@
 computed, Pending.wait() gives its outputs, against onnxruntime on fresh
 random inputs; arrays that live in a region are used without a copy; a
 wait can time out and be repeated; a run's own failure is raised by its
-own wait; and threads submit and wait at once. On the host backend with
-queued streams (backend = host-async), which answers before computing as a
-GPU does, and on the plain host backend."""
+own wait; threads submit and wait at once; and sessions loaded with
+batching=True on several connections have their runs merged, each getting
+its own outputs. On the host backend with queued streams (backend =
+host-async), which answers before computing as a GPU does, and on the plain
+host backend."""
+import json
+import os
+import subprocess
 import threading
 
 import numpy as np
@@ -14,6 +19,9 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import cudaep
+
+BUILD = os.environ.get("CUDAEP_BUILD_DIR") or os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), "..", "..", "build")
 
 
 def mlp(path, rng, width=64):
@@ -143,3 +151,51 @@ def test_threads_submit_and_wait_at_once(async_daemon, tmp_path):
         for t in threads:
             t.join()
     assert not errors, errors
+
+
+def test_batching_sessions_of_several_clients_are_merged(batch_daemon, tmp_path):
+    rng = np.random.default_rng(3)
+    path = mlp(str(tmp_path / "mlp.onnx"), rng)
+    ref = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    errors = []
+    barrier = threading.Barrier(4)
+    clients = [cudaep.connect(batch_daemon, name="batch%d" % i) for i in range(4)]
+    sessions = [c.load(path, name="b%d" % i, batching=True) for i, c in enumerate(clients)]
+
+    def worker(i):
+        local = np.random.default_rng(i)
+        try:
+            for _ in range(10):
+                x = local.standard_normal((1, 64)).astype(np.float32)
+                barrier.wait()
+                np.testing.assert_allclose(sessions[i].run({"x": x})["y"],
+                                           ref.run(None, {"x": x})[0], rtol=1e-4, atol=1e-5)
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+            barrier.abort()
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    out = subprocess.run([os.path.join(BUILD, "bin", "cudaepctl"), "--socket", batch_daemon,
+                          "--json", "sessions"], check=True, capture_output=True,
+                         text=True).stdout
+    listed = {e["name"]: e for e in json.loads(out)["sessions"]}
+    # Four runs let go together fill a batch of 4, which goes at once; a
+    # first run refused for its output room (the client then learns the
+    # size) runs alone, and its retry is merged.
+    for i in range(4):
+        assert listed["b%d" % i]["batching"] == "yes"
+        assert listed["b%d" % i]["batched_runs"] == 10, listed["b%d" % i]
+    metrics = subprocess.run([os.path.join(BUILD, "bin", "cudaepctl"), "--socket", batch_daemon,
+                              "metrics"], check=True, capture_output=True,
+                             text=True).stdout
+    counters = dict(line.rsplit(" ", 1) for line in metrics.splitlines()
+                    if line.startswith("cudaep_batch"))
+    assert int(counters["cudaep_batch_runs_total"]) == 40
+    assert int(counters["cudaep_batch_size_3_4_total"]) == 10
+    for s, c in zip(sessions, clients):
+        s.close()
+        c.close()

@@ -261,6 +261,29 @@ Test(config, flag_errors_exit_2)
 	expect_usage(LOAD(&cfg, "--socket"), "--socket needs a value");
 	expect_usage(LOAD(&cfg, "stray"), "unexpected argument 'stray'");
 	expect_usage(LOAD(&cfg, "--config"), "--config needs a value");
+	expect_usage(LOAD(&cfg, "--batch-window-us", "1000001"),
+		     "--batch-window-us: '1000001' is not a number of microseconds from 0 "
+		     "to 1000000");
+	expect_usage(LOAD(&cfg, "--batch-window-us", "-5"), "is not a number of microseconds");
+	expect_usage(LOAD(&cfg, "--batch-window-us", "100us"), "is not a number of microseconds");
+	expect_usage(LOAD(&cfg, "--batch-max", "0"),
+		     "--batch-max: '0' is not a number from 1 to 1024");
+	expect_usage(LOAD(&cfg, "--batch-max", "1025"), "is not a number from 1 to 1024");
+}
+
+Test(config, batch_keys)
+{
+	struct config cfg;
+
+	config_init(&cfg);
+	cr_assert_eq(cfg.batch_window_us, 100, "the default window is 100 us");
+	cr_assert_eq(cfg.batch_max, 32);
+	cr_assert_eq(LOAD(&cfg, "--batch-window-us", "0", "--batch-max=1024"), CONFIG_RUN);
+	cr_assert_eq(cfg.batch_window_us, 0);
+	cr_assert_eq(cfg.batch_max, 1024);
+	cr_assert_eq(LOAD(&cfg, "--batch-window-us", "1000000", "--batch-max", "1"), CONFIG_RUN);
+	cr_assert_eq(cfg.batch_window_us, 1000000);
+	cr_assert_eq(cfg.batch_max, 1);
 }
 
 Test(config, file_errors_exit_2_with_file_and_line)
@@ -352,7 +375,7 @@ Test(config, example_file_documents_the_defaults)
 	}
 	fclose(in);
 	fclose(out);
-	cr_assert_eq(keys, 20, "the example sets %d keys", keys);
+	cr_assert_eq(keys, 22, "the example sets %d keys", keys);
 	config_init(&want);
 	config_init(&got);
 	cr_assert_eq(config_load_file(&got, path, line, sizeof(line)), 0, "%s",
