@@ -9,6 +9,9 @@
  * handle, finishes it: completes it in the engine, drops the holds,
  * counts it, sends the error of a failed run, frees the record, and lets
  * a connection or session that went away meanwhile go too.
+ *
+ * A run over its client's bound waits in between, in the fair queue
+ * (fairq.h), which submits it later or fails it through its fence.
  */
 #include "fence.h"
 
@@ -56,6 +59,8 @@ static void fence_on_async(uv_async_t *h)
 	struct server *s = container_of(h, struct server, fences.async);
 
 	fence_reap(s, false);
+	/* Completions make room for runs waiting for their turn. */
+	fairq_pump(s);
 }
 
 static void fence_on_async_close(uv_handle_t *h)
@@ -177,6 +182,9 @@ static void fence_run_release(struct fence_run *r)
 	for (i = 0; i < r->n_holds; i++)
 		region_hold_drop(&c->regions, r->holds[i]);
 	r->n_holds = 0;
+	if (r->submitted)
+		c->fence.submitted--;
+	r->submitted = false;
 	session_run_end(&c->sessions, r->sess);
 	r->sess = NULL;
 	r->next = c->fence.free;
@@ -205,7 +213,11 @@ static void fence_run_finish(struct server *s, struct fence_run *r)
 	int ret;
 
 	cep__clear_error();
-	ret = engine_run_complete(sess->engine, &r->er, r->fault);
+	if (r->er.plan == NULL && r->er.err != 0)
+		/* Failed before anything was queued (fence_run_fail()). */
+		ret = cep__set_error(r->er.err, "%s", r->er.msg);
+	else
+		ret = engine_run_complete(sess->engine, &r->er, r->fault);
 	stats_count(&s->stats, ret == 0 ? STATS_COUNTER_RUNS : STATS_COUNTER_RUN_ERRORS, 1);
 	if (sess->engine)
 		engine_session_stats(sess->engine, &sess->stats);
@@ -247,6 +259,11 @@ void fence_drain(struct server *s)
 {
 	struct fence_queue *q = &s->fences;
 
+	struct conn *c;
+
+	/* Runs that wait for their turn would never land. */
+	for (c = s->conns; c != NULL; c = c->next)
+		fairq_conn_cancel(s, c);
 	while (q->inflight > 0) {
 		pthread_mutex_lock(&q->lock);
 		while (q->head == NULL)
@@ -325,6 +342,8 @@ void fence_close(struct server *s, struct conn *c)
 		free(f->faults);
 	}
 	f->faults = NULL;
+	for (size_t i = 0; f->runs != NULL && i < FENCE_RUNS; i++)
+		free(f->runs[i].io);
 	free(f->runs);
 	f->runs = NULL;
 	f->free = NULL;
@@ -400,6 +419,7 @@ int fence_run_open(struct server *s, struct conn *c, struct session *sess,
 	r->status = 0;
 	r->replied = false;
 	r->done = false;
+	r->submitted = false;
 	r->n_holds = 0;
 	memset(&r->er, 0, sizeof(r->er));
 	r->fence = (struct engine_fence){
@@ -442,6 +462,45 @@ void fence_run_abort(struct fence_run *r)
 
 	fence_run_release(r);
 	fence_settle(s, c);
+}
+
+void fence_run_submit_mark(struct fence_run *r)
+{
+	if (r->submitted)
+		return;
+	r->submitted = true;
+	r->c->fence.submitted++;
+}
+
+int fence_run_io_get(struct fence_run *r, struct fence_io **out)
+{
+	if (r->io == NULL) {
+		r->io = malloc(sizeof(*r->io));
+		if (r->io == NULL)
+			return cep__set_error(CEP_ENOMEM, "no memory to keep a waiting run's "
+					      "inputs and outputs");
+	}
+	*out = r->io;
+	return 0;
+}
+
+void fence_run_fail(struct fence_run *r, int code, const char *msg)
+{
+	memset(&r->er, 0, sizeof(r->er));
+	r->er.err = code;
+	snprintf(r->er.msg, sizeof(r->er.msg), "%s", msg);
+	/* On the loop: the record goes to the queue, and is finished by the
+	 * next reap like any completion. */
+	fence_run_signal(r);
+}
+
+void fence_run_drop(struct fence_run *r)
+{
+	struct server *s = r->c->server;
+
+	fence_run_release(r);
+	if (s->fences.stopping && s->fences.inflight == 0)
+		fence_queue_async_close(&s->fences);
 }
 
 void fence_run_replied(struct fence_run *r)

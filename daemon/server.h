@@ -48,6 +48,7 @@ struct server {
 	struct region_pool regions;     /* limits and totals of all regions */
 	struct session_pool sessions;   /* ids and count of all sessions */
 	struct fence_queue fences;      /* completions of runs in flight */
+	struct fairq fairq;             /* runs waiting for their turn */
 	struct reqarena arena;          /* the request being served */
 	uint8_t *in_buf;                /* CEP_MAX_PACKET + 1 bytes */
 	uint8_t *out_buf;               /* CEP_MAX_PACKET: its response */

@@ -70,7 +70,10 @@
 	  "bytes copied between the device and registered (pinned) host "      \
 	  "memory: straight from and into regions")                           \
 	X(COPY_BYTES_PAGEABLE, "copy_bytes_pageable",                          \
-	  "bytes copied between the device and other host memory")
+	  "bytes copied between the device and other host memory")            \
+	X(RUNS_QUEUED, "runs_queued",                                          \
+	  "Run requests with a fence that waited in the daemon for their "     \
+	  "turn: their client had max_runs_in_flight runs on the device")
 
 #define STATS_GAUGES(X)                                                        \
 	X(CONNECTIONS, "connections", "open connections")                      \
@@ -80,7 +83,11 @@
 	X(SEND_QUEUE, "send_queue", "responses waiting to be sent")            \
 	X(JOBS, "jobs", "loads and runs being worked on off the event loop")   \
 	X(RUNS_IN_FLIGHT, "runs_in_flight",                                    \
-	  "runs with a fence queued and not yet completed")
+	  "runs with a fence queued and not yet completed (those waiting "     \
+	  "for their turn included)")                                         \
+	X(RUNS_WAITING, "runs_waiting",                                        \
+	  "runs with a fence accepted and waiting in the daemon for their "    \
+	  "client's turn (max_runs_in_flight)")
 
 enum stats_counter {
 #define STATS__ENUM(id, name, help) STATS_COUNTER_##id,
