@@ -13,6 +13,10 @@
  * the record to the queue, and touches nothing else. Everything else here
  * runs on the event loop (or the thread that owns a server without one).
  *
+ * A record is taken when its Run is accepted; a run over its client's
+ * max_runs_in_flight waits in the fair queue (fairq.h) with its inputs
+ * and outputs in its fence_io before it is submitted.
+ *
  * Order: a run's RunReply always goes out before the error of its failure
  * (a completion that comes first waits for the reply to be sent), so the
  * client can tell the two apart by order as well as by body.

@@ -88,8 +88,9 @@ void server_set_args(struct server *s, int argc, char **argv);
 /*
  * Reads the configuration again from s's command line and applies what can
  * change while serving: log_level, max_connections, the region limits,
- * memory_limit, client_memory_limit, the uid_max_* limits, trim_idle_ms
- * and admin_group. A
+ * memory_limit, client_memory_limit, the uid_max_* limits,
+ * max_runs_in_flight (starting waiting runs a larger bound lets go),
+ * trim_idle_ms and admin_group. A
  * changed key that cannot (socket, socket_mode, socket_group, backend,
  * device, cache_dir, pool_bytes) is logged as needing a restart. An
  * invalid configuration is logged and the old one kept. Returns 0 or the
