@@ -550,6 +550,12 @@ static int run_wait_finish(struct job *j, struct req *r)
 {
 	struct fence_run *fr = j->run.fr;
 
+	if (j->ret == 0 && j->c->kill_pending == j->run.sess->id) {
+		/* Killed while it was planned: it would never start. */
+		j->ret = CEP_ECANCELED;
+		snprintf(j->msg, sizeof(j->msg), "session %llu was killed by an administrator "
+			 "before this run started", (unsigned long long)j->run.sess->id);
+	}
 	if (j->ret == 0) {
 		j->ret = run_keep(j, fr);
 		if (j->ret != 0)

@@ -15,7 +15,9 @@
  * at once, 18 of them wait (runs_waiting, runs_queued), and all complete,
  * correct and in order; a client that floods 50 runs does not delay
  * another client's one run behind them; a high-priority session's waiting
- * runs start before a low one's; a client that disconnects, a session
+ * runs start before a low one's; a waiting run of a shape not planned yet
+ * is described, and later submitted, on the thread pool; a client that
+ * disconnects, a session
  * unloaded and a session killed with runs waiting leave every gauge at its
  * baseline (the killed one's waiting runs fail with CEP_ECANCELED, the
  * unloaded one's still run); and the configuration key.
@@ -292,7 +294,7 @@ static void submit(struct cl *t, int i)
 	float *x = xs(t, i);
 	int ret;
 
-	for (int k = 0; k < ROWS * D; k++) {
+	for (int k = 0; k < t->in[i].shape[0] * D; k++) {
 		t->seed = t->seed * 1103515245u + 12345u;
 		x[k] = (float)((t->seed >> 8) & 0xffff) / 32768.0f - 1.0f;
 	}
@@ -310,7 +312,7 @@ static void wait_ok(struct cl *t, int i)
 	int ret = cep_fence_wait(&t->fence[i], CEP_WAIT_FOREVER);
 
 	cr_assert_eq(ret, 0, "run %d: %s: %s", i, cep_err_name(ret), cep_last_error());
-	for (int r = 0; r < ROWS; r++)
+	for (int r = 0; r < t->in[i].shape[0]; r++)
 		for (int j = 0; j < D; j++) {
 			float s = 0.0f;
 
@@ -507,6 +509,65 @@ Test(fairq, a_high_priority_sessions_runs_start_before_a_low_ones)
 		cr_assert_eq(done_at(&lo, i, mark), i, "low run %d", i);
 	cr_assert_eq(cep_session_free(hi.s), 0);
 	cl_close(&lo);
+	stop();
+}
+
+struct submitter {
+	struct cl *t;
+	int i, ret;
+};
+
+static void *submit_thread(void *arg)
+{
+	struct submitter *u = arg;
+
+	u->ret = cep_run_submit(u->t->s, &u->t->in[u->i], 1, &u->t->out[u->i], 1,
+				&u->t->fence[u->i]);
+	u->t->seq[u->i] = u->t->fence[u->i].seq;
+	return NULL;
+}
+
+Test(fairq, a_waiting_run_of_a_new_shape_is_planned_and_started_off_the_loop)
+{
+	struct cl a, w;
+	struct submitter u;
+	pthread_t th;
+	uint64_t queued;
+	size_t mark;
+
+	start("2");
+	cl_open(&w, "w", CEP_PRIORITY_NORMAL);
+	cl_open(&a, "a", CEP_PRIORITY_NORMAL);
+	warm(&a);
+	queued = counter(w.c, "runs_queued");
+	gate_set(false);
+	mark = log_mark();
+	submit(&a, 3);
+	submit(&a, 4);
+	/* Two rows: a shape a has no plan for. Planning it waits for the
+	 * session's stream, which the gate holds, so it is submitted from
+	 * another thread and the gate opens once the daemon works on it. */
+	a.in[5].shape[0] = 2;
+	a.in[5].bytes = sizeof(float) * 2 * D;
+	for (int k = 0; k < 2 * D; k++)
+		xs(&a, 5)[k] = (float)k / 8.0f - 1.0f;
+	memset(ys(&a, 5), 0xa5, XB);
+	u = (struct submitter){ .t = &a, .i = 5 };
+	cr_assert_eq(pthread_create(&th, NULL, submit_thread, &u), 0);
+	cr_assert_eq(gauge_settled(w.c, "jobs", 1), 1, "the new shape is planned off the loop");
+	cr_assert_eq(gauge(w.c, "runs_waiting"), 0, "not waiting before it is described");
+	gate_set(true);
+	cr_assert_eq(pthread_join(th, NULL), 0);
+	cr_assert_eq(u.ret, 0, "submit: %s", cep_err_name(u.ret));
+	wait_ok(&a, 3);
+	wait_ok(&a, 4);
+	wait_ok(&a, 5);
+	cr_assert_eq(done_at(&a, 5, mark), 2);
+	cr_assert_eq(counter(w.c, "runs_queued") - queued, 1, "it waited for its turn");
+	cr_assert_eq(gauge_settled(w.c, "runs_in_flight", 0), 0);
+	cr_assert_eq(gauge(w.c, "jobs"), 0);
+	cl_close(&a);
+	cl_close(&w);
 	stop();
 }
 
