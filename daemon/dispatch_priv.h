@@ -20,6 +20,7 @@
 
 struct server;
 struct conn;
+struct fence_run;
 
 /* The reply bodies; one lives on dispatch_packet()'s stack. */
 union reply_body {
@@ -85,7 +86,6 @@ int dispatch__unload(struct req *r, const Cudaep__V1__Unload *m);
  * connection, which is neither busy nor serving a request: on the loop
  * when its plan is warm, else as the connection's job on the thread pool.
  * A run that cannot be queued fails through its fence. */
-struct fence_run;
 void dispatch__queued_start(struct server *s, struct fence_run *fr);
 
 /* The id of the session that c's running job loads or runs, 0 when c has

@@ -11,13 +11,10 @@
  */
 #include "fairq.h"
 
-#include <stdio.h>
-
 #include "conn.h"
 #include "cudaep.h"
 #include "dispatch_priv.h"
 #include "fence.h"
-#include "log.h"
 #include "server.h"
 
 _Static_assert(CONFIG_RUNS_IN_FLIGHT_MAX == FENCE_RUNS,
