@@ -9,11 +9,14 @@
  */
 #include "access.h"
 
+#include <stdio.h>
+
 #include "account.h"
 #include "conn.h"
 #include "cudaep.h"
 #include "dispatch_priv.h"
 #include "error.h"
+#include "fairq.h"
 #include "log.h"
 #include "server.h"
 
@@ -146,6 +149,7 @@ int dispatch__kill_session(struct req *r, const Cudaep__V1__KillSession *m)
 {
 	Cudaep__V1__KillSessionReply *rep = &r->body->kill_session;
 	struct session *sess = NULL;
+	char why[CEP_MAX_STATUS_MSG];
 	struct conn *o;
 	bool later;
 
@@ -172,6 +176,11 @@ int dispatch__kill_session(struct req *r, const Cudaep__V1__KillSession *m)
 		   (unsigned long long)m->session_id, sess->name,
 		   (unsigned long long)o->id, (int)o->pid, (unsigned)o->uid,
 		   later ? "; it goes when its work in progress ends" : "");
+	/* Its runs waiting for their turn never start: they fail as runs
+	 * of a killed session, and let go of it. */
+	snprintf(why, sizeof(why), "session %llu was killed by an administrator before "
+		 "this run started", (unsigned long long)m->session_id);
+	(void)fairq_session_fail(r->s, o, sess, CEP_ECANCELED, why);
 	if (later)
 		o->kill_pending = m->session_id;
 	else

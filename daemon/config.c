@@ -30,6 +30,7 @@ enum key_type {
 	KEY_SIZE,
 	KEY_LIMIT,   /* a size where 0 means none */
 	KEY_MSEC,    /* milliseconds, 0 allowed */
+	KEY_RUNS,    /* runs in flight: 0 (no bound) up to the records' count */
 	KEY_MODE,
 	KEY_GROUP,
 	KEY_BACKEND,
@@ -86,6 +87,12 @@ static const struct config_key config_keys[] = {
 	  "bytes of device and pinned memory the sessions of all connections "
 	  "of one uid may use together; 0: no limit (shared weights are not "
 	  "counted here)" },
+	{ "max_runs_in_flight", KEY_RUNS, FIELD(max_runs_in_flight), 0, "8",
+	  "runs with a fence of one connection submitted to the device at "
+	  "once; more are accepted and wait in the daemon, and waiting runs "
+	  "start by session priority (high, normal, low), the connections of "
+	  "a priority taking turns, so that one flooding client cannot queue "
+	  "far ahead of the others; at most 128; 0: no bound but that 128" },
 	{ "pool_bytes", KEY_SIZE, FIELD(pool_bytes), 0, "256M",
 	  "bytes of unmapped device memory the arena keeps to map again "
 	  "without creating it anew (creating a 2 MiB granule costs about "
@@ -128,7 +135,7 @@ static const struct config_key config_keys[] = {
 
 static const char *const key_metavar[] = {
 	[KEY_PATH] = "PATH", [KEY_LEVEL] = "LEVEL", [KEY_COUNT] = "N",
-	[KEY_MAX] = "N",
+	[KEY_MAX] = "N", [KEY_RUNS] = "N",
 	[KEY_SIZE] = "SIZE", [KEY_LIMIT] = "SIZE", [KEY_MSEC] = "MS",
 	[KEY_MODE] = "MODE", [KEY_GROUP] = "GROUP",
 	[KEY_BACKEND] = "NAME", [KEY_ORDINAL] = "N", [KEY_DIR] = "DIR",
@@ -338,6 +345,18 @@ static int key_apply(struct config *cfg, const struct config_key *k,
 		if (parse_count(value, &u32) != 0 || u32 > CONFIG_BATCH_MAX)
 			return say(err, errlen, "'%s' is not a number from 1 to %d", value,
 				   CONFIG_BATCH_MAX);
+		*(uint32_t *)(void *)field = u32;
+		return 0;
+	case KEY_RUNS:
+		if (strcmp(value, "0") == 0)
+			u32 = 0;
+		else if (parse_count(value, &u32) != 0)
+			return say(err, errlen, "'%s' is not a number of runs (0 for "
+				   "no bound)", value);
+		else if (u32 > CONFIG_RUNS_IN_FLIGHT_MAX)
+			return say(err, errlen, "'%s' is more than %d, the runs a "
+				   "connection may have in flight at all", value,
+				   CONFIG_RUNS_IN_FLIGHT_MAX);
 		*(uint32_t *)(void *)field = u32;
 		return 0;
 	case KEY_SIZE:

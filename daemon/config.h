@@ -23,6 +23,10 @@
 #define CONFIG_BATCH_WINDOW_MAX_US 1000000 /* batch_window_us: at most 1 s */
 #define CONFIG_BATCH_MAX 1024              /* batch_max: at most this */
 
+/* The most max_runs_in_flight may be: the runs a connection may have in
+ * flight at all (FENCE_RUNS, daemon/fence.h). */
+#define CONFIG_RUNS_IN_FLIGHT_MAX 128
+
 /* config_load()'s answer when the daemon should go on and run. */
 #define CONFIG_RUN (-1)
 
@@ -54,6 +58,10 @@ struct config {
 	uint32_t uid_max_regions;            /* likewise; 0 = none */
 	uint64_t uid_max_bytes;              /* device and pinned bytes per uid;
 	                                      * 0 = none */
+	uint32_t max_runs_in_flight;         /* runs of one connection submitted
+	                                      * to the backend at once, the rest
+	                                      * wait (daemon/fairq.h); 0 = up to
+	                                      * CONFIG_RUNS_IN_FLIGHT_MAX */
 	uint64_t pool_bytes;                 /* the arena's handle pool, bytes */
 	uint32_t trim_idle_ms;               /* ms before an idle granule is
 	                                      * unmapped; 0 = only on trim */

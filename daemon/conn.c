@@ -15,6 +15,7 @@
 
 #include "cudaep.h"
 #include "dispatch.h"
+#include "fairq.h"
 #include "log.h"
 #include "server.h"
 
@@ -131,6 +132,9 @@ void conn_free(struct conn *c)
 		return;
 	if (c->batch_waiting)
 		dispatch_batch_drop(c);
+	/* Runs waiting for their turn never start now; the ones on the
+	 * device are waited for. */
+	fairq_conn_cancel(c->server, c);
 	if (c->busy || c->dispatching || c->fence.inflight > 0) {
 		/* Its job may be reading its regions or running one of its
 		 * sessions right now, and queued runs still copy into its
@@ -230,6 +234,12 @@ static void conn_close_orderly(struct conn *c)
 			    (uint64_t)nfds);
 	}
 	conn_free(c);
+}
+
+void conn_job_begin(struct conn *c)
+{
+	c->busy = true;
+	conn_poll_update(c);
 }
 
 void conn_job_done(struct conn *c)
@@ -477,11 +487,10 @@ static void conn_read(struct conn *c)
 		c->dispatching = false;
 		if (c->free_deferred) {
 			/* It went while its request was served (a send of
-			 * another run's error failed): nobody to answer. */
-			if (!c->busy && c->fence.inflight == 0) {
-				c->free_deferred = false;
-				conn_free(c);
-			}
+			 * another run's error failed): nobody to answer. It
+			 * goes now, or after its job and runs in flight. */
+			c->free_deferred = false;
+			conn_free(c);
 			return;
 		}
 		if (ret == DISPATCH_DEFERRED) {
@@ -509,10 +518,21 @@ static void conn_read(struct conn *c)
 	}
 }
 
+static void conn_on_poll_io(struct conn *c, int status, int events);
+
 static void conn_on_poll(uv_poll_t *h, int status, int events)
 {
 	struct conn *c = container_of(h, struct conn, poll);
+	struct server *s = c->server;
 
+	conn_on_poll_io(c, status, events);
+	/* Its requests may have finished runs (making room) or queued some:
+	 * waiting runs of any connection may start now. */
+	fairq_pump(s);
+}
+
+static void conn_on_poll_io(struct conn *c, int status, int events)
+{
 	if (status < 0) {
 		/* libuv reports POLLERR as UV_EBADF: on a Unix socket that is
 		 * a peer that went away with data unread (killed), which is

@@ -105,6 +105,11 @@ int conn_new_detached(struct server *s, uid_t uid, gid_t gid, pid_t pid,
  */
 void conn_free(struct conn *c);
 
+/* Marks c busy with a job that was not started by its own request (a
+ * waiting run's submission, dispatch_session.c): c is not read until
+ * conn_job_done(). */
+void conn_job_begin(struct conn *c);
+
 /* Marks the end of c's job (c->busy): c reads again, or, when it went
  * away while the job ran, is freed now. */
 void conn_job_done(struct conn *c);

@@ -20,6 +20,7 @@
 
 struct server;
 struct conn;
+struct fence_run;
 
 /* The reply bodies; one lives on dispatch_packet()'s stack. */
 union reply_body {
@@ -80,6 +81,12 @@ int dispatch__load_model(struct req *r, const Cudaep__V1__LoadModel *m);
 int dispatch__session_info(struct req *r, const Cudaep__V1__SessionInfo *m);
 int dispatch__run(struct req *r, const Cudaep__V1__Run *m);
 int dispatch__unload(struct req *r, const Cudaep__V1__Unload *m);
+
+/* Submits fr, a waiting run whose turn has come (fairq.c), for its
+ * connection, which is neither busy nor serving a request: on the loop
+ * when its plan is warm, else as the connection's job on the thread pool.
+ * A run that cannot be queued fails through its fence. */
+void dispatch__queued_start(struct server *s, struct fence_run *fr);
 
 /* The id of the session that c's running job loads or runs, 0 when c has
  * no job running (dispatch_session.c). */

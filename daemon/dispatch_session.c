@@ -20,6 +20,13 @@
  * connection stays busy, and the reply follows when the group flushes
  * (batch_member_done()), as for a job on the thread pool.
  *
+ * Runs with a fence over their client's max_runs_in_flight are answered
+ * at once all the same (their outputs described by the plan, without
+ * queuing anything), keep their inputs and outputs in their record and
+ * wait in the fair queue (fairq.h), which starts them later through
+ * dispatch__queued_start(): on the loop when their plan is warm, else as
+ * the connection's job on the thread pool.
+ *
  * Memory: a LoadModel takes its session id on the loop, before the work,
  * so that the engine charges the session's memory to (client, session)
  * in the server's account from the first byte; the session sits in the
@@ -43,6 +50,7 @@
 #include "dispatch_priv.h"
 #include "engine.h"
 #include "error.h"
+#include "fairq.h"
 #include "fence.h"
 #include "log.h"
 #include "precision.h"
@@ -57,6 +65,10 @@ enum job_kind {
 	JOB_LOAD = 1,
 	JOB_RUN,
 	JOB_RUN_FENCED,               /* a cold run with a fence: plan, submit */
+	JOB_RUN_DESCRIBE,             /* a cold run over its client's bound:
+	                               * plan and describe; it then waits */
+	JOB_RUN_QUEUED,               /* a waiting run whose turn came, cold:
+	                               * plan, submit; it was answered before */
 };
 
 /* A Run tensor as the job keeps it: the request arena is gone by the time
@@ -96,7 +108,8 @@ struct job {
 		struct engine_output out[CEP_MAX_IO];
 		struct job_tensor tin[CEP_MAX_IO];
 		struct job_tensor tout[CEP_MAX_IO];
-		struct fence_run *fr; /* JOB_RUN_FENCED: its record */
+		struct fence_run *fr; /* JOB_RUN_FENCED, _DESCRIBE, _QUEUED:
+		                       * its record */
 		struct batch_member bm; /* while it is its batch group's */
 	} run;
 };
@@ -252,6 +265,17 @@ static int job_run_submit(struct job *j, unsigned flags)
 				 j->run.out, j->run.n_out, flags, &fr->fence, &fr->er);
 }
 
+/* Submits the waiting run of j, whose inputs and outputs its record
+ * keeps (flags: ENGINE_SUBMIT_WARM on the loop). */
+static int job_queued_submit(struct job *j, unsigned flags)
+{
+	struct fence_run *fr = j->run.fr;
+	struct fence_io *io = fr->io;
+
+	return engine_run_submit(j->run.sess->engine, io->in, io->n_in, io->out, io->n_out,
+				 flags, &fr->fence, &fr->er);
+}
+
 static void job_work(uv_work_t *w)
 {
 	struct job *j = container_of(w, struct job, work);
@@ -261,6 +285,11 @@ static void job_work(uv_work_t *w)
 		j->ret = job_load(j);
 	else if (j->kind == JOB_RUN_FENCED)
 		j->ret = job_run_submit(j, 0);
+	else if (j->kind == JOB_RUN_DESCRIBE)
+		j->ret = engine_run_describe(j->run.sess->engine, j->run.in, j->run.n_in,
+					     j->run.out, j->run.n_out, 0);
+	else if (j->kind == JOB_RUN_QUEUED)
+		j->ret = job_queued_submit(j, 0);
 	else
 		j->ret = engine_run(j->run.sess->engine, j->run.in,
 				    j->run.n_in, j->run.out, j->run.n_out);
@@ -499,6 +528,86 @@ static int run_fenced_finish(struct job *j, struct req *r)
 	return run_reply(j, r, ret);
 }
 
+/* The name of the model's input (or output) called name, which lives as
+ * long as the model; NULL when there is none. */
+static const char *model_name(const engine_model *m, bool input, const char *name)
+{
+	int k, n = input ? engine_model_input_count(m) : engine_model_output_count(m);
+	const struct engine_tensor_info *t;
+
+	for (k = 0; k < n; k++) {
+		t = input ? engine_model_input(m, k) : engine_model_output(m, k);
+		if (strcmp(t->name, name) == 0)
+			return t->name;
+	}
+	return NULL;
+}
+
+/* Copies the inputs and outputs of j's run into its record, which keeps
+ * them while it waits: the job serves the connection's next request. */
+static int run_keep(struct job *j, struct fence_run *fr)
+{
+	const engine_model *m = engine_session_model(j->run.sess->engine);
+	struct fence_io *io;
+	size_t i;
+	int ret;
+
+	ret = fence_run_io_get(fr, &io);
+	if (ret != 0)
+		return ret;
+	io->n_in = j->run.n_in;
+	io->n_out = j->run.n_out;
+	for (i = 0; i < j->run.n_in; i++) {
+		io->in[i] = j->run.in[i];
+		memcpy(io->dims[i], j->run.in[i].dims,
+		       sizeof(int64_t) * (size_t)(j->run.in[i].rank > 0 ? j->run.in[i].rank : 0));
+		io->in[i].dims = io->dims[i];
+		io->in[i].name = model_name(m, true, j->run.in[i].name);
+		if (io->in[i].name == NULL)
+			return cep__set_error(CEP_EINTERNAL, "input '%s' is not the model's",
+					      j->run.in[i].name);
+	}
+	for (i = 0; i < j->run.n_out; i++) {
+		io->out[i] = j->run.out[i];
+		io->out[i].name = model_name(m, false, j->run.out[i].name);
+		if (io->out[i].name == NULL)
+			return cep__set_error(CEP_EINTERNAL, "output '%s' is not the model's",
+					      j->run.out[i].name);
+	}
+	return 0;
+}
+
+/* The reply of a run over its client's bound once it is described (j->ret
+ * 0: its outputs' shapes; it waits for its turn now) or refused (its
+ * record goes back). */
+static int run_wait_finish(struct job *j, struct req *r)
+{
+	struct fence_run *fr = j->run.fr;
+
+	if (j->ret == 0 && j->c->kill_pending == j->run.sess->id) {
+		/* Killed while it was planned: it would never start. */
+		j->ret = CEP_ECANCELED;
+		snprintf(j->msg, sizeof(j->msg), "session %llu was killed by an administrator "
+			 "before this run started", (unsigned long long)j->run.sess->id);
+	}
+	if (j->ret == 0) {
+		j->ret = run_keep(j, fr);
+		if (j->ret != 0)
+			snprintf(j->msg, sizeof(j->msg), "%s", cep_last_error());
+	}
+	if (j->ret == 0) {
+		fairq_push(r->s, fr);
+		/* Nothing finishes it before this reply is sent: it starts from
+		 * fairq_pump(), which runs only after. */
+		fr->replied = true;
+		j->run.fr = NULL;
+		stats_count(&j->s->stats, STATS_COUNTER_RUN_NS, uv_hrtime() - j->start_ns);
+		stats_count(&j->s->stats, STATS_COUNTER_RUNS_FENCED, 1);
+		return run_reply(j, r, 0);
+	}
+	return run_fenced_finish(j, r);
+}
+
 static int job_finish(struct job *j, struct req *r)
 {
 	switch (j->kind) {
@@ -506,9 +615,35 @@ static int job_finish(struct job *j, struct req *r)
 		return load_finish(j, r);
 	case JOB_RUN_FENCED:
 		return run_fenced_finish(j, r);
+	case JOB_RUN_DESCRIBE:
+		return run_wait_finish(j, r);
 	default:
 		return run_finish(j, r);
 	}
+}
+
+/* The end of a waiting run's submission on the thread pool: nothing to
+ * answer (it was answered when it came); a run that could not be queued
+ * fails through its fence. */
+static void queued_after(struct job *j)
+{
+	struct fence_run *fr = j->run.fr;
+	struct conn *c = j->c;
+
+	j->run.fr = NULL;
+	stats_count(&j->s->stats, STATS_COUNTER_RUN_NS, uv_hrtime() - j->start_ns);
+	if (j->ret != 0) {
+		log_info("client %llu session %llu: waiting run %llu could not start: %s: %s",
+			 (unsigned long long)c->id, (unsigned long long)j->run.sess->id,
+			 (unsigned long long)fr->seq, cep_err_name(j->ret), j->msg);
+		fr->replied = true;
+		fence_run_fail(fr, j->ret, j->msg);
+	}
+	access_kill_finish(c);
+	/* The run in flight keeps c, freed after it when it went meanwhile. */
+	conn_job_done(c);
+	if (j->ret == 0)
+		fence_run_replied(fr);
 }
 
 /* The end of a job that left the request's handler, on the loop: reply,
@@ -527,6 +662,12 @@ static void job_reply(struct job *j)
 	size_t len;
 	int ret;
 
+	if (j->kind == JOB_RUN_QUEUED) {
+		queued_after(j);
+		recover_note(s);
+		fairq_pump(s);
+		return;
+	}
 	if (c->free_deferred) {
 		/* The client is gone: drop what the job made, reply to no one;
 		 * a run it queued completes first. */
@@ -534,13 +675,14 @@ static void job_reply(struct job *j)
 		fd_close(s, &j->load.dir_fd);
 		engine_session_free(j->load.es);
 		j->load.es = NULL;
-		if (j->kind == JOB_RUN_FENCED && j->ret != 0)
+		if ((j->kind == JOB_RUN_FENCED && j->ret != 0) || j->kind == JOB_RUN_DESCRIBE)
 			fence_run_abort(j->run.fr);
 		else if (j->kind == JOB_RUN_FENCED)
 			fence_run_replied(j->run.fr);
 		j->run.fr = NULL;
 		conn_job_done(c);
 		recover_note(s);
+		fairq_pump(s);
 		return;
 	}
 	cep__clear_error();
@@ -567,6 +709,9 @@ static void job_reply(struct job *j)
 	/* A job that failed on a lost context begins the recovery; one that
 	 * a recovery waited for lets it go on. */
 	recover_note(s);
+	/* The connection may start waiting runs again, and completions
+	 * finished here have made room. */
+	fairq_pump(s);
 }
 
 /* The thread pool's completion. */
@@ -678,6 +823,51 @@ static int job_start(struct job *j, struct req *r)
 	return job_finish(j, r);
 }
 
+void dispatch__queued_start(struct server *s, struct fence_run *fr)
+{
+	struct conn *c = fr->c;
+	struct job *j = c->job;
+	int ret;
+
+	fence_run_submit_mark(fr);
+	/* The job is free (the connection is not busy) and made: the run came
+	 * through it. */
+	j->s = s;
+	j->c = c;
+	j->req_id = fr->req_id;
+	j->kind = JOB_RUN_QUEUED;
+	j->ret = 0;
+	j->msg[0] = '\0';
+	j->start_ns = uv_hrtime();
+	j->run.sess = fr->sess;
+	j->run.fr = fr;
+	cep__clear_error();
+	ret = job_queued_submit(j, ENGINE_SUBMIT_WARM);
+	if (ret == ENGINE_RUN_COLD) {
+		/* Planning, a first run or a capture: off the loop. Its
+		 * completion waits for queued_after(), which alone may touch
+		 * the session's counters meanwhile. */
+		fr->replied = false;
+		ret = uv_queue_work(s->loop, &j->work, job_work, job_after);
+		if (ret == 0) {
+			conn_job_begin(c);
+			stats_gauge_add(&s->stats, STATS_GAUGE_JOBS, 1);
+			return;
+		}
+		log_warning("uv_queue_work: %s; working on the loop", uv_strerror(ret));
+		job_work(&j->work);
+		queued_after(j);
+		return;
+	}
+	j->run.fr = NULL;
+	if (ret != 0) {
+		log_info("client %llu session %llu: waiting run %llu could not start: %s: %s",
+			 (unsigned long long)c->id, (unsigned long long)fr->sess->id,
+			 (unsigned long long)fr->seq, cep_err_name(ret), cep_last_error());
+		fence_run_fail(fr, ret, cep_last_error());
+	}
+}
+
 /* ---------------------------------------------------------------- handlers */
 
 static void options_copy(struct engine_session_options *o,
@@ -714,6 +904,7 @@ static int memory_owner_open(struct req *r, struct job *j)
 		return ret;
 	j->load.session_id = sess->id;
 	sess->precision = j->load.opts.precision;
+	sess->priority = j->load.opts.priority;
 	j->load.opts.account = r->s->account;
 	j->load.opts.owner = (struct alloc_owner){ r->c->id, sess->id };
 	return 0;
@@ -887,7 +1078,9 @@ static int tensor_take(struct req *r, const Cudaep__V1__TensorRef *t,
  * session and every region it names until then. A warm plan on a backend
  * that queues work is submitted right here on the loop, which costs no
  * more than queuing; planning, first runs and the host backend's
- * computing go to the thread pool.
+ * computing go to the thread pool. A run over its client's bound is only
+ * described (on the loop when its plan is cached, else on the pool) and
+ * waits in the fair queue.
  */
 static int run_fenced(struct req *r, const Cudaep__V1__Run *m, struct job *j)
 {
@@ -904,6 +1097,23 @@ static int run_fenced(struct req *r, const Cudaep__V1__Run *m, struct job *j)
 		fence_run_hold(fr, region_table_find(&r->c->regions, j->run.tin[i].region_id));
 	for (i = 0; i < j->run.n_out; i++)
 		fence_run_hold(fr, region_table_find(&r->c->regions, j->run.tout[i].region_id));
+	if (fairq_must_wait(r->s, r->c)) {
+		cep__clear_error();
+		j->ret = engine_run_describe(j->run.sess->engine, j->run.in, j->run.n_in,
+					     j->run.out, j->run.n_out, ENGINE_SUBMIT_WARM);
+		if (j->ret != ENGINE_RUN_COLD) {
+			if (j->ret != 0)
+				snprintf(j->msg, sizeof(j->msg), "%s", cep_last_error());
+			ret = run_wait_finish(j, r);
+			goto replied;
+		}
+		j->kind = JOB_RUN_DESCRIBE;
+		ret = job_start(j, r);
+		if (ret == DISPATCH__DEFERRED)
+			return ret;
+		goto replied;
+	}
+	fence_run_submit_mark(fr);
 	/* A batching session's run waits in its group's window; the reply
 	 * comes when the group flushes (batch_member_done()). */
 	if (r->c->fd >= 0 && j->run.sess->batch != NULL && batch_start(j)) {

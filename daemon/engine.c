@@ -1124,6 +1124,10 @@ static int plan_make(engine_session *s, struct plan_env *env, int sig_len, struc
 	return 0;
 }
 
+/* run_prepare() flag: only describe; a cached plan is enough, whether or
+ * not it has run or is about to be captured. */
+#define RUN_DESCRIBE (1u << 8)
+
 /* What a run needs before anything is queued: the inputs checked, the
  * plan found or built (not with ENGINE_SUBMIT_WARM: then a plan that is
  * not cached, or has never run, is ENGINE_RUN_COLD), the outputs checked
@@ -1148,7 +1152,7 @@ static int run_prepare(engine_session *s, const struct engine_input *inputs, siz
 	hash = plan_sig_hash(s->sig, sig_len);
 	p = plan_cache_find(&s->plans, s->sig, sig_len, hash,
 			    (const void *const *)s->in_ptr);
-	if (p && (flags & ENGINE_SUBMIT_WARM) &&
+	if (p && (flags & ENGINE_SUBMIT_WARM) && !(flags & RUN_DESCRIBE) &&
 	    (p->runs == 0 || exec_captures_next(p, s->be)))
 		return ENGINE_RUN_COLD;
 	if (!p) {
@@ -1157,7 +1161,8 @@ static int run_prepare(engine_session *s, const struct engine_input *inputs, siz
 		ret = plan_make(s, &env, sig_len, &p);
 		if (ret < 0)
 			return ret;
-	} else {
+	} else if (!(flags & RUN_DESCRIBE)) {
+		/* A description is followed by the run, which counts. */
 		s->stats.plan_hits++;
 	}
 	ret = outputs_check(s, p, outputs, n_outputs);
@@ -1208,6 +1213,20 @@ int engine_run(engine_session *s, const struct engine_input *inputs, size_t n_in
 		return ret;
 	outputs_describe(s, p, outputs, n_outputs);
 	run_count(s, p);
+	return 0;
+}
+
+int engine_run_describe(engine_session *s, const struct engine_input *inputs, size_t n_inputs,
+			struct engine_output *outputs, size_t n_outputs, unsigned flags)
+{
+	struct plan *p = NULL;
+	int ret;
+
+	ret = run_prepare(s, inputs, n_inputs, outputs, n_outputs,
+			  (flags & ENGINE_SUBMIT_WARM) | RUN_DESCRIBE, &p);
+	if (ret != 0)
+		return ret;
+	outputs_describe(s, p, outputs, n_outputs);
 	return 0;
 }
 

@@ -343,6 +343,20 @@ int engine_run_submit(engine_session *s, const struct engine_input *inputs, size
 		      const struct engine_fence *f, struct engine_run *run);
 
 /*
+ * What engine_run_submit() would say of the outputs, without queuing
+ * anything: checks inputs and outputs, finds (or, without
+ * ENGINE_SUBMIT_WARM in flags, builds) the plan and describes every
+ * output asked for (dtype, shape, bytes). For a run that is answered now
+ * and submitted later (the daemon's fair queue). Returns 0, a negative
+ * error as engine_run_submit() does (CEP_ENOSPC with the outputs
+ * described), or, with ENGINE_SUBMIT_WARM, ENGINE_RUN_COLD when the plan
+ * is not cached (a cached plan that has not run yet is enough here).
+ * Allocates nothing when the plan is cached.
+ */
+int engine_run_describe(engine_session *s, const struct engine_input *inputs, size_t n_inputs,
+			struct engine_output *outputs, size_t n_outputs, unsigned flags);
+
+/*
  * Ends a run of s whose done function has been called: returns 0, or the
  * run's error with its message (run->err from queuing, or CEP_EINVAL for a
  * bad index recorded in fault, naming the node), and lets its plan go. s

@@ -9,6 +9,9 @@
  * handle, finishes it: completes it in the engine, drops the holds,
  * counts it, sends the error of a failed run, frees the record, and lets
  * a connection or session that went away meanwhile go too.
+ *
+ * A run over its client's bound waits in between, in the fair queue
+ * (fairq.h), which submits it later or fails it through its fence.
  */
 #include "fence.h"
 
@@ -57,6 +60,8 @@ static void fence_on_async(uv_async_t *h)
 	struct server *s = container_of(h, struct server, fences.async);
 
 	fence_reap(s, false);
+	/* Completions make room for runs waiting for their turn. */
+	fairq_pump(s);
 }
 
 static void fence_on_async_close(uv_handle_t *h)
@@ -184,6 +189,9 @@ static void fence_run_release(struct fence_run *r)
 	for (i = 0; i < r->n_holds; i++)
 		region_hold_drop(&c->regions, r->holds[i]);
 	r->n_holds = 0;
+	if (r->submitted)
+		c->fence.submitted--;
+	r->submitted = false;
 	session_run_end(&c->sessions, r->sess);
 	r->sess = NULL;
 	r->open = false;
@@ -225,7 +233,13 @@ static void fence_run_finish(struct server *s, struct fence_run *r)
 	struct session *sess = r->sess;
 	int ret;
 
-	ret = fence_run_complete(r);
+	if (r->er.plan == NULL && r->er.err != 0 && !r->completed) {
+		/* Failed before anything was queued (fence_run_fail()). */
+		cep__clear_error();
+		ret = cep__set_error(r->er.err, "%s", r->er.msg);
+	} else {
+		ret = fence_run_complete(r);
+	}
 	stats_count(&s->stats, ret == 0 ? STATS_COUNTER_RUNS : STATS_COUNTER_RUN_ERRORS, 1);
 	if (sess->engine)
 		engine_session_stats(sess->engine, &sess->stats);
@@ -270,6 +284,11 @@ void fence_drain(struct server *s)
 {
 	struct fence_queue *q = &s->fences;
 
+	struct conn *c;
+
+	/* Runs that wait for their turn would never land. */
+	for (c = s->conns; c != NULL; c = c->next)
+		fairq_conn_cancel(s, c);
 	while (q->inflight > 0) {
 		pthread_mutex_lock(&q->lock);
 		while (q->head == NULL)
@@ -354,6 +373,8 @@ void fence_close(struct server *s, struct conn *c)
 		free(f->faults);
 	}
 	f->faults = NULL;
+	for (size_t i = 0; f->runs != NULL && i < FENCE_RUNS; i++)
+		free(f->runs[i].io);
 	free(f->runs);
 	f->runs = NULL;
 	f->free = NULL;
@@ -433,6 +454,7 @@ int fence_run_open(struct server *s, struct conn *c, struct session *sess,
 	atomic_store_explicit(&r->claimed, false, memory_order_relaxed);
 	r->completed = false;
 	r->result = 0;
+	r->submitted = false;
 	r->n_holds = 0;
 	memset(&r->er, 0, sizeof(r->er));
 	r->fence = (struct engine_fence){
@@ -475,6 +497,45 @@ void fence_run_abort(struct fence_run *r)
 
 	fence_run_release(r);
 	fence_settle(s, c);
+}
+
+void fence_run_submit_mark(struct fence_run *r)
+{
+	if (r->submitted)
+		return;
+	r->submitted = true;
+	r->c->fence.submitted++;
+}
+
+int fence_run_io_get(struct fence_run *r, struct fence_io **out)
+{
+	if (r->io == NULL) {
+		r->io = malloc(sizeof(*r->io));
+		if (r->io == NULL)
+			return cep__set_error(CEP_ENOMEM, "no memory to keep a waiting run's "
+					      "inputs and outputs");
+	}
+	*out = r->io;
+	return 0;
+}
+
+void fence_run_fail(struct fence_run *r, int code, const char *msg)
+{
+	memset(&r->er, 0, sizeof(r->er));
+	r->er.err = code;
+	snprintf(r->er.msg, sizeof(r->er.msg), "%s", msg);
+	/* On the loop: the record goes to the queue, and is finished by the
+	 * next reap like any completion. */
+	fence_run_signal(r);
+}
+
+void fence_run_drop(struct fence_run *r)
+{
+	struct server *s = r->c->server;
+
+	fence_run_release(r);
+	if (s->fences.stopping && s->fences.inflight == 0)
+		fence_queue_async_close(s);
 }
 
 void fence_run_replied(struct fence_run *r)
@@ -532,8 +593,10 @@ uint32_t fence_recover_settle(struct server *s, const char *why)
 	for (c = s->conns; c != NULL; c = c->next) {
 		for (i = 0; c->fence.runs != NULL && i < FENCE_RUNS; i++) {
 			r = &c->fence.runs[i];
-			if (!r->open || atomic_exchange_explicit(&r->claimed, true,
-								  memory_order_acq_rel))
+			/* A run waiting in the fair queue never reached the
+			 * backend: it stays, and starts on the new one. */
+			if (!r->open || !r->submitted ||
+			    atomic_exchange_explicit(&r->claimed, true, memory_order_acq_rel))
 				continue;
 			fence_run_give_up(r, why);
 			failed += r->status != 0;
@@ -558,7 +621,7 @@ uint32_t fence_recover_settle(struct server *s, const char *why)
 	}
 	for (c = s->conns; c != NULL; c = c->next)
 		for (i = 0; c->fence.runs != NULL && i < FENCE_RUNS; i++)
-			if (c->fence.runs[i].open)
+			if (c->fence.runs[i].open && c->fence.runs[i].submitted)
 				(void)fence_run_complete(&c->fence.runs[i]);
 	return failed;
 }
@@ -573,7 +636,7 @@ void fence_recover_finish(struct server *s)
 	for (c = s->conns; c != NULL; c = c->next) {
 		for (i = 0; c->fence.runs != NULL && i < FENCE_RUNS; i++) {
 			r = &c->fence.runs[i];
-			if (!r->open)
+			if (!r->open || !r->submitted)
 				continue;
 			r->replied = true;
 			r->next = list;

@@ -13,6 +13,10 @@
  * the record to the queue, and touches nothing else. Everything else here
  * runs on the event loop (or the thread that owns a server without one).
  *
+ * A record is taken when its Run is accepted; a run over its client's
+ * max_runs_in_flight waits in the fair queue (fairq.h) with its inputs
+ * and outputs in its fence_io before it is submitted.
+ *
  * Order: a run's RunReply always goes out before the error of its failure
  * (a completion that comes first waits for the reply to be sent), so the
  * client can tell the two apart by order as well as by body.
@@ -31,6 +35,7 @@
 #include "cep_fence.h"
 #include "cep_limits.h"
 #include "engine.h"
+#include "fairq.h"
 
 struct server;
 struct conn;
@@ -42,7 +47,19 @@ struct region;
  * the slot at once. */
 #define FENCE_RUNS (2 * CEP_FENCE_SLOTS)
 
-/* One run in flight. */
+/* What a run that waits for its turn (fairq.h) keeps of its request: the
+ * engine's view of its inputs and outputs, their names pointing into the
+ * session's model (which the run's hold on the session keeps) and their
+ * shapes here. Made the first time a record waits and kept with it, so
+ * that waiting again allocates nothing. */
+struct fence_io {
+	size_t n_in, n_out;
+	struct engine_input in[CEP_MAX_IO];   /* (n_in) */
+	struct engine_output out[CEP_MAX_IO]; /* (n_out) */
+	int64_t dims[CEP_MAX_IO][CEP_MAX_RANK]; /* in[i].dims */
+};
+
+/* One run in flight: accepted, and waiting for its turn or submitted. */
 struct fence_run {
 	struct fence_run *next;        /* in the free list or the done queue */
 	struct conn *c;                /* its connection, freed only after it */
@@ -61,6 +78,10 @@ struct fence_run {
 	bool completed;                /* engine_run_complete() has run ... */
 	int result;                    /* ... and said this (its message in
 	                                * er.msg) */
+	bool submitted;                /* handed to the backend: counts in
+	                                * its connection's submitted */
+	uint8_t cls;                   /* enum fairq_class, while it waits */
+	struct fence_io *io;           /* owned; NULL until it first waits */
 	struct engine_fence fence;     /* what the engine queues behind it */
 	struct engine_run er;          /* the engine's state of it */
 	uint32_t n_holds;
@@ -80,6 +101,9 @@ struct fence {
 	size_t faults_bytes;
 	struct fence_run *free;        /* records not in flight */
 	uint32_t inflight;             /* records in flight */
+	uint32_t submitted;            /* of those, handed to the backend */
+	uint32_t waiting;              /* of those, waiting in lanes */
+	struct fairq_lane lanes[FAIRQ_CLASSES]; /* its waiting runs */
 };
 
 /* The server's queue of completions; in struct server. */
@@ -144,6 +168,25 @@ void fence_run_hold(struct fence_run *r, struct region *reg);
 /* Gives back r, for which nothing was queued (engine_run_submit() failed
  * or was not called): its holds go, its record is free again. */
 void fence_run_abort(struct fence_run *r);
+
+/* r is handed to the backend now (queued on the loop or about to be on
+ * the thread pool): it counts against its connection's bound until it is
+ * finished or given back. */
+void fence_run_submit_mark(struct fence_run *r);
+
+/* r's fence_io, made the first time r waits. Returns 0 or CEP_ENOMEM. */
+int fence_run_io_get(struct fence_run *r, struct fence_io **out);
+
+/* Fails r, for which nothing was queued (it waited, and could not be
+ * submitted, or was cancelled): its status code and message msg go to
+ * its slot and, once finished on the loop, to its client as its error,
+ * as for a run that failed on the device. */
+void fence_run_fail(struct fence_run *r, int code, const char *msg);
+
+/* Gives back r, which waited and will never run because its client is
+ * gone: holds released, record free, nothing sent. Unlike
+ * fence_run_abort() it never frees the connection (conn_free() calls it). */
+void fence_run_drop(struct fence_run *r);
 
 /* r was submitted and its RunReply sent (or dropped with its client): its
  * completion may be finished now. */

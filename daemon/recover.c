@@ -12,6 +12,7 @@
 
 #include "batch.h"
 #include "conn.h"
+#include "fairq.h"
 #include "cudaep.h"
 #include "error.h"
 #include "fence.h"
@@ -141,6 +142,12 @@ static void recover_sessions_close(struct server *s)
 		}
 		for (i = 0; c->fence.runs != NULL && i < FENCE_RUNS; i++) {
 			sess = c->fence.runs[i].sess;
+			/* An unloaded session is not restored: its runs still
+			 * waiting for their turn can never start. */
+			if (c->fence.runs[i].open && !c->fence.runs[i].submitted && sess->unloaded)
+				fairq_session_fail(s, c, sess, CEP_ECONTEXT, "the device context "
+						   "was lost before this run of an unloaded session "
+						   "started");
 			if (c->fence.runs[i].open && sess->unloaded && sess->engine != NULL) {
 				engine_session_free(sess->engine);
 				sess->engine = NULL;

@@ -773,6 +773,9 @@ int server_reload(struct server *s)
 		if ((s->handles & SERVER_H_TRIM_TIMER) && trim_timer_apply(s) != 0)
 			log_warning("cannot restart the idle trim timer");
 	}
+	/* A larger bound lets waiting runs start now. */
+	s->cfg.max_runs_in_flight = nc.max_runs_in_flight;
+	fairq_pump(s);
 	log_notice("configuration reloaded%s%s", nc.file[0] ? " from " : "",
 		   nc.file);
 	return 0;

@@ -50,6 +50,7 @@ struct server {
 	struct session_pool sessions;   /* ids and count of all sessions */
 	struct fence_queue fences;      /* completions of runs in flight */
 	struct batcher batches;         /* groups of batching sessions */
+	struct fairq fairq;             /* runs waiting for their turn */
 	struct reqarena arena;          /* the request being served */
 	uint8_t *in_buf;                /* CEP_MAX_PACKET + 1 bytes */
 	uint8_t *out_buf;               /* CEP_MAX_PACKET: its response */
@@ -97,8 +98,9 @@ void server_set_args(struct server *s, int argc, char **argv);
 /*
  * Reads the configuration again from s's command line and applies what can
  * change while serving: log_level, max_connections, the region limits,
- * memory_limit, client_memory_limit, the uid_max_* limits, trim_idle_ms,
- * admin_group and batch_window_us. A
+ * memory_limit, client_memory_limit, the uid_max_* limits,
+ * max_runs_in_flight (starting waiting runs a larger bound lets go),
+ * trim_idle_ms, admin_group and batch_window_us. A
  * changed key that cannot (socket, socket_mode, socket_group, backend,
  * device, cache_dir, pool_bytes, batch_max) is logged as needing a
  * restart. An

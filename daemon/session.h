@@ -31,6 +31,8 @@ struct session {
 	uint64_t runs;               /* Run requests completed */
 	uint64_t loaded_ns;          /* uv_hrtime() when loaded */
 	cep_precision precision;     /* asked for when loading */
+	cep_priority priority;       /* likewise: its stream's, and its waiting
+	                              * runs' class (fairq.h) */
 	engine_session *engine;      /* owned; NULL only in unit tests */
 	struct engine_stats stats;   /* the engine's counters, copied on the
 	                              * event loop after each run so that

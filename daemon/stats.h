@@ -93,7 +93,10 @@
 	X(BATCH_SIZE_5_8, "batch_size_5_8", "batches of 5 to 8 runs")          \
 	X(BATCH_SIZE_9_16, "batch_size_9_16", "batches of 9 to 16 runs")       \
 	X(BATCH_SIZE_17_32, "batch_size_17_32", "batches of 17 to 32 runs")    \
-	X(BATCH_SIZE_33_UP, "batch_size_33_up", "batches of more than 32 runs")
+	X(BATCH_SIZE_33_UP, "batch_size_33_up", "batches of more than 32 runs") \
+	X(RUNS_QUEUED, "runs_queued",                                          \
+	  "Run requests with a fence that waited in the daemon for their "     \
+	  "turn: their client had max_runs_in_flight runs on the device")
 
 #define STATS_GAUGES(X)                                                        \
 	X(CONNECTIONS, "connections", "open connections")                      \
@@ -103,7 +106,11 @@
 	X(SEND_QUEUE, "send_queue", "responses waiting to be sent")            \
 	X(JOBS, "jobs", "loads and runs being worked on off the event loop")   \
 	X(RUNS_IN_FLIGHT, "runs_in_flight",                                    \
-	  "runs with a fence queued and not yet completed")                    \
+	  "runs with a fence queued and not yet completed (those waiting "     \
+	  "for their turn included)")                                         \
+	X(RUNS_WAITING, "runs_waiting",                                        \
+	  "runs with a fence accepted and waiting in the daemon for their "    \
+	  "client's turn (max_runs_in_flight)")                                \
 	X(LAST_RECOVERY, "last_recovery_time",                                 \
 	  "Unix time in seconds of the last recovery from a lost context; 0: " \
 	  "none")                                                              \
