@@ -11,7 +11,8 @@ For each N it starts N processes that each load the same ONNX model
 through one cudaepd on the CUDA backend, warm up, meet at a barrier, then
 run batch-1 inferences back to back for --seconds, counting completed runs
 (every run copies its input from the process's shared-memory region and
-its output back). Then N PyTorch processes each run the same model at
+its output back); once with sessions as they are, once with sessions
+loaded with batching=True, whose runs the daemon merges across clients. Then N PyTorch processes each run the same model at
 batch 1 by replaying a CUDA graph for the same time. Reported per N:
 aggregate runs/s of each, and GPU memory in use (nvidia-smi's memory.used
 for the whole GPU, sampled during the timed phase, minus what was in use
@@ -40,13 +41,13 @@ def gpu_used_mib():
     return int(r.stdout.split()[0])
 
 
-def cudaep_worker(build, sock, path, precision, seconds, barrier, result, idx):
+def cudaep_worker(build, sock, path, precision, batching, seconds, barrier, result, idx):
     os.environ["CUDAEP_BUILD_DIR"] = build
     sys.path.insert(0, os.path.join(HERE, "..", "python"))
     import cudaep
     x = np.random.default_rng(idx).standard_normal((1, 3, 224, 224)).astype(np.float32)
     with cudaep.connect(sock, name="bench-%d" % idx) as c:
-        with c.load(path, precision=precision) as s:
+        with c.load(path, precision=precision, batching=batching) as s:
             for _ in range(20):
                 s.run({"x": x}, copy=False)
             barrier.wait()
@@ -127,10 +128,14 @@ def main():
     daemon, sock = models.start_daemon(build, work)
     rows = []
     try:
-        for n in [int(v) for v in args.clients.split(",")]:
-            rate, used = phase(cudaep_worker, (build, sock, path, args.precision), n, args.seconds)
-            rows.append(("cudaep", n, rate, used - base))
-            print("cudaep  N=%2d  %8.0f runs/s  %6d MiB" % rows[-1][1:], file=sys.stderr)
+        for batching in (False, True):
+            who = "batched" if batching else "cudaep"
+            for n in [int(v) for v in args.clients.split(",")]:
+                rate, used = phase(cudaep_worker, (build, sock, path, args.precision, batching),
+                                   n, args.seconds)
+                rows.append((who, n, rate, used - base))
+                print("%-7s N=%2d  %8.0f runs/s  %6d MiB" % ((who,) + rows[-1][1:]),
+                      file=sys.stderr)
     finally:
         daemon.send_signal(signal.SIGTERM)
         daemon.wait(timeout=60)
@@ -142,18 +147,22 @@ def main():
     print()
     print("ResNet-50 batch 1, %s, %.0f s per cell; GPU memory in use above the idle %d MiB"
           % (args.precision, args.seconds, base))
-    print("%-4s %14s %12s %14s %12s %10s %10s" % ("N", "cudaep runs/s", "cudaep MiB",
-                                                 "pytorch runs/s", "pytorch MiB",
-                                                 "thrpt x", "mem vs N=1"))
-    ours = {n: (r, m) for who, n, r, m in rows if who == "cudaep"}
-    theirs = {n: (r, m) for who, n, r, m in rows if who == "pytorch"}
-    one = ours.get(min(ours))[1] if ours else 0
-    for n in sorted(ours):
-        r, m = ours[n]
-        tr, tm = theirs.get(n, (0, 0))
-        print("%-4d %14.0f %12d %14.0f %12d %9.2fx %9.2fx"
-              % (n, r, m, tr, tm, r / tr if tr else 0, m / one if one else 0))
-
+    print("%-4s %14s %11s %15s %12s %15s %12s %9s %9s %10s"
+          % ("N", "cudaep runs/s", "cudaep MiB", "batched runs/s", "batched MiB",
+             "pytorch runs/s", "pytorch MiB", "thrpt x", "batch x", "mem vs N=1"))
+    got = {(who, n): (r, m) for who, n, r, m in rows}
+    ns = sorted({n for who, n, r, m in rows if who == "cudaep"})
+    one = got.get(("cudaep", min(ns)), (0, 0))[1] if ns else 0
+    for n in ns:
+        r, m = got[("cudaep", n)]
+        br, bm = got.get(("batched", n), (0, 0))
+        tr, tm = got.get(("pytorch", n), (0, 0))
+        print("%-4d %14.0f %11d %15.0f %12d %15.0f %12d %8.2fx %8.2fx %9.2fx"
+              % (n, r, m, br, bm, tr, tm, r / tr if tr else 0, br / tr if tr else 0,
+                 max(m, bm) / one if one else 0))
+    print("thrpt x / batch x: aggregate runs/s over the PyTorch processes' without / "
+          "with cross-client batching; mem vs N=1: the larger of the two cudaep "
+          "figures over one client's")
 
 if __name__ == "__main__":
     main()

@@ -113,8 +113,47 @@ __device__ __forceinline__ void layernorm(const T *x, const T *s, const T *b, T 
  * waits per row). The mean is summed in double; the squared deviations
  * are summed in float per lane (at most 32 of them) and in double across
  * lanes; the affine step is float: (x - mean) * inv * scale + b, within
- * a few float ulps of the block kernel's double steps.
+ * a few float ulps of the block kernel's double steps. A row holding an
+ * infinity or values past 1e18, whose squares float cannot hold, goes
+ * through ln_row_wide() in double instead.
  */
+/* layernorm_warp()'s rare row of huge values, by one warp in double from
+ * memory, as the block kernel computes (mean m already known). */
+template <typename T>
+__device__ __forceinline__ void ln_row_wide(const T *x, const T *s, const T *b, T *y,
+					 void *mean_out, void *inv_out, const cep_ln &p, i64 r,
+					 double m, float s1, float b1)
+{
+	const int lane = threadIdx.x & 31;
+	const i64 base = r * p.cols;
+	double sq = 0.0, inv;
+
+	for (i64 j = lane; j < p.cols; j += 32) {
+		double d = (double)ld_f(x, base + j) - m;
+
+		sq += d * d;
+	}
+	sq = cep_warp_reduce<cep_add>(sq);
+	inv = 1.0 / sqrt(sq / (double)p.cols + p.eps);
+	if (lane == 0) {
+		if (mean_out != 0 && p.stash_bf16)
+			st_f((bf16 *)mean_out, r, (float)m);
+		else if (mean_out != 0)
+			st_f((float *)mean_out, r, (float)m);
+		if (inv_out != 0 && p.stash_bf16)
+			st_f((bf16 *)inv_out, r, (float)inv);
+		else if (inv_out != 0)
+			st_f((float *)inv_out, r, (float)inv);
+	}
+	for (i64 j = lane; j < p.cols; j += 32) {
+		double sc = p.smode == LN_COLUMN ? (double)ld_f(s, j) : p.smode == LN_ONE ? s1 : 0.0;
+		double bc = p.bmode == LN_COLUMN ? (double)ld_f(b, j) : p.bmode == LN_ONE ? b1 : 0.0;
+
+		st_f(y, base + j, (float)__dadd_rn(__dmul_rn(__dmul_rn((double)ld_f(x, base + j) - m,
+								      inv), sc), bc));
+	}
+}
+
 template <typename T, int NV>
 __device__ __forceinline__ void layernorm_warp(const T *x, const T *s, const T *b, T *y,
 					       void *mean_out, void *inv_out, const cep_ln &p)
@@ -134,13 +173,25 @@ __device__ __forceinline__ void layernorm_warp(const T *x, const T *s, const T *
 		double sum = 0.0, sq;
 		float sqf = 0.0f, mf, invf;
 
+		float amax = 0.0f;
+
 		cep_row_load<T, V, NV>(x + r * p.cols, p.cols, vx, v, 0.0f);
 #pragma unroll
-		for (int k = 0; k < NV; k++)
+		for (int k = 0; k < NV; k++) {
 #pragma unroll
-			for (int e = 0; e < V; e++)
+			for (int e = 0; e < V; e++) {
 				sum += (double)v[k][e];
+				amax = fmaxf(amax, fabsf(v[k][e]));
+			}
+		}
 		sum = cep_warp_reduce<cep_add>(sum) / (double)p.cols;
+		amax = cep_warp_reduce<cep_max_skip>(amax);
+		if (!(amax < 1e18f)) {
+			/* Values whose squares overflow float (bfloat16 reaches
+			 * float's range) or an infinity: this row in double. */
+			ln_row_wide(x, s, b, y, mean_out, inv_out, p, r, sum, s1, b1);
+			continue;
+		}
 		mf = (float)sum;
 #pragma unroll
 		for (int k = 0; k < NV; k++) {

@@ -108,8 +108,8 @@ for part in "$@"; do
 		rm -rf "$OUT/onnx"
 		;;
 	many)
-		python3 bench/many_clients.py --build "$B" > "$OUT/many.log" 2>&1
-		tail -8 "$OUT/many.log" >> "$SUMMARY"
+		python3 bench/many_clients.py --build "$B" ${MANY_ARGS:-} > "$OUT/many.log" 2>&1
+		tail -9 "$OUT/many.log" >> "$SUMMARY"
 		;;
 	*) note "unknown part $part" ;;
 	esac

@@ -288,10 +288,11 @@ static void merged_equal_alone(const char *backend)
 	/* A window long enough for threads let go together to meet. */
 	start("50000", "32", backend);
 	pthread_barrier_init(&bar, NULL, CLIENTS);
-	for (int i = 0; i < CLIENTS; i++)
-		client_open(&k[i], i, true, &bar);
+	/* Before any session: on a GPU the weights count as device memory. */
 	ref_c = h_connect(&d, "reference");
 	base_device = mem_current(ref_c, "total", "device");
+	for (int i = 0; i < CLIENTS; i++)
+		client_open(&k[i], i, true, &bar);
 	ref = load(ref_c, mlp_path, false);
 	cr_assert_eq(cep_region_new(ref_c, 2 * sizeof(float) * MAX_ROWS * D, &rr), 0);
 	for (int round = 0; round < ROUNDS; round++) {
