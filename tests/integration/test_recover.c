@@ -438,6 +438,126 @@ Test(recover, a_fault_in_one_client_leaves_the_other_three_running)
 	cep_close(watch);
 }
 
+/* Two threads each running once at the same moment on their own batching
+ * session, so that the daemon may merge them. */
+struct pair_run {
+	cep_session *s;
+	cep_region *r;
+	pthread_barrier_t *bar;
+	unsigned seed;
+	int ret;
+	bool right;
+};
+
+static void *pair_main(void *arg)
+{
+	struct pair_run *p = arg;
+	struct slot t;
+	int at = -1;
+
+	slot_init(&t, p->r, 0, 4);
+	slot_fill(&t, &p->seed);
+	pthread_barrier_wait(p->bar);
+	p->ret = cep_run(p->s, &t.in, 1, &t.out, 1);
+	p->right = p->ret == 0 && slot_check(&t, &at);
+	return NULL;
+}
+
+/* Runs both sessions of pr at once, rounds times; every run must succeed
+ * with the right outputs. */
+static void pair_rounds(struct pair_run *pr, int rounds, const char *when)
+{
+	pthread_barrier_t bar;
+	pthread_t th[2];
+
+	pthread_barrier_init(&bar, NULL, 2);
+	for (int round = 0; round < rounds; round++) {
+		for (int i = 0; i < 2; i++) {
+			pr[i].bar = &bar;
+			cr_assert_eq(pthread_create(&th[i], NULL, pair_main, &pr[i]), 0);
+		}
+		for (int i = 0; i < 2; i++) {
+			pthread_join(th[i], NULL);
+			cr_assert_eq(pr[i].ret, 0, "%s, round %d, client %d: %s", when, round, i,
+				     cep_err_name(pr[i].ret));
+			cr_assert(pr[i].right, "%s, round %d, client %d: wrong outputs", when,
+				  round, i);
+		}
+	}
+	pthread_barrier_destroy(&bar);
+}
+
+/* Sessions that batch across clients run on an engine session of their
+ * group's own: a recovery closes it with the clients' sessions and opens
+ * it again on the new backend, and merged runs go on afterwards. */
+Test(recover, batching_sessions_merge_again_after_a_recovery)
+{
+	cep_session_options bo = { .name = "batching", .batching = 1 };
+	cep_client *watch = h_connect(&d, "watcher");
+	int64_t base_device = mem_current(watch, "total", "device");
+	struct pair_run pr[2];
+	cep_client *bc[2], *fc;
+	cep_session *fs;
+	cep_region *fr;
+	unsigned seed = 3;
+	int64_t deadline;
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		bc[i] = h_connect(&d, "batching");
+		pr[i] = (struct pair_run){ .seed = 900u + (unsigned)i };
+		cr_assert_eq(cep_session_load(bc[i], mlp_path, &bo, &pr[i].s), 0, "%s",
+			     cep_last_error());
+		cr_assert_eq(cep_region_new(bc[i], 2 * sizeof(float) * 4 * D, &pr[i].r), 0);
+	}
+	cr_assert_eq(h_gauge(watch, "batch_groups"), 1, "one group for the two sessions");
+	pair_rounds(pr, 4, "before the fault");
+
+	fc = h_connect(&d, "faulty");
+	fs = load(fc, INJECT_NAME);
+	cr_assert_eq(cep_region_new(fc, 2 * sizeof(float) * 3 * D, &fr), 0);
+	cr_assert_eq(run_once(fs, fr, &seed), 0, "run 1: %s", cep_last_error());
+	cr_assert_eq(run_once(fs, fr, &seed), 0, "run 2: %s", cep_last_error());
+	cr_assert_eq(run_once(fs, fr, &seed), CEP_ECONTEXT, "the injected fault");
+	deadline = h_now_ms() + 30000;
+	while (h_counter(watch, "recoveries") < 1 && h_now_ms() < deadline)
+		sleep_ms(5);
+	cr_assert_eq(h_counter(watch, "recoveries"), 1, "the daemon did not recover");
+
+	/* Submits may meet the recovery's last moments: retry what it refuses. */
+	deadline = h_now_ms() + 10000;
+	while (h_now_ms() < deadline) {
+		struct slot t;
+		int ret;
+
+		slot_init(&t, pr[0].r, 0, 2);
+		slot_fill(&t, &seed);
+		ret = cep_run(pr[0].s, &t.in, 1, &t.out, 1);
+		if (ret != CEP_EAGAIN)
+			break;
+		sleep_ms(5);
+	}
+	pair_rounds(pr, 8, "after the recovery");
+	cr_expect_gt(h_counter(watch, "batch_runs") + h_counter(watch, "batch_alone"), 0);
+	cr_expect_eq(h_gauge(watch, "batch_groups"), 1, "the group outlived the recovery");
+
+	for (i = 0; i < 2; i++) {
+		cep_region_free(pr[i].r);
+		cep_session_free(pr[i].s);
+		cep_close(bc[i]);
+	}
+	cep_region_free(fr);
+	cep_session_free(fs);
+	cep_close(fc);
+	cr_assert_eq(h_wait_gauge(watch, "batch_groups", 0), 0, "the group goes with its "
+		     "last session");
+	cr_assert_eq(h_wait_gauge(watch, "runs_in_flight", 0), 0);
+	cr_expect_eq(mem_current(watch, "total", "device"), base_device,
+		     "device memory is back at its baseline");
+	cr_expect_eq(cep_ping(watch), 0, "the daemon is still up");
+	cep_close(watch);
+}
+
 /* The trigger exists only in cudaepd-fault: the production daemon runs a
  * session of that name as any other. */
 Test(recover, the_production_daemon_has_no_fault_trigger)
