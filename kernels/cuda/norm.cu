@@ -65,6 +65,20 @@ __device__ __forceinline__ double ln_param(const T *q, int mode, const i64 *stri
 	}
 }
 
+/* Row r's Mean and InvStdDev, where asked for, in the stash type. */
+__device__ __forceinline__ void ln_stash(void *mean_out, void *inv_out, const cep_ln &p, i64 r,
+					 float m, float inv)
+{
+	if (mean_out != 0 && p.stash_bf16)
+		st_f((bf16 *)mean_out, r, m);
+	else if (mean_out != 0)
+		st_f((float *)mean_out, r, m);
+	if (inv_out != 0 && p.stash_bf16)
+		st_f((bf16 *)inv_out, r, inv);
+	else if (inv_out != 0)
+		st_f((float *)inv_out, r, inv);
+}
+
 template <typename T>
 __device__ __forceinline__ void layernorm(const T *x, const T *s, const T *b, T *y,
 					  void *mean_out, void *inv_out, const cep_ln &p)
@@ -84,16 +98,8 @@ __device__ __forceinline__ void layernorm(const T *x, const T *s, const T *b, T 
 		}
 		sq = cep_block_reduce<cep_add>(sq, 0.0);
 		inv = 1.0 / sqrt(sq / (double)p.cols + p.eps);
-		if (threadIdx.x == 0) {
-			if (mean_out != 0 && p.stash_bf16)
-				st_f((bf16 *)mean_out, r, (float)m);
-			else if (mean_out != 0)
-				st_f((float *)mean_out, r, (float)m);
-			if (inv_out != 0 && p.stash_bf16)
-				st_f((bf16 *)inv_out, r, (float)inv);
-			else if (inv_out != 0)
-				st_f((float *)inv_out, r, (float)inv);
-		}
+		if (threadIdx.x == 0)
+			ln_stash(mean_out, inv_out, p, r, (float)m, (float)inv);
 		for (i64 j = threadIdx.x; j < p.cols; j += blockDim.x) {
 			i64 e = base + j;
 			double sv = ln_param(s, p.smode, p.sstride, p, e, j);
@@ -135,16 +141,8 @@ __device__ __forceinline__ void ln_row_wide(const T *x, const T *s, const T *b, 
 	}
 	sq = cep_warp_reduce<cep_add>(sq);
 	inv = 1.0 / sqrt(sq / (double)p.cols + p.eps);
-	if (lane == 0) {
-		if (mean_out != 0 && p.stash_bf16)
-			st_f((bf16 *)mean_out, r, (float)m);
-		else if (mean_out != 0)
-			st_f((float *)mean_out, r, (float)m);
-		if (inv_out != 0 && p.stash_bf16)
-			st_f((bf16 *)inv_out, r, (float)inv);
-		else if (inv_out != 0)
-			st_f((float *)inv_out, r, (float)inv);
-	}
+	if (lane == 0)
+		ln_stash(mean_out, inv_out, p, r, (float)m, (float)inv);
 	for (i64 j = lane; j < p.cols; j += 32) {
 		double sc = p.smode == LN_COLUMN ? (double)ld_f(s, j) : p.smode == LN_ONE ? s1 : 0.0;
 		double bc = p.bmode == LN_COLUMN ? (double)ld_f(b, j) : p.bmode == LN_ONE ? b1 : 0.0;
@@ -207,16 +205,8 @@ __device__ __forceinline__ void layernorm_warp(const T *x, const T *s, const T *
 		sq = cep_warp_reduce<cep_add>((double)sqf);
 		sq = 1.0 / sqrt(sq / (double)p.cols + p.eps);
 		invf = (float)sq;
-		if (lane == 0) {
-			if (mean_out != 0 && p.stash_bf16)
-				st_f((bf16 *)mean_out, r, mf);
-			else if (mean_out != 0)
-				st_f((float *)mean_out, r, mf);
-			if (inv_out != 0 && p.stash_bf16)
-				st_f((bf16 *)inv_out, r, invf);
-			else if (inv_out != 0)
-				st_f((float *)inv_out, r, invf);
-		}
+		if (lane == 0)
+			ln_stash(mean_out, inv_out, p, r, mf, invf);
 #pragma unroll
 		for (int k = 0; k < NV; k++) {
 			float sk[V], bk[V];
