@@ -33,7 +33,7 @@ int64_t h_now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static void sleep_ms(int ms)
+void h_sleep_ms(int ms)
 {
 	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
 
@@ -114,7 +114,7 @@ static int wait_ready(struct hdaemon *d)
 			close(fd);
 			return 0;
 		}
-		sleep_ms(10);
+		h_sleep_ms(10);
 	}
 	h_daemon_dump_log(d);
 	return -1;
@@ -216,7 +216,7 @@ int h_daemon_wait(struct hdaemon *d, int timeout_ms)
 			d->status = st;
 			return st;
 		}
-		sleep_ms(5);
+		h_sleep_ms(5);
 	}
 	return -1;
 }
@@ -274,7 +274,7 @@ bool h_wait_log(const struct hdaemon *d, const char *text)
 		buf[n] = '\0';
 		if (strstr(buf, text) != NULL)
 			return true;
-		sleep_ms(10);
+		h_sleep_ms(10);
 	} while (h_now_ms() < deadline);
 	return false;
 }
@@ -318,7 +318,7 @@ int h_wait_fd_count(const struct hdaemon *d, int want)
 	int n = h_daemon_fd_count(d);
 
 	while (n != want && h_now_ms() < deadline) {
-		sleep_ms(10);
+		h_sleep_ms(10);
 		n = h_daemon_fd_count(d);
 	}
 	return n;
@@ -356,6 +356,26 @@ static cudaep_v1_Response *stats_reply(cep_client *c)
 	return resp;
 }
 
+int64_t h_mem_current(cep_client *c, const char *owner, const char *role)
+{
+	static _Thread_local cudaep_v1_Response *resp;
+	cudaep_v1_Request req = cudaep_v1_Request_init_zero;
+
+	if (resp == NULL)
+		resp = calloc(1, sizeof(*resp));
+	cr_assert_not_null(resp);
+	req.which_body = cudaep_v1_Request_memory_tag;
+	cr_assert_eq(cep__call(c, &req, NULL, 0, resp), 0, "Memory request: %s",
+		     cep_last_error());
+	for (pb_size_t i = 0; i < resp->body.memory.entries_count; i++) {
+		const cudaep_v1_MemoryEntry *e = &resp->body.memory.entries[i];
+
+		if (strcmp(e->owner, owner) == 0 && strcmp(e->role, role) == 0)
+			return (int64_t)e->current;
+	}
+	return -1;
+}
+
 int64_t h_gauge(cep_client *c, const char *name)
 {
 	cudaep_v1_StatsReply *s = &stats_reply(c)->body.stats;
@@ -384,7 +404,7 @@ int64_t h_wait_gauge(cep_client *c, const char *name, int64_t want)
 	int64_t v = h_gauge(c, name);
 
 	while (v != want && h_now_ms() < deadline) {
-		sleep_ms(10);
+		h_sleep_ms(10);
 		v = h_gauge(c, name);
 	}
 	return v;
@@ -419,7 +439,7 @@ int h_settled_fds_raw(const struct hdaemon *d, int fd, int64_t conns)
 	int64_t deadline = h_now_ms() + H_TIMEOUT_MS;
 
 	while (raw_gauge(fd, "connections") != conns && h_now_ms() < deadline)
-		sleep_ms(10);
+		h_sleep_ms(10);
 	(void)raw_gauge(fd, "connections");
 	return h_daemon_fd_count(d);
 }

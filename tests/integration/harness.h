@@ -82,6 +82,14 @@ int h_daemon_fd_count(const struct hdaemon *d);
 /* Connects a client named name; aborts the test on failure. */
 cep_client *h_connect(const struct hdaemon *d, const char *name);
 
+/* The current bytes of owner/role in the daemon's memory account (a
+ * Memory request: "total"/"device", "shared"/"weights", ...), or -1 when
+ * there is no such entry. */
+int64_t h_mem_current(cep_client *c, const char *owner, const char *role);
+
+/* Sleeps ms milliseconds. */
+void h_sleep_ms(int ms);
+
 /* A stats gauge's current value or a counter's value, read through a fresh
  * request on c. Aborts the test if the daemon does not report that name. */
 int64_t h_gauge(cep_client *c, const char *name);

@@ -17,6 +17,7 @@
  * merged outputs are compared within float tolerance instead.
  */
 #include "harness.h"
+#include "mlp_slot.h"
 #include "onnx_min.h"
 
 #include <criterion/criterion.h>
@@ -38,19 +39,13 @@ static float W[D * D];
 static char mlp_path[160], gather_path[160], cols_path[160];
 static bool gpu;
 
-static float frand(unsigned *state)
-{
-	*state = *state * 1103515245u + 12345u;
-	return (float)((*state >> 8) & 0xffff) / 32768.0f - 1.0f;
-}
-
 static void models_write(void)
 {
 	struct om m = { 0 };
 	unsigned seed = 7;
 
 	for (int i = 0; i < D * D; i++)
-		W[i] = frand(&seed) / 4.0f;
+		W[i] = mlp_frand(&seed) / 4.0f;
 	snprintf(mlp_path, sizeof(mlp_path), "%s/mlp.onnx", d.dir);
 	om_input(&m, "x", 1, "n,32");
 	om_output(&m, "y", 1, "n,32");
@@ -137,25 +132,6 @@ static void session_entry(cep_client *c, uint64_t id, cudaep_v1_SessionEntry *ou
 	cr_assert_fail("no session %llu", (unsigned long long)id);
 }
 
-/* The daemon's memory account: the current bytes of owner/role, or -1. */
-static int64_t mem_current(cep_client *c, const char *owner, const char *role)
-{
-	static cudaep_v1_Request req;
-	static cudaep_v1_Response resp;
-
-	memset(&req, 0, sizeof(req));
-	memset(&resp, 0, sizeof(resp));
-	req.which_body = cudaep_v1_Request_memory_tag;
-	cr_assert_eq(cep__call(c, &req, NULL, 0, &resp), 0, "%s", cep_last_error());
-	for (pb_size_t i = 0; i < resp.body.memory.entries_count; i++) {
-		const cudaep_v1_MemoryEntry *e = &resp.body.memory.entries[i];
-
-		if (strcmp(e->owner, owner) == 0 && strcmp(e->role, role) == 0)
-			return (int64_t)e->current;
-	}
-	return -1;
-}
-
 /* One client in a thread: its connection, session and region, the x it
  * runs and the y it got. */
 struct client {
@@ -200,7 +176,7 @@ static void client_fill(struct client *k, int rows, unsigned *seed)
 {
 	k->rows = rows;
 	for (int i = 0; i < rows * D; i++)
-		k->x[i] = frand(seed);
+		k->x[i] = mlp_frand(seed);
 	memset(k->y, 0xa5, sizeof(float) * MAX_ROWS * D);
 }
 
@@ -290,7 +266,7 @@ static void merged_equal_alone(const char *backend)
 	pthread_barrier_init(&bar, NULL, CLIENTS);
 	/* Before any session: on a GPU the weights count as device memory. */
 	ref_c = h_connect(&d, "reference");
-	base_device = mem_current(ref_c, "total", "device");
+	base_device = h_mem_current(ref_c, "total", "device");
 	for (int i = 0; i < CLIENTS; i++)
 		client_open(&k[i], i, true, &bar);
 	ref = load(ref_c, mlp_path, false);
@@ -332,7 +308,7 @@ static void merged_equal_alone(const char *backend)
 	cr_assert_eq(h_wait_gauge(ref_c, "batch_groups", 0), 0, "the group goes with its "
 		     "last session");
 	cr_assert_eq(h_gauge(ref_c, "runs_in_flight"), 0);
-	cr_assert_eq(mem_current(ref_c, "total", "device"), base_device,
+	cr_assert_eq(h_mem_current(ref_c, "total", "device"), base_device,
 		     "device memory is all back");
 	cep_close(ref_c);
 	pthread_barrier_destroy(&bar);
@@ -568,7 +544,7 @@ Test(batch, a_client_killed_while_its_run_waits_is_dropped)
 	watch = h_connect(&d, "watcher");
 	base_sessions = h_gauge(watch, "sessions");
 	base_regions = h_gauge(watch, "regions");
-	base_device = mem_current(watch, "total", "device");
+	base_device = h_mem_current(watch, "total", "device");
 	base_fds = h_settled_fds(&d, watch, 1);
 	pid = fork();
 	cr_assert_geq(pid, 0);
@@ -610,7 +586,7 @@ Test(batch, a_client_killed_while_its_run_waits_is_dropped)
 	cr_assert_eq(h_gauge(watch, "sessions"), base_sessions);
 	cr_assert_eq(h_gauge(watch, "regions"), base_regions);
 	cr_assert_eq(h_wait_gauge(watch, "batch_groups", 0), 0);
-	cr_assert_eq(mem_current(watch, "total", "device"), base_device);
+	cr_assert_eq(h_mem_current(watch, "total", "device"), base_device);
 	cr_assert_eq(h_wait_fd_count(&d, base_fds), base_fds, "the daemon kept fds of the "
 		     "killed client or its group");
 	/* The daemon batches on: a new client's run goes alone after its window. */

@@ -17,6 +17,7 @@
  * allocates nothing in the client.
  */
 #include "harness.h"
+#include "mlp_slot.h"
 #include "onnx_min.h"
 #include "../unit/malloc_count.h"
 
@@ -37,19 +38,13 @@ static struct hdaemon d;
 static float W[D * D];
 static char mlp_path[160], gather_path[160];
 
-static float frand(unsigned *state)
-{
-	*state = *state * 1103515245u + 12345u;
-	return (float)((*state >> 8) & 0xffff) / 32768.0f - 1.0f;
-}
-
 static void models_write(void)
 {
 	struct om m = { 0 };
 	unsigned seed = 99;
 
 	for (int i = 0; i < D * D; i++)
-		W[i] = frand(&seed) / 8.0f;
+		W[i] = mlp_frand(&seed) / 8.0f;
 	snprintf(mlp_path, sizeof(mlp_path), "%s/mlp.onnx", d.dir);
 	om_input(&m, "x", 1, "n,64");
 	om_output(&m, "y", 1, "n,64");
@@ -88,54 +83,6 @@ TestSuite(fence, .init = start, .fini = stop, .timeout = 240);
 
 /* ------------------------------------------------------------- helpers */
 
-/* One run's tensors in a region: x at in_off, y at out_off. */
-struct slot {
-	cep_tensor in, out;
-	cep_fence fence;
-	float *x, *y;
-	int rows;
-};
-
-static void slot_init(struct slot *t, cep_region *r, size_t at, int rows)
-{
-	uint8_t *base = cep_region_data(r);
-	size_t bytes = sizeof(float) * (size_t)rows * D;
-
-	memset(t, 0, sizeof(*t));
-	t->rows = rows;
-	t->in = (cep_tensor){ .name = "x", .region = r, .offset = at, .bytes = bytes,
-			      .dtype = CEP_DTYPE_FLOAT32, .rank = 2, .shape = { rows, D } };
-	t->out = (cep_tensor){ .name = "y", .region = r, .offset = at + bytes, .bytes = bytes };
-	t->x = (float *)(base + at);
-	t->y = (float *)(base + at + bytes);
-}
-
-static void slot_fill(struct slot *t, unsigned *seed)
-{
-	for (int i = 0; i < t->rows * D; i++)
-		t->x[i] = frand(seed);
-	memset(t->y, 0xa5, sizeof(float) * (size_t)t->rows * D);
-}
-
-/* Whether y = Relu(x W) within float rounding; the first miss in *where. */
-static bool slot_check(const struct slot *t, int *where)
-{
-	for (int i = 0; i < t->rows; i++) {
-		for (int j = 0; j < D; j++) {
-			float s = 0.0f, y = t->y[i * D + j];
-
-			for (int k = 0; k < D; k++)
-				s += t->x[i * D + k] * W[k * D + j];
-			s = s > 0.0f ? s : 0.0f;
-			if (!(fabsf(y - s) <= 1e-4f + 1e-4f * fabsf(s))) {
-				*where = i * D + j;
-				return false;
-			}
-		}
-	}
-	return true;
-}
-
 static cep_session *load(cep_client *c, const char *path)
 {
 	cep_session *s = NULL;
@@ -144,11 +91,11 @@ static cep_session *load(cep_client *c, const char *path)
 	return s;
 }
 
-static void expect_slot(const struct slot *t, const char *what)
+static void expect_slot(const struct mlp_slot *t, const char *what)
 {
 	int at = -1;
 
-	cr_assert(slot_check(t, &at), "%s: y[%d] = %g is wrong", what, at,
+	cr_assert(mlp_slot_check(t, W, &at), "%s: y[%d] = %g is wrong", what, at,
 		  at >= 0 ? t->y[at] : 0.0f);
 }
 
@@ -167,15 +114,15 @@ struct worker {
 static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
-	struct slot t[4];
+	struct mlp_slot t[4];
 	unsigned seed = 1000u + (unsigned)w->id;
 	int k, round, ret;
 
 	for (k = 0; k < 4; k++)
-		slot_init(&t[k], w->r, (size_t)k * 2 * sizeof(float) * 8 * D, 1 + (w->id + k) % 8);
+		mlp_slot_init(&t[k], w->r, (size_t)k * 2 * sizeof(float) * 8 * D, 1 + (w->id + k) % 8, D);
 	for (round = 0; round < 25; round++) {
 		for (k = 0; k < 4; k++) {
-			slot_fill(&t[k], &seed);
+			mlp_slot_fill(&t[k], &seed);
 			ret = cep_run_submit(w->s, &t[k].in, 1, &t[k].out, 1, &t[k].fence);
 			if (ret != 0) {
 				snprintf(w->why, sizeof(w->why), "submit: %s", cep_last_error());
@@ -187,7 +134,7 @@ static void *worker_main(void *arg)
 			int at = -1;
 
 			ret = cep_fence_wait(&t[k].fence, CEP_WAIT_FOREVER);
-			if (ret != 0 || !slot_check(&t[k], &at)) {
+			if (ret != 0 || !mlp_slot_check(&t[k], W, &at)) {
 				snprintf(w->why, sizeof(w->why), "wait: %d %s (y[%d])", ret,
 					 cep_last_error(), at);
 				w->failures++;
@@ -267,20 +214,20 @@ Test(fence, a_wait_that_times_out_leaves_the_fence_for_a_later_one)
 	cep_client *c = h_connect(&d, "timeouts");
 	cep_session *s = load(c, mlp_path);
 	size_t each = 2 * sizeof(float) * ROWS * D;
-	struct slot t[RUNS];
+	struct mlp_slot t[RUNS];
 	cep_region *r;
 	unsigned seed = 5;
 	int i, ret, timed_out = 0;
 
 	cr_assert_eq(cep_region_new(c, each * RUNS, &r), 0);
 	/* Warm, so that the runs below are queued without planning. */
-	slot_init(&t[0], r, 0, ROWS);
-	slot_fill(&t[0], &seed);
+	mlp_slot_init(&t[0], r, 0, ROWS, D);
+	mlp_slot_fill(&t[0], &seed);
 	cr_assert_eq(cep_run(s, &t[0].in, 1, &t[0].out, 1), 0, "%s", cep_last_error());
 	for (int attempt = 0; attempt < 20 && !timed_out; attempt++) {
 		for (i = 0; i < RUNS; i++) {
-			slot_init(&t[i], r, each * (size_t)i, ROWS);
-			slot_fill(&t[i], &seed);
+			mlp_slot_init(&t[i], r, each * (size_t)i, ROWS, D);
+			mlp_slot_fill(&t[i], &seed);
 			cr_assert_eq(cep_run_submit(s, &t[i].in, 1, &t[i].out, 1, &t[i].fence), 0,
 				     "%s", cep_last_error());
 		}
@@ -315,7 +262,7 @@ Test(fence, at_most_the_slots_are_in_flight)
 {
 	cep_client *c = h_connect(&d, "slots");
 	cep_session *s = load(c, mlp_path);
-	struct slot t[CEP_FENCES_MAX + 1];
+	struct mlp_slot t[CEP_FENCES_MAX + 1];
 	cep_region *r;
 	size_t each = 2 * sizeof(float) * D;
 	unsigned seed = 8;
@@ -323,13 +270,13 @@ Test(fence, at_most_the_slots_are_in_flight)
 
 	cr_assert_eq(cep_region_new(c, each * (CEP_FENCES_MAX + 1), &r), 0);
 	for (i = 0; i < CEP_FENCES_MAX; i++) {
-		slot_init(&t[i], r, each * (size_t)i, 1);
-		slot_fill(&t[i], &seed);
+		mlp_slot_init(&t[i], r, each * (size_t)i, 1, D);
+		mlp_slot_fill(&t[i], &seed);
 		cr_assert_eq(cep_run_submit(s, &t[i].in, 1, &t[i].out, 1, &t[i].fence), 0, "%s",
 			     cep_last_error());
 	}
-	slot_init(&t[i], r, each * (size_t)i, 1);
-	slot_fill(&t[i], &seed);
+	mlp_slot_init(&t[i], r, each * (size_t)i, 1, D);
+	mlp_slot_fill(&t[i], &seed);
 	cr_assert_eq(cep_run_submit(s, &t[i].in, 1, &t[i].out, 1, &t[i].fence), CEP_EAGAIN);
 	cr_assert_null(t[i].fence.client);
 	cr_assert_eq(cep_fence_wait(&t[0].fence, CEP_WAIT_FOREVER), 0, "%s", cep_last_error());
@@ -419,7 +366,7 @@ Test(fence, a_region_released_in_flight_goes_after_its_runs)
 	int64_t base_regions = h_gauge(c, "regions");
 	uint64_t released = h_counter(c, "regions_released");
 	cep_region *inputs, *outputs;
-	struct slot t[RUNS];
+	struct mlp_slot t[RUNS];
 	float *copy;
 	unsigned seed = 17;
 	int i;
@@ -428,11 +375,11 @@ Test(fence, a_region_released_in_flight_goes_after_its_runs)
 	cr_assert_eq(cep_region_new(c, bytes * RUNS, &outputs), 0);
 	copy = malloc(bytes * RUNS);
 	for (i = 0; i < RUNS; i++) {
-		slot_init(&t[i], inputs, bytes * (size_t)i, ROWS);
+		mlp_slot_init(&t[i], inputs, bytes * (size_t)i, ROWS, D);
 		t[i].out.region = outputs;
 		t[i].out.offset = bytes * (size_t)i;
 		t[i].y = (float *)((uint8_t *)cep_region_data(outputs) + t[i].out.offset);
-		slot_fill(&t[i], &seed);
+		mlp_slot_fill(&t[i], &seed);
 	}
 	memcpy(copy, cep_region_data(inputs), bytes * RUNS);
 	for (i = 0; i < RUNS; i++)
@@ -462,15 +409,15 @@ Test(fence, a_session_unloaded_in_flight_completes_its_runs)
 	int64_t base_sessions = h_gauge(c, "sessions");
 	cep_session *s = load(c, mlp_path);
 	size_t each = 2 * sizeof(float) * ROWS * D;
-	struct slot t[RUNS];
+	struct mlp_slot t[RUNS];
 	cep_region *r;
 	unsigned seed = 23;
 	int i;
 
 	cr_assert_eq(cep_region_new(c, each * RUNS, &r), 0);
 	for (i = 0; i < RUNS; i++) {
-		slot_init(&t[i], r, each * (size_t)i, ROWS);
-		slot_fill(&t[i], &seed);
+		mlp_slot_init(&t[i], r, each * (size_t)i, ROWS, D);
+		mlp_slot_fill(&t[i], &seed);
 		cr_assert_eq(cep_run_submit(s, &t[i].in, 1, &t[i].out, 1, &t[i].fence), 0, "%s",
 			     cep_last_error());
 	}
@@ -485,26 +432,6 @@ Test(fence, a_session_unloaded_in_flight_completes_its_runs)
 	cep_close(c);
 }
 
-/* The daemon's memory account, through a Memory request: the current
- * bytes of owner/role, or -1 when there is no such entry. */
-static int64_t mem_current(cep_client *c, const char *owner, const char *role)
-{
-	static cudaep_v1_Request req;
-	static cudaep_v1_Response resp;
-
-	memset(&req, 0, sizeof(req));
-	memset(&resp, 0, sizeof(resp));
-	req.which_body = cudaep_v1_Request_memory_tag;
-	cr_assert_eq(cep__call(c, &req, NULL, 0, &resp), 0, "%s", cep_last_error());
-	for (pb_size_t i = 0; i < resp.body.memory.entries_count; i++) {
-		const cudaep_v1_MemoryEntry *e = &resp.body.memory.entries[i];
-
-		if (strcmp(e->owner, owner) == 0 && strcmp(e->role, role) == 0)
-			return (int64_t)e->current;
-	}
-	return -1;
-}
-
 Test(fence, a_client_killed_with_runs_in_flight_leaves_nothing)
 {
 	enum { RUNS = 60, ROWS = 256 };
@@ -512,7 +439,7 @@ Test(fence, a_client_killed_with_runs_in_flight_leaves_nothing)
 	int64_t base_regions = h_gauge(watch, "regions");
 	int64_t base_bytes = h_gauge(watch, "region_bytes");
 	int64_t base_sessions = h_gauge(watch, "sessions");
-	int64_t base_device = mem_current(watch, "total", "device");
+	int64_t base_device = h_mem_current(watch, "total", "device");
 	int base_fds = h_settled_fds(&d, watch, 1);
 	char owner[64];
 	uint64_t victim = 0;
@@ -527,7 +454,7 @@ Test(fence, a_client_killed_with_runs_in_flight_leaves_nothing)
 		cep_client *c = NULL;
 		cep_session *s = NULL;
 		cep_region *r = NULL;
-		struct slot t;
+		struct mlp_slot t;
 		unsigned seed = 3;
 
 		close(ready[0]);
@@ -536,8 +463,8 @@ Test(fence, a_client_killed_with_runs_in_flight_leaves_nothing)
 		    cep_region_new(c, each * RUNS, &r) != 0)
 			_exit(10);
 		for (int i = 0; i < RUNS; i++) {
-			slot_init(&t, r, each * (size_t)i, ROWS);
-			slot_fill(&t, &seed);
+			mlp_slot_init(&t, r, each * (size_t)i, ROWS, D);
+			mlp_slot_fill(&t, &seed);
 			if (cep_run_submit(s, &t.in, 1, &t.out, 1, &t.fence) != 0)
 				_exit(11);
 		}
@@ -553,7 +480,7 @@ Test(fence, a_client_killed_with_runs_in_flight_leaves_nothing)
 	snprintf(owner, sizeof(owner), "client:%llu", (unsigned long long)victim);
 	printf("  the daemon had %lld runs in flight when the client was killed; it held "
 	       "%lld bytes pinned\n", (long long)h_gauge(watch, "runs_in_flight"),
-	       (long long)mem_current(watch, owner, "pinned"));
+	       (long long)h_mem_current(watch, owner, "pinned"));
 	kill(pid, SIGKILL);
 	cr_assert_eq(waitpid(pid, &st, 0), pid);
 	close(ready[0]);
@@ -564,9 +491,9 @@ Test(fence, a_client_killed_with_runs_in_flight_leaves_nothing)
 	cr_assert_eq(h_gauge(watch, "sessions"), base_sessions);
 	cr_assert_eq(h_wait_fd_count(&d, base_fds), base_fds, "the daemon kept fds of the "
 		     "killed client");
-	cr_assert_eq(mem_current(watch, owner, "pinned"), -1, "the killed client's account "
+	cr_assert_eq(h_mem_current(watch, owner, "pinned"), -1, "the killed client's account "
 		     "entry is gone");
-	cr_assert_eq(mem_current(watch, "total", "device"), base_device,
+	cr_assert_eq(h_mem_current(watch, "total", "device"), base_device,
 		     "its device memory is given back");
 	cep_close(watch);
 }
@@ -580,16 +507,16 @@ Test(fence, every_byte_moves_straight_between_a_region_and_the_device)
 	cep_session *s = load(c, mlp_path);
 	size_t each = 2 * sizeof(float) * ROWS * D;
 	uint64_t pinned0, pageable0, pinned1, pageable1;
-	struct slot t;
+	struct mlp_slot t;
 	cep_region *r;
 	unsigned seed = 31;
 	long before;
 	int i;
 
 	cr_assert_eq(cep_region_new(c, each, &r), 0);
-	slot_init(&t, r, 0, ROWS);
+	mlp_slot_init(&t, r, 0, ROWS, D);
 	for (i = 0; i < 3; i++) {
-		slot_fill(&t, &seed);
+		mlp_slot_fill(&t, &seed);
 		cr_assert_eq(cep_run(s, &t.in, 1, &t.out, 1), 0, "%s", cep_last_error());
 	}
 	pinned0 = h_counter(c, "copy_bytes_pinned");

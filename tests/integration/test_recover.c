@@ -29,6 +29,7 @@
  * restarted.
  */
 #include "harness.h"
+#include "mlp_slot.h"
 #include "onnx_min.h"
 
 #include <criterion/criterion.h>
@@ -52,19 +53,13 @@ static struct hdaemon d;
 static float W[D * D];
 static char mlp_path[160];
 
-static float frand(unsigned *state)
-{
-	*state = *state * 1103515245u + 12345u;
-	return (float)((*state >> 8) & 0xffff) / 32768.0f - 1.0f;
-}
-
 static void model_write(const struct hdaemon *hd)
 {
 	struct om m = { 0 };
 	unsigned seed = 7;
 
 	for (int i = 0; i < D * D; i++)
-		W[i] = frand(&seed) / 8.0f;
+		W[i] = mlp_frand(&seed) / 8.0f;
 	snprintf(mlp_path, sizeof(mlp_path), "%s/mlp.onnx", hd->dir);
 	om_input(&m, "x", 1, "n,64");
 	om_output(&m, "y", 1, "n,64");
@@ -102,54 +97,6 @@ TestSuite(recover, .init = start, .fini = stop, .timeout = 240);
 
 /* ------------------------------------------------------------- helpers */
 
-/* One run's tensors in a region: x, then y. */
-struct slot {
-	cep_tensor in, out;
-	cep_fence fence;
-	float *x, *y;
-	int rows;
-};
-
-static void slot_init(struct slot *t, cep_region *r, size_t at, int rows)
-{
-	uint8_t *base = cep_region_data(r);
-	size_t bytes = sizeof(float) * (size_t)rows * D;
-
-	memset(t, 0, sizeof(*t));
-	t->rows = rows;
-	t->in = (cep_tensor){ .name = "x", .region = r, .offset = at, .bytes = bytes,
-			      .dtype = CEP_DTYPE_FLOAT32, .rank = 2, .shape = { rows, D } };
-	t->out = (cep_tensor){ .name = "y", .region = r, .offset = at + bytes, .bytes = bytes };
-	t->x = (float *)(base + at);
-	t->y = (float *)(base + at + bytes);
-}
-
-static void slot_fill(struct slot *t, unsigned *seed)
-{
-	for (int i = 0; i < t->rows * D; i++)
-		t->x[i] = frand(seed);
-	memset(t->y, 0xa5, sizeof(float) * (size_t)t->rows * D);
-}
-
-/* Whether y = Relu(x W) within float rounding; the first miss in *where. */
-static bool slot_check(const struct slot *t, int *where)
-{
-	for (int i = 0; i < t->rows; i++) {
-		for (int j = 0; j < D; j++) {
-			float s = 0.0f, y = t->y[i * D + j];
-
-			for (int k = 0; k < D; k++)
-				s += t->x[i * D + k] * W[k * D + j];
-			s = s > 0.0f ? s : 0.0f;
-			if (!(fabsf(y - s) <= 1e-4f + 1e-4f * fabsf(s))) {
-				*where = i * D + j;
-				return false;
-			}
-		}
-	}
-	return true;
-}
-
 static cep_session *load(cep_client *c, const char *name)
 {
 	cep_session_options o = { .name = name };
@@ -157,33 +104,6 @@ static cep_session *load(cep_client *c, const char *name)
 
 	cr_assert_eq(cep_session_load(c, mlp_path, &o, &s), 0, "%s", cep_last_error());
 	return s;
-}
-
-/* The daemon's memory account, through a Memory request: the current
- * bytes of owner/role, or -1 when there is no such entry. */
-static int64_t mem_current(cep_client *c, const char *owner, const char *role)
-{
-	static cudaep_v1_Request req;
-	static cudaep_v1_Response resp;
-
-	memset(&req, 0, sizeof(req));
-	memset(&resp, 0, sizeof(resp));
-	req.which_body = cudaep_v1_Request_memory_tag;
-	cr_assert_eq(cep__call(c, &req, NULL, 0, &resp), 0, "%s", cep_last_error());
-	for (pb_size_t i = 0; i < resp.body.memory.entries_count; i++) {
-		const cudaep_v1_MemoryEntry *e = &resp.body.memory.entries[i];
-
-		if (strcmp(e->owner, owner) == 0 && strcmp(e->role, role) == 0)
-			return (int64_t)e->current;
-	}
-	return -1;
-}
-
-static void sleep_ms(int ms)
-{
-	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
-
-	nanosleep(&ts, NULL);
 }
 
 /* The line of `cudaepctl metrics` that starts with name, or "" (in a
@@ -247,18 +167,18 @@ static bool lost_ok(int ret, bool after)
 static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
-	struct slot t[SLOTS];
+	struct mlp_slot t[SLOTS];
 	bool submitted[SLOTS];
 	unsigned seed = 500u + (unsigned)w->id;
 	int after_rounds = 0, k, ret, at;
 
 	for (k = 0; k < SLOTS; k++)
-		slot_init(&t[k], w->r, (size_t)k * 2 * sizeof(float) * ROWS * D, ROWS - 16 * k);
+		mlp_slot_init(&t[k], w->r, (size_t)k * 2 * sizeof(float) * ROWS * D, ROWS - 16 * k, D);
 	while (after_rounds < AFTER_ROUNDS) {
 		bool after = atomic_load(&recovered), refused = false;
 
 		for (k = 0; k < SLOTS; k++) {
-			slot_fill(&t[k], &seed);
+			mlp_slot_fill(&t[k], &seed);
 			ret = cep_run_submit(w->s, &t[k].in, 1, &t[k].out, 1, &t[k].fence);
 			submitted[k] = ret == 0;
 			if (ret == 0)
@@ -275,7 +195,7 @@ static void *worker_main(void *arg)
 				continue;
 			at = -1;
 			ret = cep_fence_wait(&t[k].fence, CEP_WAIT_FOREVER);
-			if (ret == 0 && slot_check(&t[k], &at)) {
+			if (ret == 0 && mlp_slot_check(&t[k], W, &at)) {
 				w->ok++;
 			} else if (ret == 0) {
 				snprintf(w->why, sizeof(w->why), "a run %s the recovery wrote "
@@ -293,7 +213,7 @@ static void *worker_main(void *arg)
 			after_rounds++;
 		atomic_fetch_add(&w->rounds, 1);
 		if (refused)
-			sleep_ms(1);
+			h_sleep_ms(1);
 	}
 	return NULL;
 }
@@ -302,14 +222,14 @@ static void *worker_main(void *arg)
  * on success, checks the outputs. */
 static int run_once(cep_session *s, cep_region *r, unsigned *seed)
 {
-	struct slot t;
+	struct mlp_slot t;
 	int ret, at = -1;
 
-	slot_init(&t, r, 0, 3);
-	slot_fill(&t, seed);
+	mlp_slot_init(&t, r, 0, 3, D);
+	mlp_slot_fill(&t, seed);
 	ret = cep_run(s, &t.in, 1, &t.out, 1);
 	if (ret == 0)
-		cr_assert(slot_check(&t, &at), "y[%d] = %g is wrong", at, t.y[at]);
+		cr_assert(mlp_slot_check(&t, W, &at), "y[%d] = %g is wrong", at, t.y[at]);
 	return ret;
 }
 
@@ -322,7 +242,7 @@ Test(recover, a_fault_in_one_client_leaves_the_other_three_running)
 	int64_t base_regions = h_gauge(watch, "regions");
 	int64_t base_bytes = h_gauge(watch, "region_bytes");
 	int64_t base_sessions = h_gauge(watch, "sessions");
-	int64_t base_device = mem_current(watch, "total", "device");
+	int64_t base_device = h_mem_current(watch, "total", "device");
 	struct worker w[WORKERS];
 	pthread_t th[WORKERS];
 	uint64_t ids[WORKERS], fault_id;
@@ -356,7 +276,7 @@ Test(recover, a_fault_in_one_client_leaves_the_other_three_running)
 	deadline = h_now_ms() + 20000;
 	for (i = 0; i < WORKERS; i++)
 		while (atomic_load(&w[i].rounds) < 3 && w[i].failures == 0 && h_now_ms() < deadline)
-			sleep_ms(1);
+			h_sleep_ms(1);
 
 	cr_assert_eq(run_once(fs, fr, &seed), 0, "run 1: %s", cep_last_error());
 	cr_assert_eq(run_once(fs, fr, &seed), 0, "run 2: %s", cep_last_error());
@@ -369,7 +289,7 @@ Test(recover, a_fault_in_one_client_leaves_the_other_three_running)
 
 	deadline = h_now_ms() + 30000;
 	while (h_counter(watch, "recoveries") < 1 && h_now_ms() < deadline)
-		sleep_ms(5);
+		h_sleep_ms(5);
 	cr_assert_eq(h_counter(watch, "recoveries"), 1, "the daemon did not recover");
 	/* The host backend opens again as it was. A CUDA process cannot get a
 	 * new context after a sticky error (test_backend_lost), so there the
@@ -432,7 +352,7 @@ Test(recover, a_fault_in_one_client_leaves_the_other_three_running)
 	cr_expect_eq(h_gauge(watch, "sessions"), base_sessions);
 	cr_expect_eq(h_gauge(watch, "regions"), base_regions);
 	cr_expect_eq(h_gauge(watch, "region_bytes"), base_bytes);
-	cr_expect_eq(mem_current(watch, "total", "device"), base_device,
+	cr_expect_eq(h_mem_current(watch, "total", "device"), base_device,
 		     "device memory is back at its baseline");
 	cr_expect_eq(cep_ping(watch), 0, "the daemon is still up");
 	cep_close(watch);
@@ -452,14 +372,14 @@ struct pair_run {
 static void *pair_main(void *arg)
 {
 	struct pair_run *p = arg;
-	struct slot t;
+	struct mlp_slot t;
 	int at = -1;
 
-	slot_init(&t, p->r, 0, 4);
-	slot_fill(&t, &p->seed);
+	mlp_slot_init(&t, p->r, 0, 4, D);
+	mlp_slot_fill(&t, &p->seed);
 	pthread_barrier_wait(p->bar);
 	p->ret = cep_run(p->s, &t.in, 1, &t.out, 1);
-	p->right = p->ret == 0 && slot_check(&t, &at);
+	p->right = p->ret == 0 && mlp_slot_check(&t, W, &at);
 	return NULL;
 }
 
@@ -494,7 +414,7 @@ Test(recover, batching_sessions_merge_again_after_a_recovery)
 {
 	cep_session_options bo = { .name = "batching", .batching = 1 };
 	cep_client *watch = h_connect(&d, "watcher");
-	int64_t base_device = mem_current(watch, "total", "device");
+	int64_t base_device = h_mem_current(watch, "total", "device");
 	struct pair_run pr[2];
 	cep_client *bc[2], *fc;
 	cep_session *fs;
@@ -521,21 +441,21 @@ Test(recover, batching_sessions_merge_again_after_a_recovery)
 	cr_assert_eq(run_once(fs, fr, &seed), CEP_ECONTEXT, "the injected fault");
 	deadline = h_now_ms() + 30000;
 	while (h_counter(watch, "recoveries") < 1 && h_now_ms() < deadline)
-		sleep_ms(5);
+		h_sleep_ms(5);
 	cr_assert_eq(h_counter(watch, "recoveries"), 1, "the daemon did not recover");
 
 	/* Submits may meet the recovery's last moments: retry what it refuses. */
 	deadline = h_now_ms() + 10000;
 	while (h_now_ms() < deadline) {
-		struct slot t;
+		struct mlp_slot t;
 		int ret;
 
-		slot_init(&t, pr[0].r, 0, 2);
-		slot_fill(&t, &seed);
+		mlp_slot_init(&t, pr[0].r, 0, 2, D);
+		mlp_slot_fill(&t, &seed);
 		ret = cep_run(pr[0].s, &t.in, 1, &t.out, 1);
 		if (ret != CEP_EAGAIN)
 			break;
-		sleep_ms(5);
+		h_sleep_ms(5);
 	}
 	pair_rounds(pr, 8, "after the recovery");
 	cr_expect_gt(h_counter(watch, "batch_runs") + h_counter(watch, "batch_alone"), 0);
@@ -552,7 +472,7 @@ Test(recover, batching_sessions_merge_again_after_a_recovery)
 	cr_assert_eq(h_wait_gauge(watch, "batch_groups", 0), 0, "the group goes with its "
 		     "last session");
 	cr_assert_eq(h_wait_gauge(watch, "runs_in_flight", 0), 0);
-	cr_expect_eq(mem_current(watch, "total", "device"), base_device,
+	cr_expect_eq(h_mem_current(watch, "total", "device"), base_device,
 		     "device memory is back at its baseline");
 	cr_expect_eq(cep_ping(watch), 0, "the daemon is still up");
 	cep_close(watch);
