@@ -119,7 +119,8 @@ static void *worker_main(void *arg)
 	int k, round, ret;
 
 	for (k = 0; k < 4; k++)
-		mlp_slot_init(&t[k], w->r, (size_t)k * 2 * sizeof(float) * 8 * D, 1 + (w->id + k) % 8, D);
+		mlp_slot_init(&t[k], w->r, (size_t)k * 2 * sizeof(float) * 8 * D,
+			      1 + (w->id + k) % 8, D);
 	for (round = 0; round < 25; round++) {
 		for (k = 0; k < 4; k++) {
 			mlp_slot_fill(&t[k], &seed);

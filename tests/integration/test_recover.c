@@ -173,7 +173,8 @@ static void *worker_main(void *arg)
 	int after_rounds = 0, k, ret, at;
 
 	for (k = 0; k < SLOTS; k++)
-		mlp_slot_init(&t[k], w->r, (size_t)k * 2 * sizeof(float) * ROWS * D, ROWS - 16 * k, D);
+		mlp_slot_init(&t[k], w->r, (size_t)k * 2 * sizeof(float) * ROWS * D,
+			      ROWS - 16 * k, D);
 	while (after_rounds < AFTER_ROUNDS) {
 		bool after = atomic_load(&recovered), refused = false;
 
