@@ -21,8 +21,12 @@
  * shared owner by the session that uploads it and uncharged by the last
  * one to leave. The account refuses what would pass a limit; the planner
  * is told the room the limits leave so that it refuses before allocating.
+ *
+ * Cross-client batches (engine_run_submit_batch()) live in engine_batch.c
+ * and the model cache in engine_cache.c; the structs and helpers the three
+ * share are in engine_priv.h.
  */
-#include "engine.h"
+#include "engine_priv.h"
 
 #include <inttypes.h>
 #include <pthread.h>
@@ -32,92 +36,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <xxhash.h>
-
 #include "error.h"
 #include "exec.h"
 #include "model.h"
 #include "plan.h"
 #include "precision.h"
 #include "shape.h"
-
-/* A model's constants on one device backend, for one account: one block
- * holding them all, shared by the model's sessions there. */
-struct model_home {
-	struct backend *be;
-	struct account *acc;         /* charged, as ALLOC_OWNER_SHARED weights */
-	void *block;                 /* weight_bytes of device memory */
-	size_t bytes;
-	unsigned sessions;           /* sessions using it; the last frees it */
-	struct model_home *next;
-};
-
-struct engine_model {
-	atomic_int refs;
-	struct model *model;
-	struct engine_model_options key;    /* what it was loaded for, as
-	                                     * model_key() writes it */
-	struct precision_stats pstats;      /* of the conversion to half */
-	struct engine_tensor_info *inputs;  /* (graph inputs) */
-	struct engine_tensor_info *outputs; /* (graph outputs) */
-	int batch_err;                      /* engine_model_batchable(): 0 or */
-	char batch_why[160];                /* the error and why */
-	pthread_mutex_t homes_lock;         /* guards homes, held while uploading */
-	struct model_home *homes;           /* its device copies */
-	/* Set while the model is findable in a cache (under its lock). */
-	engine_model_cache *cache;
-	uint64_t hash;                      /* XXH3-64 of the file's bytes */
-	size_t len;                         /* bytes of the file */
-	void *bytes;                        /* (len) a copy, for the compare */
-	engine_model *next;                 /* in the cache's list */
-};
-
-/* A model being parsed, so that concurrent loads of the same file wait
- * for it instead of parsing (and uploading) their own copy. Lives on the
- * loading thread's stack while it is in the cache's list. */
-struct cache_flight {
-	uint64_t hash;
-	size_t len;
-	const void *bytes;                  /* the loader's, valid while listed */
-	struct engine_model_options key;    /* as model_key() writes it */
-	struct cache_flight *next;
-};
-
-struct engine_model_cache {
-	pthread_mutex_t lock;
-	pthread_cond_t landed;              /* a flight left the list */
-	engine_model *models;               /* live ones, newest first */
-	struct cache_flight *flights;       /* loads in progress */
-	struct engine_model_cache_stats st;
-};
-
-struct engine_session {
-	engine_model *m;
-	struct backend *be;
-	struct backend_stream *stream;
-	void **const_dev;            /* per value: its constant on the backend */
-	struct model_home *home;     /* the model's device copy, or NULL */
-	size_t weight_bytes;
-	struct account *acc;         /* what is charged */
-	struct account *own_acc;     /* acc when the caller gave none; owned */
-	struct alloc_owner owner;
-	bool shared_owner;           /* owner is ALLOC_OWNER_SHARED */
-	cep_precision precision;     /* as opened */
-	uint64_t plan_act, plan_ws;  /* bytes charged for the cached plans */
-	struct plan_cache plans;
-	unsigned call_flags;         /* enum op_call_flags from the options */
-	struct shape_binding bind;   /* per symbol */
-	int64_t *sig;                /* inputs * (1 + CEP_MAX_RANK) */
-	struct op_tensor *in_t;      /* per graph input */
-	const void **in_ptr;         /* per graph input */
-	void **out_ptr;              /* per graph output */
-	/* engine_run_submit_batch()'s scratch, for max_batch runs. */
-	int max_batch;
-	int64_t *b_rows;             /* (max_batch) each run's dimension 0 */
-	const void **b_in;           /* (max_batch, graph inputs) */
-	void **b_out;                /* (max_batch, graph outputs) */
-	struct engine_stats stats;
-};
 
 /* ------------------------------------------------------------------ models */
 
@@ -141,7 +65,7 @@ static void info_fill(const struct graph *g, int v, struct engine_tensor_info *i
 /* What a model loaded with o is, as the cache compares it: tf32 is fp32
  * (the same graph), and only a half graph depends on the backend kind.
  * Fails with CEP_EINVAL for a precision out of range. */
-static int model_key(const struct engine_model_options *o, struct engine_model_options *key)
+int engine__model_key(const struct engine_model_options *o, struct engine_model_options *key)
 {
 	memset(key, 0, sizeof(*key));
 	if (!o)
@@ -153,62 +77,6 @@ static int model_key(const struct engine_model_options *o, struct engine_model_o
 	key->precision = o->precision;
 	key->backend = o->backend;
 	return 0;
-}
-
-static bool key_equal(const struct engine_model_options *a, const struct engine_model_options *b)
-{
-	return a->precision == b->precision && a->backend == b->backend;
-}
-
-/* Whether info has a symbolic dimension 0 named batch (NULL: any name,
- * stored there), else why not in m's batch_why. */
-static bool batch_dim_check(engine_model *m, const struct engine_tensor_info *info,
-			    const char *what, const char **batch)
-{
-	if (info->rank < 1 || info->dims[0] != -1 || !info->dim_params[0]) {
-		snprintf(m->batch_why, sizeof(m->batch_why), "%s '%s' has no symbolic "
-			 "dimension 0 to batch along", what, info->name);
-		return false;
-	}
-	if (!*batch) {
-		*batch = info->dim_params[0];
-		return true;
-	}
-	if (strcmp(*batch, info->dim_params[0]) == 0)
-		return true;
-	snprintf(m->batch_why, sizeof(m->batch_why), "%s '%s' has dimension 0 '%s', "
-		 "not the batch '%s' of the others", what, info->name,
-		 info->dim_params[0], *batch);
-	return false;
-}
-
-/* Decides once, at load, whether m's runs may be merged along dimension
- * 0 (engine_model_batchable()). */
-static void batch_check(engine_model *m)
-{
-	const struct graph *g = &m->model->g;
-	const char *batch = NULL;
-	int i;
-
-	m->batch_err = CEP_EINVAL;
-	if (g->n_inputs == 0) {
-		snprintf(m->batch_why, sizeof(m->batch_why), "the model has no inputs");
-		return;
-	}
-	for (i = 0; i < g->n_inputs; i++)
-		if (!batch_dim_check(m, &m->inputs[i], "input", &batch))
-			return;
-	for (i = 0; i < g->n_outputs; i++)
-		if (!batch_dim_check(m, &m->outputs[i], "output", &batch))
-			return;
-	m->batch_err = 0;
-}
-
-int engine_model_batchable(const engine_model *m)
-{
-	if (m->batch_err == 0)
-		return 0;
-	return cep__set_error(m->batch_err, "%s", m->batch_why);
 }
 
 int engine_model_load(const void *bytes, size_t len, int dir_fd,
@@ -233,7 +101,7 @@ int engine_model_load_as(const void *bytes, size_t len, int dir_fd,
 	atomic_init(&m->refs, 1);
 	pthread_mutex_init(&m->homes_lock, NULL);
 	m->pstats.first_float_node = -1;
-	ret = model_key(o, &m->key);
+	ret = engine__model_key(o, &m->key);
 	if (ret < 0)
 		goto out;
 	ret = model_load(bytes, len, dir_fd, &m->model);
@@ -256,7 +124,7 @@ int engine_model_load_as(const void *bytes, size_t len, int dir_fd,
 		info_fill(g, g->inputs[i], &m->inputs[i]);
 	for (i = 0; i < g->n_outputs; i++)
 		info_fill(g, g->outputs[i], &m->outputs[i]);
-	batch_check(m);
+	engine__batch_check(m);
 	*out = m;
 	m = NULL;
 	ret = 0;
@@ -270,51 +138,11 @@ void engine_model_ref(engine_model *m)
 	atomic_fetch_add_explicit(&m->refs, 1, memory_order_relaxed);
 }
 
-/* Takes a reference unless the count already reached zero (the model is
- * on its way out of a cache): for lookups under the cache's lock. */
-static bool model_ref_try(engine_model *m)
-{
-	int n = atomic_load_explicit(&m->refs, memory_order_relaxed);
-
-	while (n > 0) {
-		if (atomic_compare_exchange_weak_explicit(&m->refs, &n, n + 1,
-							  memory_order_acq_rel,
-							  memory_order_relaxed))
-			return true;
-	}
-	return false;
-}
-
-static void cache_unlink(engine_model_cache *c, engine_model *m)
-{
-	engine_model **p;
-
-	for (p = &c->models; *p; p = &(*p)->next) {
-		if (*p == m) {
-			*p = m->next;
-			c->st.models--;
-			c->st.bytes -= m->len;
-			break;
-		}
-	}
-	m->cache = NULL;
-}
-
 void engine_model_unref(engine_model *m)
 {
-	engine_model_cache *c;
-
 	if (!m || atomic_fetch_sub_explicit(&m->refs, 1, memory_order_acq_rel) != 1)
 		return;
-	/* m->cache is written under the cache's lock only; a cache freed
-	 * meanwhile has set it to NULL under that same lock. */
-	c = m->cache;
-	if (c) {
-		pthread_mutex_lock(&c->lock);
-		if (m->cache == c)
-			cache_unlink(c, m);
-		pthread_mutex_unlock(&c->lock);
-	}
+	engine__cache_drop(m);
 	free(m->bytes);
 	pthread_mutex_destroy(&m->homes_lock);
 	model_free(m->model);
@@ -356,166 +184,6 @@ cep_precision engine_model_precision(const engine_model *m)
 void engine_model_precision_stats(const engine_model *m, struct precision_stats *out)
 {
 	*out = m->pstats;
-}
-
-/* ------------------------------------------------------------ model cache */
-
-int engine_model_cache_new(engine_model_cache **out)
-{
-	engine_model_cache *c = calloc(1, sizeof(*c));
-
-	*out = NULL;
-	if (!c)
-		return cep__set_error(CEP_ENOMEM, "out of memory for the model cache");
-	pthread_mutex_init(&c->lock, NULL);
-	pthread_cond_init(&c->landed, NULL);
-	*out = c;
-	return 0;
-}
-
-void engine_model_cache_free(engine_model_cache *c)
-{
-	if (!c)
-		return;
-	pthread_mutex_lock(&c->lock);
-	while (c->models)
-		cache_unlink(c, c->models);
-	pthread_mutex_unlock(&c->lock);
-	pthread_cond_destroy(&c->landed);
-	pthread_mutex_destroy(&c->lock);
-	free(c);
-}
-
-/* A live model of c loaded from these bytes for key, with a new
- * reference; NULL when there is none. Called with c->lock held. */
-static engine_model *cache_find(engine_model_cache *c, uint64_t hash,
-				const void *bytes, size_t len,
-				const struct engine_model_options *key)
-{
-	engine_model *m;
-
-	for (m = c->models; m; m = m->next) {
-		if (m->hash != hash || m->len != len || !key_equal(&m->key, key) ||
-		    memcmp(m->bytes, bytes, len) != 0)
-			continue;
-		if (model_ref_try(m))
-			return m;
-	}
-	return NULL;
-}
-
-/* Whether a load of these bytes for key is in progress. Called with
- * c->lock held. */
-static bool flight_find(const engine_model_cache *c, uint64_t hash, const void *bytes,
-			size_t len, const struct engine_model_options *key)
-{
-	const struct cache_flight *f;
-
-	for (f = c->flights; f; f = f->next) {
-		if (f->hash == hash && f->len == len && key_equal(&f->key, key) &&
-		    memcmp(f->bytes, bytes, len) == 0)
-			return true;
-	}
-	return false;
-}
-
-static void flight_land(engine_model_cache *c, struct cache_flight *me)
-{
-	struct cache_flight **p;
-
-	for (p = &c->flights; *p; p = &(*p)->next) {
-		if (*p == me) {
-			*p = me->next;
-			break;
-		}
-	}
-	pthread_cond_broadcast(&c->landed);
-}
-
-int engine_model_load_shared(engine_model_cache *c, const void *bytes, size_t len,
-			     int dir_fd, const struct engine_model_options *o,
-			     engine_model **out, bool *shared)
-{
-	struct cache_flight me = { 0 };
-	engine_model *m = NULL;
-	void *copy = NULL;
-	int ret;
-
-	*out = NULL;
-	*shared = false;
-	if (!c)
-		return engine_model_load_as(bytes, len, dir_fd, o, out);
-	ret = model_key(o, &me.key);
-	if (ret < 0)
-		return ret;
-	me.hash = XXH3_64bits(bytes, len);
-	me.len = len;
-	me.bytes = bytes;
-	pthread_mutex_lock(&c->lock);
-	/* Clients started together load one file at once: the first parses
-	 * it, the others wait and share its model (or, if it failed, one of
-	 * them tries in turn). */
-	for (;;) {
-		m = cache_find(c, me.hash, bytes, len, &me.key);
-		if (m || !flight_find(c, me.hash, bytes, len, &me.key))
-			break;
-		pthread_cond_wait(&c->landed, &c->lock);
-	}
-	if (m) {
-		c->st.hits++;
-		pthread_mutex_unlock(&c->lock);
-		*out = m;
-		*shared = true;
-		return 0;
-	}
-	me.next = c->flights;
-	c->flights = &me;
-	pthread_mutex_unlock(&c->lock);
-
-	/* Loaded without the directory first: a model whose bytes alone say
-	 * what it is can be shared; one with external data cannot (another
-	 * client's directory may hold other data), so it is loaded again
-	 * below for this client only and never cached. */
-	ret = engine_model_load_as(bytes, len, -1, o, &m);
-	if (ret != 0 && dir_fd >= 0 && model_wanted_dir()) {
-		pthread_mutex_lock(&c->lock);
-		flight_land(c, &me);
-		pthread_mutex_unlock(&c->lock);
-		return engine_model_load_as(bytes, len, dir_fd, o, out);
-	}
-	if (ret == 0) {
-		copy = malloc(len ? len : 1);
-		if (!copy) {
-			engine_model_unref(m);
-			m = NULL;
-			ret = cep__set_error(CEP_ENOMEM, "out of memory keeping the model's bytes");
-		} else {
-			memcpy(copy, bytes, len);
-		}
-	}
-	pthread_mutex_lock(&c->lock);
-	if (ret == 0) {
-		m->bytes = copy;
-		m->len = len;
-		m->hash = me.hash;
-		m->cache = c;
-		m->next = c->models;
-		c->models = m;
-		c->st.models++;
-		c->st.bytes += len;
-		c->st.misses++;
-	}
-	flight_land(c, &me);
-	pthread_mutex_unlock(&c->lock);
-	*out = m;
-	return ret;
-}
-
-void engine_model_cache_stats(engine_model_cache *c, struct engine_model_cache_stats *out)
-{
-	pthread_mutex_lock(&c->lock);
-	*out = c->st;
-	pthread_mutex_unlock(&c->lock);
 }
 
 /* ---------------------------------------------------------------- sessions */
@@ -715,10 +383,10 @@ static int precision_check(const engine_model *m, const struct backend *be, cep_
 	char what[64] = "";
 	int ret;
 
-	ret = model_key(&asked, &want);
+	ret = engine__model_key(&asked, &want);
 	if (ret < 0)
 		return ret;
-	if (key_equal(&want, has))
+	if (engine__key_equal(&want, has))
 		return 0;
 	if (precision_half_dtype(has->precision) != CEP_DTYPE_UNDEFINED)
 		snprintf(what, sizeof(what), " on the %s backend", backend_kind_name(has->backend));
@@ -1073,7 +741,7 @@ static int plan_charge(engine_session *s, const struct plan *p)
  * gives up its least recently used plan first; a plan refused for a memory
  * limit is built again once older plans have made room, if they can; if
  * they cannot, the account's charge names the limit. */
-static int plan_make(engine_session *s, struct plan_env *env, int sig_len, struct plan **out)
+int engine__plan_make(engine_session *s, struct plan_env *env, int sig_len, struct plan **out)
 {
 	size_t needed = 0;
 	int ret;
@@ -1158,7 +826,7 @@ static int run_prepare(engine_session *s, const struct engine_input *inputs, siz
 	if (!p) {
 		if (flags & ENGINE_SUBMIT_WARM)
 			return ENGINE_RUN_COLD;
-		ret = plan_make(s, &env, sig_len, &p);
+		ret = engine__plan_make(s, &env, sig_len, &p);
 		if (ret < 0)
 			return ret;
 	} else if (!(flags & RUN_DESCRIBE)) {
@@ -1173,7 +841,7 @@ static int run_prepare(engine_session *s, const struct engine_input *inputs, siz
 }
 
 /* Counts a run that queued all its work. */
-static void run_count(engine_session *s, const struct plan *p)
+void engine__run_count(engine_session *s, const struct plan *p)
 {
 	if (p->graph)
 		s->stats.graph_replays++;
@@ -1185,7 +853,7 @@ static void run_count(engine_session *s, const struct plan *p)
 }
 
 /* Keeps why the capture of p failed, the first time it does. */
-static void capture_note(engine_session *s, const struct plan *p, bool had_error)
+void engine__capture_note(engine_session *s, const struct plan *p, bool had_error)
 {
 	if (had_error || !p->capture_error)
 		return;
@@ -1208,11 +876,11 @@ int engine_run(engine_session *s, const struct engine_input *inputs, size_t n_in
 	had_error = p->capture_error != NULL;
 	ret = exec_run(g, p, s->be, s->stream, (const void *const *)s->in_ptr,
 		       (void *const *)s->out_ptr);
-	capture_note(s, p, had_error);
+	engine__capture_note(s, p, had_error);
 	if (ret < 0)
 		return ret;
 	outputs_describe(s, p, outputs, n_outputs);
-	run_count(s, p);
+	engine__run_count(s, p);
 	return 0;
 }
 
@@ -1232,7 +900,7 @@ int engine_run_describe(engine_session *s, const struct engine_input *inputs, si
 
 /* The run's error, kept for engine_run_complete() (the message is this
  * thread's, and the completion may run on another). */
-static void run_fail(struct engine_run *run, int err)
+void engine__run_fail(struct engine_run *run, int err)
 {
 	if (run->err)
 		return;
@@ -1260,7 +928,7 @@ int engine_run_submit(engine_session *s, const struct engine_input *inputs, size
 	had_error = p->capture_error != NULL;
 	ret = exec_submit(g, p, s->be, s->stream, (const void *const *)s->in_ptr,
 			  (void *const *)s->out_ptr);
-	capture_note(s, p, had_error);
+	engine__capture_note(s, p, had_error);
 	if (ret == 0 && f->fault) {
 		ret = backend_stream_fault_save(s->be, s->stream, f->fault);
 		run->checked = ret > 0;
@@ -1278,15 +946,15 @@ int engine_run_submit(engine_session *s, const struct engine_input *inputs, size
 		}
 	}
 	if (ret < 0)
-		run_fail(run, ret);
+		engine__run_fail(run, ret);
 	else
-		run_count(s, p);
+		engine__run_count(s, p);
 	ret = backend_stream_host_fn(s->be, s->stream, f->done, f->arg);
 	if (ret < 0) {
 		/* Nothing will call back: wait for what was queued (a device
 		 * that refuses to queue has failed already), then complete
 		 * here. */
-		run_fail(run, ret);
+		engine__run_fail(run, ret);
 		(void)backend_stream_sync(s->be, s->stream);
 		f->done(f->arg);
 	}
@@ -1309,317 +977,6 @@ int engine_run_complete(engine_session *s, struct engine_run *run,
 	atomic_fetch_sub_explicit(&p->inflight, 1, memory_order_release);
 	run->plan = NULL;
 	return ret;
-}
-
-/* ------------------------------------------------------------------ batches */
-
-/* Checks one input x of run k against graph input i: its dtype, its
- * shape against run 0's (kept in s->in_t[i]) but for dimension 0, its
- * rows against the run's other inputs, its bytes. */
-static int batch_input_check(engine_session *s, size_t k, int i, const struct engine_input *x)
-{
-	const struct graph *g = &s->m->model->g;
-	const struct graph_value *val = &g->values[g->inputs[i]];
-	struct op_tensor *t = &s->in_t[i], shape;
-	int64_t numel;
-	size_t want;
-	int d, ret;
-
-	if (x->dtype != val->t.dtype)
-		return cep__set_error(CEP_EDTYPE, "run %zu of the batch: input '%s' is %s, the "
-				      "model wants %s", k, val->name, cep_dtype_name(x->dtype),
-				      cep_dtype_name(val->t.dtype));
-	if (x->rank < 1 || x->rank > CEP_MAX_RANK || !x->dims || x->dims[0] < 0)
-		return cep__set_error(CEP_ESHAPE, "run %zu of the batch: input '%s' has no "
-				      "dimension 0 to batch along", k, val->name);
-	if (k == 0) {
-		memset(t, 0, sizeof(*t));
-		t->dtype = x->dtype;
-		t->rank = x->rank;
-		memcpy(t->dims, x->dims, sizeof(int64_t) * (size_t)x->rank);
-	} else if (x->rank != t->rank) {
-		return cep__set_error(CEP_ESHAPE, "run %zu of the batch: input '%s' has rank %d, "
-				      "run 0's has %d", k, val->name, x->rank, t->rank);
-	}
-	for (d = 1; d < x->rank; d++) {
-		if (x->dims[d] != t->dims[d])
-			return cep__set_error(CEP_ESHAPE, "run %zu of the batch: input '%s' has "
-					      "dimension %d %lld, run 0's has %lld", k, val->name,
-					      d, (long long)x->dims[d], (long long)t->dims[d]);
-	}
-	if (i == 0)
-		s->b_rows[k] = x->dims[0];
-	else if (x->dims[0] != s->b_rows[k])
-		return cep__set_error(CEP_ESHAPE, "run %zu of the batch: input '%s' has %lld rows, "
-				      "input '%s' %lld", k, val->name, (long long)x->dims[0],
-				      g->values[g->inputs[0]].name, (long long)s->b_rows[k]);
-	memset(&shape, 0, sizeof(shape));
-	shape.dtype = x->dtype;
-	shape.rank = x->rank;
-	memcpy(shape.dims, x->dims, sizeof(int64_t) * (size_t)x->rank);
-	ret = op_tensor_numel(&shape, &numel);
-	if (ret < 0)
-		return cep__set_error(ret, "input '%s' has more than 2^40 elements", val->name);
-	want = (size_t)numel * cep_dtype_size(x->dtype);
-	if (x->bytes != want)
-		return cep__set_error(CEP_ESHAPE, "run %zu of the batch: input '%s' has %zu bytes, "
-				      "its shape needs %zu", k, val->name, x->bytes, want);
-	if (want && !x->data)
-		return cep__set_error(CEP_EINVAL, "run %zu of the batch: input '%s' has no data",
-				      k, val->name);
-	return 0;
-}
-
-/* Checks the runs' inputs against the model and each other, and fills
- * s->b_rows, s->b_in (per run, in graph order) and, for the inputs
- * stacked along dimension 0 (*total rows), s->in_t, the bindings and the
- * signature (*sig_len entries). The stacked inputs have no data: a batch's
- * plan is keyed by shapes only. */
-static int batch_inputs_check(engine_session *s, const struct engine_batch_run *runs,
-			      size_t n, int *sig_len, int64_t *total, size_t *bad)
-{
-	const struct graph *g = &s->m->model->g;
-	size_t k, j, n_in = (size_t)g->n_inputs;
-	int i, d, q = 0, ret;
-
-	*total = 0;
-	for (k = 0; k < n; k++) {
-		const struct engine_batch_run *r = &runs[k];
-
-		*bad = k;
-		if (r->n_inputs != n_in)
-			return cep__set_error(CEP_EINVAL, "run %zu of the batch gives %zu inputs, "
-					      "the model has %zu", k, r->n_inputs, n_in);
-		for (i = 0; i < g->n_inputs; i++) {
-			const char *name = g->values[g->inputs[i]].name;
-			const struct engine_input *x = NULL;
-
-			for (j = 0; j < r->n_inputs; j++) {
-				if (!r->inputs[j].name || strcmp(r->inputs[j].name, name) != 0)
-					continue;
-				if (x)
-					return cep__set_error(CEP_EINVAL, "run %zu of the batch: input "
-							      "'%s' is given twice", k, name);
-				x = &r->inputs[j];
-			}
-			if (!x)
-				return cep__set_error(CEP_EINVAL, "run %zu of the batch: input '%s' "
-						      "is missing", k, name);
-			ret = batch_input_check(s, k, i, x);
-			if (ret < 0)
-				return ret;
-			s->b_in[k * n_in + (size_t)i] = x->data;
-		}
-		*total += s->b_rows[k];
-	}
-	/* What fails from here on is the batch's. */
-	*bad = n;
-	shape_binding_reset(&s->bind);
-	for (i = 0; i < g->n_inputs; i++) {
-		struct op_tensor *t = &s->in_t[i];
-
-		t->dims[0] = *total;
-		t->data = NULL;
-		s->in_ptr[i] = NULL;
-		ret = shape_bind_input(g, g->inputs[i], t->rank, t->dims, &s->bind);
-		if (ret < 0)
-			return ret;
-		s->sig[q++] = t->rank;
-		for (d = 0; d < t->rank; d++)
-			s->sig[q++] = t->dims[d];
-	}
-	*sig_len = q;
-	return 0;
-}
-
-/* Checks the plan of a batch of total rows (every output has them as
- * dimension 0) and each run's outputs (names, room for its rows), points
- * s->b_out at them, and describes them. */
-static int batch_outputs_check(engine_session *s, const struct plan *p,
-			       const struct engine_batch_run *runs, size_t n, int64_t total,
-			       size_t *bad)
-{
-	const struct graph *g = &s->m->model->g;
-	size_t k, j, n_out = (size_t)g->n_outputs;
-	int i;
-
-	for (i = 0; i < g->n_outputs; i++) {
-		const struct op_tensor *t = &p->outputs[i].t;
-
-		if (t->rank < 1 || t->dims[0] != total)
-			return cep__set_error(CEP_ESHAPE, "output '%s' has %lld rows for a batch "
-					      "of %lld: the model does not keep the runs' rows "
-					      "apart", g->values[g->outputs[i]].name,
-					      (long long)(t->rank < 1 ? 0 : t->dims[0]),
-					      (long long)total);
-	}
-	for (k = 0; k < n; k++) {
-		const struct engine_batch_run *r = &runs[k];
-		void **slot = &s->b_out[k * n_out];
-
-		*bad = k;
-		for (i = 0; i < g->n_outputs; i++)
-			slot[i] = NULL;
-		for (j = 0; j < r->n_outputs; j++) {
-			struct engine_output *o = &r->outputs[j];
-			size_t bytes;
-
-			for (i = 0; i < g->n_outputs; i++) {
-				if (o->name && strcmp(o->name, g->values[g->outputs[i]].name) == 0)
-					break;
-			}
-			if (i == g->n_outputs)
-				return cep__set_error(CEP_EINVAL, "run %zu of the batch: '%s' is not "
-						      "an output of the model", k,
-						      o->name ? o->name : "(null)");
-			if (slot[i])
-				return cep__set_error(CEP_EINVAL, "run %zu of the batch: output '%s' "
-						      "is asked for twice", k, o->name);
-			bytes = total ? p->outputs[i].bytes / (size_t)total * (size_t)s->b_rows[k] : 0;
-			if (o->capacity < bytes)
-				return cep__set_error(CEP_ENOSPC, "run %zu of the batch: output '%s' "
-						      "needs %zu bytes, %zu are given", k, o->name,
-						      bytes, o->capacity);
-			if (bytes && !o->data)
-				return cep__set_error(CEP_EINVAL, "run %zu of the batch: output '%s' "
-						      "has no buffer", k, o->name);
-			/* A marker for an empty one: the slot is taken, and exec
-			 * copies nothing for no rows. */
-			slot[i] = o->data ? o->data : (void *)o;
-			o->dtype = p->outputs[i].t.dtype;
-			o->rank = p->outputs[i].t.rank;
-			memcpy(o->dims, p->outputs[i].t.dims, sizeof(o->dims));
-			o->dims[0] = s->b_rows[k];
-			o->bytes = bytes;
-		}
-	}
-	*bad = n;
-	return 0;
-}
-
-/* The host function of a run of a batch that takes its fault record from
- * another run's (engine_run_submit_batch()), which the device has written
- * and whose own host function comes later. */
-static void batch_run_done(void *arg)
-{
-	struct engine_run *run = arg;
-
-	memcpy(run->fault_to, run->fault_from, sizeof(*run->fault_to));
-	/* The run may be reused once done is called: nothing after it. */
-	run->done(run->arg);
-}
-
-int engine_run_submit_batch(engine_session *s, const struct engine_batch_run *runs,
-			    size_t n, unsigned flags, size_t *bad)
-{
-	const struct graph *g = &s->m->model->g;
-	struct plan_env env = {
-		.g = g, .be = s->be, .stream = s->stream,
-		.const_dev = (void *const *)s->const_dev,
-		.call_flags = s->call_flags,
-	};
-	struct plan *p;
-	size_t k, target = n;
-	int64_t total = 0;
-	bool had_error, checked = false;
-	int sig_len = 0, ret;
-
-	cep__clear_error();
-	*bad = n;
-	if (n < 1 || n > (size_t)s->max_batch)
-		return cep__set_error(CEP_EINVAL, "a batch of %zu runs; this session takes 1 to %d",
-				      n, s->max_batch);
-	ret = engine_model_batchable(s->m);
-	if (ret < 0)
-		return ret;
-	for (k = 0; k < n; k++)
-		memset(runs[k].run, 0, sizeof(*runs[k].run));
-	ret = batch_inputs_check(s, runs, n, &sig_len, &total, bad);
-	if (ret < 0)
-		return ret;
-	p = plan_cache_find(&s->plans, s->sig, sig_len, plan_sig_hash(s->sig, sig_len), NULL);
-	if ((flags & ENGINE_SUBMIT_WARM) &&
-	    (!p || p->runs == 0 || exec_captures_next(p, s->be)))
-		return ENGINE_RUN_COLD;
-	if (!p) {
-		ret = plan_make(s, &env, sig_len, &p);
-		if (ret < 0)
-			return ret;
-	} else {
-		s->stats.plan_hits++;
-	}
-	ret = batch_outputs_check(s, p, runs, n, total, bad);
-	if (ret < 0)
-		return ret;
-	atomic_fetch_add_explicit(&p->inflight, (uint32_t)n, memory_order_relaxed);
-	for (k = 0; k < n; k++)
-		runs[k].run->plan = p;
-	had_error = p->capture_error != NULL;
-	ret = exec_submit_batch(g, p, s->be, s->stream, n, s->b_rows,
-				(const void *const *)s->b_in, (void *const *)s->b_out);
-	capture_note(s, p, had_error);
-	/* The device's fault record is copied back once, into the last run
-	 * that checks; the runs before it take theirs from there, in host
-	 * functions that come before that run's own, which frees the record. */
-	for (k = n; k-- > 0;) {
-		if (runs[k].fence->fault) {
-			target = k;
-			break;
-		}
-	}
-	if (ret == 0 && target < n) {
-		ret = backend_stream_fault_save(s->be, s->stream, runs[target].fence->fault);
-		checked = ret > 0;
-		ret = ret > 0 ? 0 : ret;
-	}
-	for (k = 0; k < n && ret == 0; k++) {
-		const struct engine_fence *f = runs[k].fence;
-		struct engine_run *run = runs[k].run;
-
-		run->checked = checked && f->fault;
-		if (run->checked && k != target) {
-			run->fault_from = runs[target].fence->fault;
-			run->fault_to = f->fault;
-		}
-		if (f->seq && !run->checked) {
-			ret = backend_stream_write_value64(s->be, s->stream, f->seq, f->value);
-			run->seq_queued = ret == 0;
-			if (ret == CEP_ENOTSUP) {
-				cep__clear_error();
-				ret = 0;
-			}
-		}
-	}
-	if (ret < 0) {
-		for (k = 0; k < n; k++)
-			run_fail(runs[k].run, ret);
-	} else {
-		run_count(s, p);
-		s->stats.batches++;
-		s->stats.batched_runs += n;
-	}
-	for (k = 0; k < n; k++) {
-		const struct engine_fence *f = runs[k].fence;
-		struct engine_run *run = runs[k].run;
-		backend_host_fn fn = f->done;
-		void *arg = f->arg;
-
-		if (run->fault_to) {
-			run->done = f->done;
-			run->arg = f->arg;
-			fn = batch_run_done;
-			arg = run;
-		}
-		ret = backend_stream_host_fn(s->be, s->stream, fn, arg);
-		if (ret < 0) {
-			/* As for one run: wait for what was queued, then
-			 * complete here. */
-			run_fail(run, ret);
-			(void)backend_stream_sync(s->be, s->stream);
-			fn(arg);
-		}
-	}
-	return 0;
 }
 
 void engine_session_stats(const engine_session *s, struct engine_stats *out)
