@@ -141,10 +141,9 @@ static int mmb_run(struct op_call *c)
 {
 	const struct mmb_params *p = (const struct mmb_params *)c->params;
 	const void *bias = c->in[2].data;
+	const void *resid = p->resid ? c->in[3].data : NULL;
 	void *y = c->out[0].data;
 	int ret;
-
-	const void *resid = p->resid ? c->in[3].data : NULL;
 
 	if (p->m == 0 || p->n == 0)
 		return 0;
