@@ -15,6 +15,8 @@
 
 struct ctl_val {
 	const char *str; /* CTL_TYPE_STR, else NULL */
+	bool is_bool;    /* CTL_TYPE_BOOL: str is "yes" or "no", JSON's
+	                  * true or false */
 	bool is_signed;
 	int64_t i;
 	uint64_t u;
@@ -61,6 +63,7 @@ static struct ctl_val field_val(const struct ctl_field *fld, const void *p)
 		v.str = precision_text(prec);
 		break;
 	case CTL_TYPE_BOOL:
+		v.is_bool = true;
 		v.str = *(const bool *)(const void *)at ? "yes" : "no";
 		break;
 	case CTL_TYPE_SECTION:
@@ -262,7 +265,9 @@ static void json_close(struct ctl_out *o, char brace)
 
 static void json_val(struct ctl_out *o, struct ctl_val v)
 {
-	if (v.str != NULL)
+	if (v.is_bool)
+		fputs(strcmp(v.str, "yes") == 0 ? "true" : "false", o->f);
+	else if (v.str != NULL)
 		ctl_json_string(o->f, v.str);
 	else if (v.is_signed)
 		fprintf(o->f, "%" PRId64, v.i);

@@ -187,7 +187,7 @@ def test_batching_sessions_of_several_clients_are_merged(batch_daemon, tmp_path)
     # first run refused for its output room (the client then learns the
     # size) runs alone, and its retry is merged.
     for i in range(4):
-        assert listed["b%d" % i]["batching"] == "yes"
+        assert listed["b%d" % i]["batching"] is True
         assert listed["b%d" % i]["batched_runs"] == 10, listed["b%d" % i]
     metrics = subprocess.run([os.path.join(BUILD, "bin", "cudaepctl"), "--socket", batch_daemon,
                               "metrics"], check=True, capture_output=True,

@@ -305,9 +305,9 @@ Test(client_ctl, sessions_show_their_precision_counters_and_capture_failures)
 				"session 4: runs eagerly, its graph capture failed: no graphs here\n");
 	ctl_run(&r, (const char *[]){"--socket", fake.path, "--json", "sessions", NULL});
 	cr_expect_not_null(strstr(r.out, "\"loaded_us\":0,\"precision\":\"fp16\","
-				  "\"batching\":\"no\",\"batched_runs\":0,\"name\":\"bert\"}"),
+				  "\"batching\":false,\"batched_runs\":0,\"name\":\"bert\"}"),
 			   "%s", r.out);
-	cr_expect_not_null(strstr(r.out, "\"batching\":\"yes\",\"batched_runs\":11"), "%s",
+	cr_expect_not_null(strstr(r.out, "\"batching\":true,\"batched_runs\":11"), "%s",
 			   r.out);
 	cr_expect_not_null(strstr(r.out, "\"precision\":\"fp32\""), "%s", r.out);
 	cr_expect_not_null(strstr(r.out, "\"plan_hits\":0,\"capture_failures\":1,"
