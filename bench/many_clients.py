@@ -19,6 +19,7 @@ for the whole GPU, sampled during the timed phase, minus what was in use
 before anything started).
 """
 import argparse
+import json
 import multiprocessing as mp
 import os
 import signal
@@ -33,6 +34,17 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import models  # noqa: E402  (bench/models.py: the export and the daemon)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+BATCH_KEYS = ("batches", "batch_runs", "batch_alone", "batch_size_2", "batch_size_3_4",
+              "batch_size_5_8", "batch_size_9_16", "batch_size_17_32", "batch_size_33_up")
+
+
+def daemon_counters(build, sock):
+    """The daemon's counters (cudaepctl --json stats), a dict."""
+    r = subprocess.run([os.path.join(build, "bin", "cudaepctl"), "--socket", sock, "--json",
+                        "stats"], capture_output=True, text=True, check=True)
+    return json.loads(r.stdout)["counters"]
 
 
 def gpu_used_mib():
@@ -131,11 +143,17 @@ def main():
         for batching in (False, True):
             who = "batched" if batching else "cudaep"
             for n in [int(v) for v in args.clients.split(",")]:
+                before = daemon_counters(build, sock)
                 rate, used = phase(cudaep_worker, (build, sock, path, args.precision, batching),
                                    n, args.seconds)
                 rows.append((who, n, rate, used - base))
                 print("%-7s N=%2d  %8.0f runs/s  %6d MiB" % ((who,) + rows[-1][1:]),
                       file=sys.stderr)
+                if batching:
+                    # What the daemon merged in this phase (warm-up included).
+                    after = daemon_counters(build, sock)
+                    print("        " + ", ".join("%s %d" % (k, after.get(k, 0) - before.get(k, 0))
+                                             for k in BATCH_KEYS), file=sys.stderr)
     finally:
         daemon.send_signal(signal.SIGTERM)
         daemon.wait(timeout=60)
