@@ -395,10 +395,11 @@ static int mmb_fuse(struct fx *f, int mm)
  * Whether values a and b may be taken to have one shape: the same rank
  * and, dim by dim, the same fixed size, or a size not fixed on one side
  * or both (a batch traced through Shape and Reshape is unknown) and not a
- * fixed 1 on the other. The second case trusts that an Add of a Linear's output
- * and another value with an open batch does not broadcast along it, as a
- * residual connection never does; should one, MatMulBias's inference at
- * plan time refuses the shapes (CEP_ESHAPE) rather than compute wrongly.
+ * fixed 1 on the other. The second case trusts that an Add of a Linear's
+ * output and another value with an open batch does not broadcast along
+ * it, as a residual connection never does; should one, MatMulBias's
+ * inference at plan time refuses the shapes (CEP_ESHAPE) rather than
+ * compute wrongly.
  */
 static bool fx_same_shape(const struct graph *g, int a, int b)
 {
