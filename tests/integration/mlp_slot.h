@@ -1,8 +1,9 @@
 /*
  * mlp_slot.h — what the integration tests that run the one-layer MLP
  * y = Relu(x W) (x [rows, d], W [d, d]) through a client share: their
- * random numbers, and one run's tensors laid out in a region (x, then y)
- * with the check of its outputs against the host's arithmetic.
+ * random numbers, the model file, and one run's tensors laid out in a
+ * region (x, then y) with the check of its outputs against the host's
+ * arithmetic.
  */
 #ifndef CEP_TEST_MLP_SLOT_H
 #define CEP_TEST_MLP_SLOT_H
@@ -12,13 +13,39 @@
 #include <stdint.h>
 #include <string.h>
 
+#include <stdio.h>
+
+#include <criterion/criterion.h>
+
 #include "cudaep.h"
+#include "onnx_min.h"
 
 /* A number in [-1, 1) from the state's next step. */
 static inline float mlp_frand(unsigned *state)
 {
 	*state = *state * 1103515245u + 12345u;
 	return (float)((*state >> 8) & 0xffff) / 32768.0f - 1.0f;
+}
+
+/* Fills w (d x d) with numbers of mlp_frand() from seed divided by div,
+ * and writes the model y = Relu(x w), x [n, d], to dir/mlp.onnx, whose
+ * path goes to path (len bytes). */
+static inline void mlp_model_write(char *path, size_t len, const char *dir, float *w, int d,
+				   unsigned seed, float div)
+{
+	struct om m = { 0 };
+	char shape[32];
+
+	for (int i = 0; i < d * d; i++)
+		w[i] = mlp_frand(&seed) / div;
+	snprintf(path, len, "%s/mlp.onnx", dir);
+	snprintf(shape, sizeof(shape), "n,%d", d);
+	om_input(&m, "x", 1, shape);
+	om_output(&m, "y", 1, shape);
+	om_init_f32(&m, "w", d, d, w);
+	om_node(&m, "MatMul", "x,w", "h", NULL, 0);
+	om_node(&m, "Relu", "h", "y", NULL, 0);
+	cr_assert_eq(om_save(&m, path), 0);
 }
 
 /* One run's tensors in a region: x at an offset, y right after it. */

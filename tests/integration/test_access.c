@@ -118,21 +118,7 @@ static int connect_as(uid_t uid)
 			fd = h_raw_connect(&d);
 			err = fd < 0 ? errno : 0;
 		}
-		iov.iov_base = &err;
-		iov.iov_len = sizeof(err);
-		msg.msg_iov = &iov;
-		msg.msg_iovlen = 1;
-		if (fd >= 0) {
-			memset(&ctl, 0, sizeof(ctl));
-			msg.msg_control = ctl.buf;
-			msg.msg_controllen = sizeof(ctl.buf);
-			cm = CMSG_FIRSTHDR(&msg);
-			cm->cmsg_level = SOL_SOCKET;
-			cm->cmsg_type = SCM_RIGHTS;
-			cm->cmsg_len = CMSG_LEN(sizeof(int));
-			memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-		}
-		_exit(sendmsg(sp[1], &msg, 0) == sizeof(err) ? 0 : 1);
+		_exit(h_raw_send(sp[1], &err, sizeof(err), &fd, fd >= 0 ? 1 : 0) == 0 ? 0 : 1);
 	}
 	close(sp[1]);
 	iov.iov_base = &err;

@@ -42,20 +42,9 @@ static bool gpu;
 static void models_write(void)
 {
 	struct om m = { 0 };
-	unsigned seed = 7;
 
-	for (int i = 0; i < D * D; i++)
-		W[i] = mlp_frand(&seed) / 4.0f;
-	snprintf(mlp_path, sizeof(mlp_path), "%s/mlp.onnx", d.dir);
-	om_input(&m, "x", 1, "n,32");
-	om_output(&m, "y", 1, "n,32");
-	om_init_f32(&m, "w", D, D, W);
-	om_node(&m, "MatMul", "x,w", "h", NULL, 0);
-	om_node(&m, "Relu", "h", "y", NULL, 0);
-	cr_assert_eq(om_save(&m, mlp_path), 0);
-
+	mlp_model_write(mlp_path, sizeof(mlp_path), d.dir, W, D, 7, 4.0f);
 	/* Rows that index each other: only for a batch that fails. */
-	memset(&m, 0, sizeof(m));
 	snprintf(gather_path, sizeof(gather_path), "%s/gather.onnx", d.dir);
 	om_input(&m, "x", 1, "n,4");
 	om_input(&m, "idx", 7, "n");

@@ -30,7 +30,6 @@
  */
 #include "harness.h"
 #include "mlp_slot.h"
-#include "onnx_min.h"
 
 #include <criterion/criterion.h>
 
@@ -53,22 +52,6 @@ static struct hdaemon d;
 static float W[D * D];
 static char mlp_path[160];
 
-static void model_write(const struct hdaemon *hd)
-{
-	struct om m = { 0 };
-	unsigned seed = 7;
-
-	for (int i = 0; i < D * D; i++)
-		W[i] = mlp_frand(&seed) / 8.0f;
-	snprintf(mlp_path, sizeof(mlp_path), "%s/mlp.onnx", hd->dir);
-	om_input(&m, "x", 1, "n,64");
-	om_output(&m, "y", 1, "n,64");
-	om_init_f32(&m, "w", D, D, W);
-	om_node(&m, "MatMul", "x,w", "h", NULL, 0);
-	om_node(&m, "Relu", "h", "y", NULL, 0);
-	cr_assert_eq(om_save(&m, mlp_path), 0);
-}
-
 /* The CUDA backend when CUDAEP_TEST_GPU=1, else the host backend with
  * queued streams, which keeps runs in flight after their replies. */
 static const char *const *backend_args(void)
@@ -82,7 +65,7 @@ static void start(void)
 {
 	cr_assert_eq(h_daemon_start_prog(&d, h_test_bin("cudaepd-fault"), backend_args()), 0,
 		     "cudaepd-fault did not start (is %s built?)", h_test_bin("cudaepd-fault"));
-	model_write(&d);
+	mlp_model_write(mlp_path, sizeof(mlp_path), d.dir, W, D, 7, 8.0f);
 }
 
 static void stop(void)
