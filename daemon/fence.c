@@ -570,7 +570,15 @@ static void fence_run_give_up(struct fence_run *r, const char *why)
 	futex_wake_all(&slot->futex);
 }
 
-/* Runs of every connection in flight that have not landed yet. */
+/* Whether r was handed to the backend and is not yet finished: what a
+ * recovery settles. A run waiting in the fair queue never reached the
+ * backend; it stays and starts on the new one. */
+static bool fence_run_on_device(const struct fence_run *r)
+{
+	return r->open && r->submitted;
+}
+
+/* Runs of every connection on the device that have not landed yet. */
 static uint32_t fence_unlanded(const struct server *s)
 {
 	const struct conn *c;
@@ -578,7 +586,7 @@ static uint32_t fence_unlanded(const struct server *s)
 
 	for (c = s->conns; c != NULL; c = c->next)
 		for (i = 0; c->fence.runs != NULL && i < FENCE_RUNS; i++)
-			if (c->fence.runs[i].open && !c->fence.runs[i].done)
+			if (fence_run_on_device(&c->fence.runs[i]) && !c->fence.runs[i].done)
 				n++;
 	return n;
 }
@@ -593,9 +601,7 @@ uint32_t fence_recover_settle(struct server *s, const char *why)
 	for (c = s->conns; c != NULL; c = c->next) {
 		for (i = 0; c->fence.runs != NULL && i < FENCE_RUNS; i++) {
 			r = &c->fence.runs[i];
-			/* A run waiting in the fair queue never reached the
-			 * backend: it stays, and starts on the new one. */
-			if (!r->open || !r->submitted ||
+			if (!fence_run_on_device(r) ||
 			    atomic_exchange_explicit(&r->claimed, true, memory_order_acq_rel))
 				continue;
 			fence_run_give_up(r, why);
@@ -621,7 +627,7 @@ uint32_t fence_recover_settle(struct server *s, const char *why)
 	}
 	for (c = s->conns; c != NULL; c = c->next)
 		for (i = 0; c->fence.runs != NULL && i < FENCE_RUNS; i++)
-			if (c->fence.runs[i].open && c->fence.runs[i].submitted)
+			if (fence_run_on_device(&c->fence.runs[i]))
 				(void)fence_run_complete(&c->fence.runs[i]);
 	return failed;
 }
@@ -636,7 +642,7 @@ void fence_recover_finish(struct server *s)
 	for (c = s->conns; c != NULL; c = c->next) {
 		for (i = 0; c->fence.runs != NULL && i < FENCE_RUNS; i++) {
 			r = &c->fence.runs[i];
-			if (!r->open || !r->submitted)
+			if (!fence_run_on_device(r))
 				continue;
 			r->replied = true;
 			r->next = list;

@@ -462,6 +462,85 @@ Test(recover, batching_sessions_merge_again_after_a_recovery)
 	cep_close(watch);
 }
 
+/* A daemon that keeps one run of a connection on the device at once, so
+ * that the rest of a client's runs wait in the fair queue. */
+static void start_bounded(void)
+{
+	static const char *const host_async[] = { "--backend", "host-async",
+						  "--max-runs-in-flight", "1", NULL };
+	static const char *const cuda[] = { "--max-runs-in-flight", "1", NULL };
+
+	cr_assert_eq(h_daemon_start_prog(&d, h_test_bin("cudaepd-fault"),
+					 strcmp(h_backend(), "cuda") == 0 ? cuda : host_async),
+		     0, "cudaepd-fault did not start");
+	mlp_model_write(mlp_path, sizeof(mlp_path), d.dir, W, D, 7, 8.0f);
+}
+
+TestSuite(recover_queued, .init = start_bounded, .fini = stop, .timeout = 240);
+
+/* Runs waiting for their turn never reached the device: a recovery leaves
+ * them waiting (it must not wait for them to land), and they run on the
+ * new backend with the right outputs. */
+Test(recover_queued, runs_waiting_in_the_fair_queue_survive_a_recovery)
+{
+	enum { QUEUED = 48 };
+	cep_client *watch = h_connect(&d, "watcher");
+	cep_client *qc = h_connect(&d, "queued"), *fc = h_connect(&d, "faulty");
+	cep_session *qs = load(qc, "queued"), *fs = load(fc, INJECT_NAME);
+	cep_region *qr, *fr;
+	struct mlp_slot *t = calloc(QUEUED, sizeof(*t));
+	size_t each = 2 * sizeof(float) * ROWS * D;
+	unsigned seed = 5;
+	int i, ret, at, ok = 0, lost = 0, deadline;
+
+	cr_assert_not_null(t);
+	cr_assert_eq(cep_region_new(qc, each * QUEUED, &qr), 0, "%s", cep_last_error());
+	cr_assert_eq(cep_region_new(fc, 2 * sizeof(float) * 3 * D, &fr), 0);
+	cr_assert_eq(run_once(fs, fr, &seed), 0, "run 1: %s", cep_last_error());
+	cr_assert_eq(run_once(fs, fr, &seed), 0, "run 2: %s", cep_last_error());
+	for (i = 0; i < QUEUED; i++) {
+		mlp_slot_init(&t[i], qr, each * (size_t)i, ROWS, D);
+		mlp_slot_fill(&t[i], &seed);
+		cr_assert_eq(cep_run_submit(qs, &t[i].in, 1, &t[i].out, 1, &t[i].fence), 0,
+			     "submit %d: %s", i, cep_last_error());
+	}
+	/* The fault while most of them wait. */
+	cr_assert_eq(run_once(fs, fr, &seed), CEP_ECONTEXT, "the injected fault");
+	for (i = 0; i < QUEUED; i++) {
+		at = -1;
+		ret = cep_fence_wait(&t[i].fence, CEP_WAIT_FOREVER);
+		if (ret == 0) {
+			cr_assert(mlp_slot_check(&t[i], W, &at), "run %d: y[%d] = %g is wrong", i,
+				  at, t[i].y[at]);
+			ok++;
+		} else {
+			cr_assert_eq(ret, CEP_ECONTEXT, "run %d: %s: %s", i, cep_err_name(ret),
+				     cep_last_error());
+			lost++;
+		}
+	}
+	deadline = 0;
+	while (h_counter(watch, "recoveries") < 1 && deadline++ < 6000)
+		h_sleep_ms(5);
+	cr_assert_eq(h_counter(watch, "recoveries"), 1, "the daemon did not recover");
+	printf("  %d of %d runs submitted before the fault succeeded, %d failed with it; "
+	       "%llu had waited for their turn\n", ok, QUEUED, lost,
+	       (unsigned long long)h_counter(watch, "runs_queued"));
+	cr_expect_gt(h_counter(watch, "runs_queued"), 0, "no run waited");
+	cr_assert_eq(run_once(qs, qr, &seed), 0, "a run after the recovery: %s",
+		     cep_last_error());
+	cr_assert_eq(h_wait_gauge(watch, "runs_in_flight", 0), 0);
+	cep_region_free(qr);
+	cep_region_free(fr);
+	cep_session_free(qs);
+	cep_session_free(fs);
+	cep_close(qc);
+	cep_close(fc);
+	cr_expect_eq(cep_ping(watch), 0, "the daemon is still up");
+	cep_close(watch);
+	free(t);
+}
+
 /* The trigger exists only in cudaepd-fault: the production daemon runs a
  * session of that name as any other. */
 Test(recover, the_production_daemon_has_no_fault_trigger)
