@@ -401,7 +401,7 @@ static int handle_sessions(struct req *r)
 			e->name = sess->name;
 			e->runs = sess->runs;
 			e->loaded_us = since_us(sess->loaded_ns);
-			e->precision = (Cudaep__V1__Precision)sess->precision;
+			e->precision = (Cudaep__V1__Precision)sess->opts.precision;
 			e->plans = (uint32_t)sess->stats.plans_cached;
 			e->plan_hits = sess->stats.plan_hits;
 			e->graph_replays = sess->stats.graph_replays;

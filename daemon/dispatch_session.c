@@ -422,7 +422,6 @@ static int load_finish(struct job *j, struct req *r)
 		return cep__set_error(ret, "%s", j->msg);
 	}
 	sess->engine = j->load.es;
-	sess->opts = j->load.opts;
 	sess->loaded_ns = uv_hrtime();
 	j->load.es = NULL;
 	if (j->load.batching)
@@ -903,10 +902,9 @@ static int memory_owner_open(struct req *r, struct job *j)
 	if (ret != 0)
 		return ret;
 	j->load.session_id = sess->id;
-	sess->precision = j->load.opts.precision;
-	sess->priority = j->load.opts.priority;
 	j->load.opts.account = r->s->account;
 	j->load.opts.owner = (struct alloc_owner){ r->c->id, sess->id };
+	sess->opts = j->load.opts;
 	return 0;
 }
 

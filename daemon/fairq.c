@@ -40,7 +40,7 @@ bool fairq_must_wait(const struct server *s, const struct conn *c)
 
 static enum fairq_class class_of(const struct session *sess)
 {
-	switch (sess->priority) {
+	switch (sess->opts.priority) {
 	case CEP_PRIORITY_HIGH:
 		return FAIRQ_HIGH;
 	case CEP_PRIORITY_LOW:

@@ -30,9 +30,6 @@ struct session {
 	char name[CEP_MAX_OBJ_NAME]; /* shown by cudaepctl, may be "" */
 	uint64_t runs;               /* Run requests completed */
 	uint64_t loaded_ns;          /* uv_hrtime() when loaded */
-	cep_precision precision;     /* asked for when loading */
-	cep_priority priority;       /* likewise: its stream's, and its waiting
-	                              * runs' class (fairq.h) */
 	engine_session *engine;      /* owned; NULL only in unit tests */
 	struct engine_stats stats;   /* the engine's counters, copied on the
 	                              * event loop after each run so that
@@ -47,9 +44,13 @@ struct session {
 	                              * run */
 	uint32_t run_requests;       /* Run requests received (fault injection
 	                              * counts them) */
-	/* What re-creates the engine session on a new backend after the old
-	 * one's context was lost (daemon/recover.c): */
-	struct engine_session_options opts; /* as it was opened */
+	struct engine_session_options opts; /* as asked for when loading (its
+	                              * precision, its stream's priority, also
+	                              * its waiting runs' class, fairq.h), and
+	                              * what re-creates the engine session on a
+	                              * new backend after the old one's context
+	                              * was lost (daemon/recover.c) */
+	/* The rest of a recovery's state: */
 	engine_model *restore_model; /* a reference to its model while the
 	                              * recovery has no engine session */
 	int restore_err;             /* why it could not be restored (it then
