@@ -33,6 +33,9 @@ struct batch_group {
 	cep_priority priority;
 	unsigned refs;                      /* sessions using it, and a flush
 	                                     * running */
+	uint32_t sessions;                  /* the sessions using it */
+	uint32_t on_device;                 /* runs of its batches not landed
+	                                     * yet (batch_run_landed()) */
 	engine_session *es;                 /* owned: the batches run here */
 	engine_model *restore;              /* while es is closed for a
 	                                     * recovery: its model, held */
@@ -85,6 +88,7 @@ static void timer_set(struct batch_group *g, uint64_t ns)
 }
 
 static void group_flush(struct batch_group *g);
+static void group_drop(struct batch_group *g);
 
 static void group_on_timer(uv_poll_t *h, int status, int events)
 {
@@ -96,7 +100,7 @@ static void group_on_timer(uv_poll_t *h, int status, int events)
 	g->armed = false;
 	g->refs++;
 	group_flush(g);
-	batch_group_unref(g);
+	group_drop(g);
 }
 
 /* ----------------------------------------------------------------- groups */
@@ -134,10 +138,19 @@ static void group_free(struct batch_group *g)
 	uv_close((uv_handle_t *)&g->poll, group_on_close);
 }
 
+/* Drops a reference that is not a session's. */
+static void group_drop(struct batch_group *g)
+{
+	if (--g->refs == 0)
+		group_free(g);
+}
+
 void batch_group_unref(struct batch_group *g)
 {
-	if (g && --g->refs == 0)
-		group_free(g);
+	if (!g)
+		return;
+	g->sessions--;
+	group_drop(g);
 }
 
 static int group_new(struct batcher *b, engine_session *es, cep_priority priority,
@@ -235,6 +248,7 @@ int batch_group_get(struct batcher *b, engine_session *es, cep_priority priority
 			return ret;
 	}
 	g->refs++;
+	g->sessions++;
 	*out = g;
 	return 0;
 }
@@ -343,6 +357,7 @@ static void group_done(struct batch_group *g, int ret, const char *msg)
 		stats_count(st, STATS_COUNTER_BATCH_ALONE, n);
 	} else if (ret == 0) {
 		batch_count(st, n);
+		g->on_device += (uint32_t)n;
 	} else {
 		stats_count(st, STATS_COUNTER_BATCH_REFUSED, 1);
 		stats_count(st, STATS_COUNTER_BATCH_ALONE, n);
@@ -387,6 +402,30 @@ static int group_try(struct batch_group *g, unsigned flags)
 	}
 }
 
+/*
+ * Decides when what waits in g goes: not while a batch of g is on the
+ * device or being planned (its landing, or the planning's end, decides
+ * again), at once when every session of g has a run waiting or g is full,
+ * else when the window ends. Waiting out the batch on the device lets the
+ * runs of its own clients, which come back as it lands, join the next
+ * one: batches grow to what the clients offer instead of settling into
+ * many small ones queued behind each other. Never flushes here and now
+ * (its callers are still answering a request or finishing a run): the
+ * timer's next turn does.
+ */
+static void group_kick(struct batch_group *g)
+{
+	uint32_t max = g->b->max;
+	uint32_t full = g->sessions < max ? g->sessions : max;
+
+	if (g->busy || g->on_device > 0 || !g->head)
+		return;
+	if (g->n_wait >= full || g->rows_wait >= (int64_t)max)
+		timer_set(g, 1);
+	else if (!g->armed)
+		timer_set(g, g->b->window_ns ? g->b->window_ns : 1);
+}
+
 static void group_work(uv_work_t *w)
 {
 	struct batch_group *g = container_of(w, struct batch_group, work);
@@ -410,9 +449,8 @@ static void group_after(uv_work_t *w, int status)
 	}
 	g->refs++;
 	group_done(g, g->work_ret, g->work_msg);
-	/* What gathered meanwhile has waited long enough. */
-	group_flush(g);
-	batch_group_unref(g);
+	group_kick(g);
+	group_drop(g);
 }
 
 /* Submits the batch of g->n_batch members: on the loop when its plan is
@@ -481,8 +519,6 @@ static void group_flush(struct batch_group *g)
 
 bool batch_add(struct batch_group *g, struct batch_member *m)
 {
-	uint32_t max = g->b->max;
-
 	if (g->disabled)
 		return false;
 	m->group = g;
@@ -495,12 +531,14 @@ bool batch_add(struct batch_group *g, struct batch_member *m)
 	g->n_wait++;
 	g->rows_wait += m->rows;
 	stats_gauge_add(&g->b->s->stats, STATS_GAUGE_BATCH_WAITING, 1);
-	/* Never at once: the caller is still answering the request. */
-	if (g->n_wait >= max || g->rows_wait >= (int64_t)max)
-		timer_set(g, 1);
-	else if (!g->armed)
-		timer_set(g, g->b->window_ns ? g->b->window_ns : 1);
+	group_kick(g);
 	return true;
+}
+
+void batch_run_landed(struct batch_group *g)
+{
+	if (--g->on_device == 0)
+		group_kick(g);
 }
 
 bool batch_member_cancel(struct batch_member *m)

@@ -7,8 +7,12 @@
  * Each run keeps its own fence record, so its client sees its fence, its
  * reply and its error exactly as if it had run alone.
  *
- * A group flushes when its window expires, or at once when it holds
- * batch_max runs or batch_max rows. One run flushes alone, as an ordinary
+ * A group sends nothing while a batch of it is on the device: the runs of
+ * that batch's clients come back as it lands and join the next one, so
+ * batches grow to what the clients offer (batch_run_landed()). Otherwise
+ * it flushes when its window expires, or at once when every session of
+ * the group has a run waiting, or when it holds batch_max runs or
+ * batch_max rows. One run flushes alone, as an ordinary
  * run; so do runs the engine refuses to merge (shapes that differ, too
  * little output room, a plan that does not fit), each getting then what
  * it would have got alone. A batch whose plan is cold is planned and
@@ -90,6 +94,11 @@ void batch_group_unref(struct batch_group *g);
  * merges runs (its model's batches cannot be planned): run it alone.
  */
 bool batch_add(struct batch_group *g, struct batch_member *m);
+
+/* A run of a batch of g that was submitted (its member's done said
+ * BATCH_SUBMITTED) has landed or failed; on the loop, once per such run.
+ * The last of them lets what waits in g go. */
+void batch_run_landed(struct batch_group *g);
 
 /* Takes m out of its group if it is still waiting there (its client went
  * away): returns true, and done will not be called. Returns false once it

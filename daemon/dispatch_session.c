@@ -739,6 +739,7 @@ static void batch_member_done(struct batch_member *bm, enum batch_outcome how)
 	if (how == BATCH_SUBMITTED) {
 		j->ret = 0;
 		j->run.sess->batched_runs++;
+		j->run.fr->batched_in = j->run.sess->batch;
 		job_reply(j);
 		return;
 	}

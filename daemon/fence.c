@@ -28,6 +28,7 @@
 
 #include "cudaep.pb-c.h"
 
+#include "batch.h"
 #include "conn.h"
 #include "cudaep.h"
 #include "dispatch_priv.h"
@@ -252,6 +253,10 @@ static void fence_run_finish(struct server *s, struct fence_run *r)
 		if (!c->free_deferred && !c->closing)
 			fence_run_error_send(r, ret);
 	}
+	if (r->batched_in != NULL) {
+		batch_run_landed(r->batched_in);
+		r->batched_in = NULL;
+	}
 	fence_run_release(r);
 	fence_settle(s, c);
 	/* A run that failed on a lost context is how most recoveries begin
@@ -455,6 +460,7 @@ int fence_run_open(struct server *s, struct conn *c, struct session *sess,
 	r->completed = false;
 	r->result = 0;
 	r->submitted = false;
+	r->batched_in = NULL;
 	r->n_holds = 0;
 	memset(&r->er, 0, sizeof(r->er));
 	r->fence = (struct engine_fence){

@@ -41,6 +41,7 @@ struct server;
 struct conn;
 struct session;
 struct region;
+struct batch_group;
 
 /* Runs of one connection in flight at once: twice the slots, so that a
  * client which saw a run's fence before its host function ran can reuse
@@ -81,6 +82,8 @@ struct fence_run {
 	bool submitted;                /* handed to the backend: counts in
 	                                * its connection's submitted */
 	uint8_t cls;                   /* enum fairq_class, while it waits */
+	struct batch_group *batched_in; /* the group whose batch it went in,
+	                                * told when it lands; else NULL */
 	struct fence_io *io;           /* owned; NULL until it first waits */
 	struct engine_fence fence;     /* what the engine queues behind it */
 	struct engine_run er;          /* the engine's state of it */

@@ -535,6 +535,11 @@ Test(batch, a_client_killed_while_its_run_waits_is_dropped)
 	base_regions = h_gauge(watch, "regions");
 	base_device = h_mem_current(watch, "total", "device");
 	base_fds = h_settled_fds(&d, watch, 1);
+	/* A second batching session of the model that never runs: with it,
+	 * the child's lone run waits for it in the window (a group whose
+	 * every session has a run waiting goes at once). */
+	k = h_connect(&d, "idle");
+	s = load(k, mlp_path, true);
 	pid = fork();
 	cr_assert_geq(pid, 0);
 	if (pid == 0) {
@@ -570,6 +575,8 @@ Test(batch, a_client_killed_while_its_run_waits_is_dropped)
 	cr_assert_eq(h_wait_gauge(watch, "batch_waiting", 0), 0);
 	cr_assert_eq(h_counter(watch, "batch_dropped"), 1, "the run was dropped, not run");
 	cr_assert_eq(h_counter(watch, "batch_runs") + h_counter(watch, "batch_alone"), 0);
+	cep_session_free(s);
+	cep_close(k);
 	cr_assert_eq(h_wait_gauge(watch, "connections", 1), 1);
 	cr_assert_eq(h_gauge(watch, "runs_in_flight"), 0);
 	cr_assert_eq(h_gauge(watch, "sessions"), base_sessions);
@@ -578,7 +585,8 @@ Test(batch, a_client_killed_while_its_run_waits_is_dropped)
 	cr_assert_eq(h_mem_current(watch, "total", "device"), base_device);
 	cr_assert_eq(h_wait_fd_count(&d, base_fds), base_fds, "the daemon kept fds of the "
 		     "killed client or its group");
-	/* The daemon batches on: a new client's run goes alone after its window. */
+	/* The daemon batches on: a new client, its model's only batching
+	 * session, runs alone. */
 	pthread_barrier_init(&one, NULL, 1);
 	client_open(&other, 1, true, &one);
 	client_fill(&other, 2, &seed);
