@@ -525,7 +525,8 @@ static int fds_note(struct handover *h)
 		(void)fcntl(fd, F_SETFD, FD_CLOEXEC);
 	}
 	closedir(d);
-	qsort(h->fds, h->n_fds, sizeof(*h->fds), int_cmp);
+	if (h->n_fds > 0)
+		qsort(h->fds, h->n_fds, sizeof(*h->fds), int_cmp);
 	return 0;
 }
 
@@ -538,7 +539,7 @@ static int fd_take(struct handover *h, int32_t fd, const char *what)
 
 	if (fd < 3)
 		return -1;
-	e = bsearch(&key, h->fds, h->n_fds, sizeof(*h->fds), int_cmp);
+	e = h->n_fds > 0 ? bsearch(&key, h->fds, h->n_fds, sizeof(*h->fds), int_cmp) : NULL;
 	if (e == NULL || e->taken) {
 		log_warning("handover: fd %d, named as %s, was %s; leaving it out", (int)fd, what,
 			    e == NULL ? "not passed to the new image" : "named twice");
