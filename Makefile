@@ -59,14 +59,14 @@ CLIENT_LIBS = -Wl,-Bstatic -lprotobuf-nanopb -Wl,-Bdynamic
 # ---------------------------------------------------------------- sources
 
 GEN := $(BUILD)/gen
-PB_C_SRC  := $(GEN)/cudaep.pb-c.c $(GEN)/onnx.pb-c.c
+PB_C_SRC  := $(GEN)/cudaep.pb-c.c $(GEN)/handover.pb-c.c $(GEN)/onnx.pb-c.c
 PB_C_HDR  := $(PB_C_SRC:.c=.h)
 NANOPB_SRC := $(GEN)/cudaep.pb.c
 NANOPB_HDR := $(GEN)/cudaep.pb.h
 ONNX_PROTO := $(wildcard proto/onnx.proto)
 ifeq ($(ONNX_PROTO),)
-PB_C_SRC := $(GEN)/cudaep.pb-c.c
-PB_C_HDR := $(GEN)/cudaep.pb-c.h
+PB_C_SRC := $(GEN)/cudaep.pb-c.c $(GEN)/handover.pb-c.c
+PB_C_HDR := $(PB_C_SRC:.c=.h)
 endif
 
 # Shared by the client library and the daemon.

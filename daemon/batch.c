@@ -37,8 +37,6 @@ struct batch_group {
 	uint32_t on_device;                 /* runs of its batches not landed
 	                                     * yet (batch_run_landed()) */
 	engine_session *es;                 /* owned: the batches run here */
-	engine_model *restore;              /* while es is closed for a
-	                                     * recovery: its model, held */
 	struct batch_member *head, *tail;   /* waiting, oldest first */
 	uint32_t n_wait;
 	int64_t rows_wait;
@@ -131,8 +129,6 @@ static void group_free(struct batch_group *g)
 	stats_gauge_add(&g->b->s->stats, STATS_GAUGE_BATCH_GROUPS, -1);
 	engine_session_free(g->es);
 	g->es = NULL;
-	engine_model_unref(g->restore);
-	g->restore = NULL;
 	if (g->armed)
 		timer_set(g, 0);
 	uv_close((uv_handle_t *)&g->poll, group_on_close);
@@ -251,53 +247,6 @@ int batch_group_get(struct batcher *b, engine_session *es, cep_priority priority
 	g->sessions++;
 	*out = g;
 	return 0;
-}
-
-/* ---------------------------------------------------------------- recovery */
-
-void batcher_sessions_close(struct batcher *b)
-{
-	struct batch_group *g;
-
-	for (g = b->groups; g; g = g->next) {
-		if (!g->es)
-			continue;
-		g->restore = (engine_model *)engine_session_model(g->es);
-		engine_model_ref(g->restore);
-		engine_session_free(g->es);
-		g->es = NULL;
-	}
-}
-
-void batcher_sessions_open(struct batcher *b)
-{
-	struct server *s = b->s;
-	struct batch_group *g;
-	int ret;
-
-	for (g = b->groups; g; g = g->next) {
-		struct engine_session_options o = {
-			.precision = g->precision,
-			.priority = g->priority,
-			.account = s->account,
-			.owner = ALLOC_OWNER_SHARED,
-			.max_batch = (int)b->max,
-		};
-
-		if (!g->restore)
-			continue;
-		cep__clear_error();
-		ret = engine_session_new(g->restore, s->backend, &o, &g->es);
-		engine_model_unref(g->restore);
-		g->restore = NULL;
-		if (ret == 0)
-			continue;
-		g->es = NULL;
-		/* Its sessions' runs go alone from now on. */
-		g->disabled = true;
-		log_warning("a batch group could not be restored on the new backend: %s: %s; "
-			    "its sessions' runs run alone", cep_err_name(ret), cep_last_error());
-	}
 }
 
 /* ---------------------------------------------------------------- batches */

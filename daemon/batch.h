@@ -105,11 +105,4 @@ void batch_run_landed(struct batch_group *g);
  * is being submitted (done will come). */
 bool batch_member_cancel(struct batch_member *m);
 
-/* For a recovery from a lost context (daemon/recover.c), with no run
- * waiting or in flight: frees every group's engine session, keeping its
- * model; then opens them again on the server's new backend (a group whose
- * session cannot be opened stops merging: its runs run alone). */
-void batcher_sessions_close(struct batcher *b);
-void batcher_sessions_open(struct batcher *b);
-
 #endif

@@ -15,22 +15,18 @@
 
 #include "cudaep.h"
 #include "dispatch.h"
+#include "error.h"
 #include "fairq.h"
 #include "log.h"
 #include "server.h"
 
-struct conn_out {
-	struct conn_out *next;
-	int fd;                    /* attached to it, owned; -1: none */
-	size_t len;                /* bytes in data */
-	uint8_t data[];            /* one encoded Response */
-};
-
 static void conn_on_poll(uv_poll_t *h, int status, int events);
+static int conn_queue(struct conn *c, const uint8_t *buf, size_t len, int fd);
 static int conn_take_fds(struct conn *c, struct msghdr *msg, int *fds,
 			 unsigned *flags);
 
-static int conn_alloc(struct server *s, int fd, pid_t pid, uid_t uid,
+/* id 0: the next client id. */
+static int conn_alloc(struct server *s, int fd, uint64_t id, pid_t pid, uid_t uid,
 		      gid_t gid, bool admin, struct conn **out)
 {
 	struct conn *c = calloc(1, sizeof(*c));
@@ -40,7 +36,7 @@ static int conn_alloc(struct server *s, int fd, pid_t pid, uid_t uid,
 		return CEP_ENOMEM;
 	c->server = s;
 	c->fd = fd;
-	c->id = s->next_client_id++;
+	c->id = id != 0 ? id : s->next_client_id++;
 	c->pid = pid;
 	c->uid = uid;
 	c->gid = gid;
@@ -50,18 +46,20 @@ static int conn_alloc(struct server *s, int fd, pid_t pid, uid_t uid,
 	c->regions.client_id = c->id;
 	session_table_init(&c->sessions, &s->sessions, c->id);
 	c->fence.fd = -1;
+	c->fence.page_fd = -1;
 	*out = c;
 	return 0;
 }
 
-int conn_new(struct server *s, int fd, pid_t pid, uid_t uid, gid_t gid,
-	     bool admin, struct conn **out)
+/* conn_new() and conn_adopt(). */
+static int conn_open(struct server *s, int fd, uint64_t id, pid_t pid, uid_t uid,
+		     gid_t gid, bool admin, struct conn **out)
 {
 	struct conn *c;
 	int ret;
 
 	*out = NULL;
-	ret = conn_alloc(s, fd, pid, uid, gid, admin, &c);
+	ret = conn_alloc(s, fd, id, pid, uid, gid, admin, &c);
 	if (ret != 0) {
 		close(fd);
 		return ret;
@@ -85,13 +83,42 @@ int conn_new(struct server *s, int fd, pid_t pid, uid_t uid, gid_t gid,
 	return 0;
 }
 
+int conn_new(struct server *s, int fd, pid_t pid, uid_t uid, gid_t gid,
+	     bool admin, struct conn **out)
+{
+	return conn_open(s, fd, 0, pid, uid, gid, admin, out);
+}
+
+int conn_adopt(struct server *s, int fd, uint64_t id, pid_t pid, uid_t uid,
+	       gid_t gid, bool admin, struct conn **out)
+{
+	const struct conn *c;
+
+	*out = NULL;
+	for (c = s->conns; c != NULL; c = c->next)
+		if (c->id == id)
+			break;
+	if (id == 0 || id >= s->next_client_id || c != NULL) {
+		close(fd);
+		return cep__set_error(CEP_EINVAL, "client id %llu cannot be handed over "
+				      "(the next id is %llu)", (unsigned long long)id,
+				      (unsigned long long)s->next_client_id);
+	}
+	return conn_open(s, fd, id, pid, uid, gid, admin, out);
+}
+
+int conn_queue_adopt(struct conn *c, const uint8_t *buf, size_t len, int fd)
+{
+	return conn_queue(c, buf, len, fd);
+}
+
 int conn_new_detached(struct server *s, uid_t uid, gid_t gid, pid_t pid,
 		      struct conn **out)
 {
 	bool admin = server_peer_admin(s, uid, gid, NULL, 0);
 	int ret;
 
-	ret = conn_alloc(s, -1, pid, uid, gid, admin, out);
+	ret = conn_alloc(s, -1, 0, pid, uid, gid, admin, out);
 	if (ret != 0)
 		return ret;
 	server__conn_link(s, *out);

@@ -27,7 +27,14 @@
 #include "session.h"
 
 struct server;
-struct conn_out;
+
+/* A response waiting for the socket. */
+struct conn_out {
+	struct conn_out *next;
+	int fd;                         /* attached to it, owned; -1: none */
+	size_t len;                     /* bytes in data */
+	uint8_t data[];                 /* one encoded Response */
+};
 
 /* Packets read per readable wakeup, so that one busy client cannot starve
  * the others. */
@@ -84,6 +91,22 @@ struct conn {
  */
 int conn_new(struct server *s, int fd, pid_t pid, uid_t uid, gid_t gid,
 	     bool admin, struct conn **out);
+
+/*
+ * As conn_new(), for a connection a previous image of the daemon handed
+ * over (daemon/handover.h): it keeps its client id, which must be below
+ * s->next_client_id (set from the handover first) and not taken. Takes fd
+ * in every case. Returns 0 with *out owned by s, CEP_EINVAL for an id
+ * that cannot be, or as conn_new().
+ */
+int conn_adopt(struct server *s, int fd, uint64_t id, pid_t pid, uid_t uid,
+	       gid_t gid, bool admin, struct conn **out);
+
+/* Queues one encoded response (len bytes of buf, with fd attached when
+ * fd >= 0) that the previous image had queued for c's socket, behind any
+ * queued now. Takes fd in every case. Returns 0, or CEP_ENOMEM after
+ * which c has been torn down. */
+int conn_queue_adopt(struct conn *c, const uint8_t *buf, size_t len, int fd);
 
 /*
  * Creates a connection without a socket, as if a peer with these

@@ -35,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "error.h"
 #include "exec.h"
@@ -99,6 +100,7 @@ int engine_model_load_as(const void *bytes, size_t len, int dir_fd,
 	if (!m)
 		return cep__set_error(CEP_ENOMEM, NULL);
 	atomic_init(&m->refs, 1);
+	m->dir_fd = -1;
 	pthread_mutex_init(&m->homes_lock, NULL);
 	m->pstats.first_float_node = -1;
 	ret = engine__model_key(o, &m->key);
@@ -144,6 +146,8 @@ void engine_model_unref(engine_model *m)
 		return;
 	engine__cache_drop(m);
 	free(m->bytes);
+	if (m->dir_fd >= 0)
+		close(m->dir_fd);
 	pthread_mutex_destroy(&m->homes_lock);
 	model_free(m->model);
 	free(m->inputs);
@@ -503,6 +507,14 @@ void engine_session_free(engine_session *s)
 	engine_model_unref(s->m);
 	account_free(s->own_acc);
 	free(s);
+}
+
+void engine_model_source(const engine_model *m, const void **bytes, size_t *len,
+			 int *dir_fd)
+{
+	*bytes = m->bytes;
+	*len = m->bytes != NULL ? m->len : 0;
+	*dir_fd = m->dir_fd;
 }
 
 engine_model *engine_session_model(const engine_session *s)

@@ -226,6 +226,16 @@ int engine_session_new(engine_model *m, struct backend *be,
  * its reference to the model. Accepts NULL. */
 void engine_session_free(engine_session *s);
 
+/*
+ * What m was loaded from, for handing it to a new image of the daemon
+ * (daemon/handover.h): the file's bytes (*len of them; NULL when m was not
+ * loaded through a cache, which alone keeps them) and the directory fd its
+ * external data was read below (-1: none). Both stay m's; they live as
+ * long as m. Cannot fail.
+ */
+void engine_model_source(const engine_model *m, const void **bytes, size_t *len,
+			 int *dir_fd);
+
 /* The session's model (no new reference). */
 engine_model *engine_session_model(const engine_session *s);
 

@@ -11,6 +11,8 @@
  */
 #include "engine_priv.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -158,6 +160,31 @@ static void flight_land(engine_model_cache *c, struct cache_flight *me)
 	pthread_cond_broadcast(&c->landed);
 }
 
+/* Loads a model whose external data lies below dir_fd for one client:
+ * never cached, but keeping its bytes and a dup of dir_fd, which a
+ * handover passes on (engine_model_source()). */
+static int model_load_private(const void *bytes, size_t len, int dir_fd,
+			      const struct engine_model_options *o, engine_model **out)
+{
+	engine_model *m = NULL;
+	int ret;
+
+	ret = engine_model_load_as(bytes, len, dir_fd, o, &m);
+	if (ret != 0)
+		return ret;
+	m->bytes = malloc(len ? len : 1);
+	m->dir_fd = fcntl(dir_fd, F_DUPFD_CLOEXEC, 3);
+	if (m->bytes == NULL || m->dir_fd < 0) {
+		ret = m->bytes == NULL ? CEP_ENOMEM : cep__from_errno(errno);
+		engine_model_unref(m);
+		return cep__set_error(ret, "keeping the model's bytes and its directory");
+	}
+	memcpy(m->bytes, bytes, len);
+	m->len = len;
+	*out = m;
+	return 0;
+}
+
 int engine_model_load_shared(engine_model_cache *c, const void *bytes, size_t len,
 			     int dir_fd, const struct engine_model_options *o,
 			     engine_model **out, bool *shared)
@@ -207,7 +234,7 @@ int engine_model_load_shared(engine_model_cache *c, const void *bytes, size_t le
 		pthread_mutex_lock(&c->lock);
 		flight_land(c, &me);
 		pthread_mutex_unlock(&c->lock);
-		return engine_model_load_as(bytes, len, dir_fd, o, out);
+		return model_load_private(bytes, len, dir_fd, o, out);
 	}
 	if (ret == 0) {
 		copy = malloc(len ? len : 1);

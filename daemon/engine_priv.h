@@ -47,7 +47,12 @@ struct engine_model {
 	engine_model_cache *cache;
 	uint64_t hash;                      /* XXH3-64 of the file's bytes */
 	size_t len;                         /* bytes of the file */
-	void *bytes;                        /* (len) a copy, for the compare */
+	void *bytes;                        /* (len) a copy, for the compare
+	                                     * and for a handover (loads through
+	                                     * a cache keep it) */
+	int dir_fd;                         /* a dup of the directory its
+	                                     * external data was read below,
+	                                     * kept for a handover; -1: none */
 	engine_model *next;                 /* in the cache's list */
 };
 

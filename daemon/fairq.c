@@ -201,7 +201,7 @@ uint32_t fairq_session_fail(struct server *s, struct conn *c, const struct sessi
 		prev = NULL;
 		for (r = l->head; r != NULL; r = next) {
 			next = r->next;
-			if (r->sess != sess) {
+			if (sess != NULL && r->sess != sess) {
 				prev = r;
 				continue;
 			}

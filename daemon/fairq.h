@@ -85,9 +85,10 @@ void fairq_pump(struct server *s);
  * records free, nothing sent. Called by conn_free(). */
 void fairq_conn_cancel(struct server *s, struct conn *c);
 
-/* Fails every waiting run of c on session sess with code and msg (sent
- * to the client as the run's error, as a run that fails on the device):
- * for a session an administrator killed. Returns how many it failed. */
+/* Fails every waiting run of c on session sess (NULL: on any session)
+ * with code and msg (sent to the client as the run's error, as a run that
+ * fails on the device): for a session an administrator killed, or every
+ * run of a recovery (recover.h). Returns how many it failed. */
 uint32_t fairq_session_fail(struct server *s, struct conn *c, const struct session *sess,
 			    int code, const char *msg);
 

@@ -23,6 +23,7 @@
 #include <string.h>
 #include <linux/futex.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -328,21 +329,63 @@ int fence_page_open(struct server *s, struct conn *c)
 				     strerror(errno));
 		goto out;
 	}
-	/* While the backend is lost or being replaced, the recovery pins it
-	 * on the new one with every other page (fence_page_pin()). */
+	/* While the backend is lost, the new image of the recovery pins it
+	 * with every other page (fence_page_adopt()). */
 	pin = !s->recovering && !backend_lost(s->backend);
 	if (pin) {
 		ret = backend_host_register(s->backend, addr, PAGE_BYTES);
 		if (ret != 0)
 			goto out;
 	}
+	/* A detached connection has nobody to pass the fd to. */
+	if (c->fd >= 0) {
+		f->fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+		if (f->fd < 0) {
+			ret = cep__set_error(cep__from_errno(errno), "dup of the fence page: %s",
+					     strerror(errno));
+			if (pin)
+				backend_host_unregister(s->backend, addr);
+			goto out;
+		}
+		f->page_fd = fd;
+	} else {
+		close(fd);
+	}
 	f->slots = addr;
 	f->pinned = pin;
-	/* A detached connection has nobody to pass the fd to. */
-	if (c->fd >= 0)
-		f->fd = fd;
-	else
-		close(fd);
+	return 0;
+out:
+	if (addr != MAP_FAILED)
+		munmap(addr, PAGE_BYTES);
+	close(fd);
+	return ret;
+}
+
+int fence_page_adopt(struct server *s, struct conn *c, int fd, uint64_t last_seq)
+{
+	struct fence *f = &c->fence;
+	void *addr = MAP_FAILED;
+	struct stat sb;
+	int ret;
+
+	if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_size != PAGE_BYTES) {
+		ret = cep__set_error(CEP_EINVAL, "fd %d is not a fence page (a memfd of %d "
+				     "bytes)", fd, PAGE_BYTES);
+		goto out;
+	}
+	addr = mmap(NULL, PAGE_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (addr == MAP_FAILED) {
+		ret = cep__set_error(cep__from_errno(errno), "mapping the fence page: %s",
+				     strerror(errno));
+		goto out;
+	}
+	ret = backend_host_register(s->backend, addr, PAGE_BYTES);
+	if (ret != 0)
+		goto out;
+	f->slots = addr;
+	f->pinned = true;
+	f->page_fd = fd;
+	f->last_seq = last_seq;
 	return 0;
 out:
 	if (addr != MAP_FAILED)
@@ -366,6 +409,9 @@ void fence_close(struct server *s, struct conn *c)
 	if (f->fd >= 0)
 		close(f->fd);
 	f->fd = -1;
+	if (f->page_fd >= 0)
+		close(f->page_fd);
+	f->page_fd = -1;
 	if (f->slots != NULL) {
 		if (f->pinned)
 			backend_host_unregister(s->backend, f->slots);
@@ -659,29 +705,4 @@ void fence_recover_finish(struct server *s)
 		next = r->next;
 		fence_run_finish(s, r);
 	}
-}
-
-void fence_page_unpin(struct server *s, struct conn *c)
-{
-	struct fence *f = &c->fence;
-
-	if (f->slots != NULL && f->pinned)
-		backend_host_unregister(s->backend, f->slots);
-	f->pinned = false;
-	if (f->faults != NULL)
-		backend_host_unregister(s->backend, f->faults);
-}
-
-int fence_page_pin(struct server *s, struct conn *c)
-{
-	struct fence *f = &c->fence;
-	int ret = 0;
-
-	if (f->slots != NULL && !f->pinned) {
-		ret = backend_host_register(s->backend, f->slots, PAGE_BYTES);
-		f->pinned = ret == 0;
-	}
-	if (ret == 0 && f->faults != NULL)
-		ret = backend_host_register(s->backend, f->faults, f->faults_bytes);
-	return ret;
 }

@@ -93,8 +93,10 @@ struct fence_run {
 
 /* A connection's fence page and runs; in struct conn. */
 struct fence {
-	int fd;                        /* the page's memfd until the Hello reply
+	int fd;                        /* a dup of page_fd until the Hello reply
 	                                * takes it; -1 */
+	int page_fd;                   /* the page's memfd, kept for a handover
+	                                * (daemon/handover.h); -1: none */
 	struct cep_fence_slot *slots;  /* (CEP_FENCE_SLOTS) mapped shared with
 	                                * the client; NULL: no page */
 	bool pinned;                   /* slots are registered with the backend */
@@ -141,11 +143,23 @@ void fence_drain(struct server *s);
 
 /*
  * Creates c's fence page: a memfd of CEP_FENCE_SLOTS slots sealed against
- * shrinking and growing, mapped here and registered with s's backend; its
- * fd waits in c->fence.fd for the Hello reply. Returns 0 or an error (the
+ * shrinking and growing, mapped here and registered with s's backend; the
+ * memfd stays in c->fence.page_fd (a handover passes it on), a dup of it
+ * waits in c->fence.fd for the Hello reply. Returns 0 or an error (the
  * connection then simply has no page: its runs wait for their replies).
  */
 int fence_page_open(struct server *s, struct conn *c);
+
+/*
+ * Takes fd, the fence page memfd a previous image of the daemon handed
+ * over (daemon/handover.h), as c's page: checks that it is a regular file
+ * of the page's size, maps it and registers it with s's backend; its
+ * slots keep what the client already saw, and the next fenced run must
+ * have a sequence number above last_seq. Takes fd in every case. Returns
+ * 0, or CEP_EINVAL (not a page: the message says why), a mapping error or
+ * the backend's.
+ */
+int fence_page_adopt(struct server *s, struct conn *c, int fd, uint64_t last_seq);
 
 /* Hands over the page's fd to the reply that carries it (-1 when there is
  * none to send). */
@@ -218,13 +232,5 @@ uint32_t fence_recover_settle(struct server *s, const char *why);
  * does: sends the failed ones' errors, drops their holds, counts them. A
  * connection or session that was waiting for them goes now. */
 void fence_recover_finish(struct server *s);
-
-/* Forgets c's fence page and fault records in s->backend's registrations
- * (the lost backend's, before it is freed) / registers them with
- * s->backend (the new one). fence_page_pin() returns 0 or the backend's
- * error (the page then stays unpinned: its runs fail with a clear error
- * until the connection is closed). */
-void fence_page_unpin(struct server *s, struct conn *c);
-int fence_page_pin(struct server *s, struct conn *c);
 
 #endif

@@ -14,6 +14,7 @@
 
 #include "config.h"
 #include "cudaep.h"
+#include "handover.h"
 #include "log.h"
 #include "server.h"
 
@@ -37,10 +38,15 @@ int main(int argc, char **argv)
 	uv_loop_t loop;
 	int ret, status = 0;
 
+	struct handover *ho;
+
 	ret = config_load(&cfg, argc, argv, stdout, stderr);
 	if (ret != CONFIG_RUN)
 		return ret;
 	log_level_set(cfg.log_level);
+	/* A recovery's new image (handover.h): before anything opens an fd,
+	 * so that every fd open now is one the old image passed. */
+	ho = handover_take();
 	/* A client that goes away mid-reply must cost an EPIPE, not the
 	 * daemon. */
 	signal(SIGPIPE, SIG_IGN);
@@ -51,22 +57,28 @@ int main(int argc, char **argv)
 	ret = uv_loop_init(&loop);
 	if (ret != 0) {
 		log_err("cannot create the event loop: %s", uv_strerror(ret));
+		handover_free(ho);
 		return 1;
 	}
 	ret = server_new(&cfg, &srv);
 	if (ret != 0) {
 		log_err("cannot create the server: %s", cep_strerror(ret));
+		handover_free(ho);
 		uv_loop_close(&loop);
 		return 1;
 	}
 	server_set_args(srv, argc, argv);
+	srv->handover = ho;
 	ret = server_listen(srv, &loop);
 	if (ret != 0)
 		status = 1;
 	else
+		/* Also after a recovery's re-exec: systemd takes it again. */
 		sd_notify(0, "READY=1");
 	/* On failure this only runs the close callbacks of what started. */
 	uv_run(&loop, UV_RUN_DEFAULT);
+	if (srv->exit_status != 0)
+		status = srv->exit_status;
 	server_free(srv);
 	ret = uv_loop_close(&loop);
 	if (ret != 0) {

@@ -184,8 +184,9 @@ static int region_pin(struct region_table *t, void *addr, uint64_t size)
 	return 0;
 }
 
-int region_table_register(struct region_table *t, int fd, uint64_t size,
-			  const char *name, struct region **out)
+/* region_table_register() and region_table_adopt(): id 0 takes a new id. */
+static int region_add(struct region_table *t, int fd, uint64_t size,
+		      const char *name, uint64_t id, struct region **out)
 {
 	struct region_pool *pool = t->pool;
 	struct region *r = NULL;
@@ -224,7 +225,7 @@ int region_table_register(struct region_table *t, int fd, uint64_t size,
 	if (ret != 0)
 		goto out;
 	r->pinned = pool->backend != NULL;
-	r->id = pool->next_id++;
+	r->id = id != 0 ? id : pool->next_id++;
 	r->fd = fd;
 	r->addr = addr;
 	r->size = size;
@@ -251,6 +252,29 @@ out:
 	if (fd >= 0)
 		region_fd_close(pool, fd);
 	return ret;
+}
+
+int region_table_register(struct region_table *t, int fd, uint64_t size,
+			  const char *name, struct region **out)
+{
+	return region_add(t, fd, size, name, 0, out);
+}
+
+int region_table_adopt(struct region_table *t, int fd, uint64_t size,
+		       const char *name, uint64_t id, struct region **out)
+{
+	const struct region *last = t->ids.count > 0 ? t->ids.items[t->ids.count - 1] : NULL;
+
+	*out = NULL;
+	/* The table stays sorted: ids come in the order they were handed. */
+	if (id == 0 || id >= t->pool->next_id || (last != NULL && last->id >= id)) {
+		if (fd >= 0)
+			region_fd_close(t->pool, fd);
+		return cep__set_error(CEP_EINVAL, "region id %llu cannot be handed over here "
+				      "(the next id is %llu)", (unsigned long long)id,
+				      (unsigned long long)t->pool->next_id);
+	}
+	return region_add(t, fd, size, name, id, out);
 }
 
 int region_table_release(struct region_table *t, uint64_t id)
@@ -311,38 +335,4 @@ int region_slice_check(const struct region *r, uint64_t offset,
 	if (ptr != NULL)
 		*ptr = (char *)r->addr + offset;
 	return 0;
-}
-
-void region_table_unpin(struct region_table *t)
-{
-	struct region *r;
-	uint32_t i;
-
-	for (i = 0; i < t->ids.count; i++) {
-		r = t->ids.items[i];
-		if (r->pinned)
-			backend_host_unregister(t->pool->backend, r->addr);
-	}
-}
-
-uint32_t region_table_repin(struct region_table *t)
-{
-	struct region_pool *pool = t->pool;
-	uint32_t i, failed = 0;
-	struct region *r;
-
-	for (i = 0; i < t->ids.count; i++) {
-		r = t->ids.items[i];
-		if (!r->pinned || backend_host_register(pool->backend, r->addr,
-							 (size_t)r->size) == 0)
-			continue;
-		/* Copies from it are staged now; it is not pinned memory of the
-		 * client's any more. */
-		r->pinned = false;
-		if (pool->account != NULL)
-			account_uncharge(pool->account, (struct alloc_owner){ t->client_id, 0 },
-					 ALLOC_ROLE_PINNED, r->size);
-		failed++;
-	}
-	return failed;
 }

@@ -93,6 +93,15 @@ void region_table_close(struct region_table *t);
 int region_table_register(struct region_table *t, int fd, uint64_t size,
 			  const char *name, struct region **out);
 
+/*
+ * As region_table_register(), for a region a previous image of the daemon
+ * handed over (daemon/handover.h): it keeps its id, which must be below
+ * the pool's next_id (set from the handover first) and above every id in
+ * t (CEP_EINVAL otherwise). Takes fd in every case.
+ */
+int region_table_adopt(struct region_table *t, int fd, uint64_t size,
+		       const char *name, uint64_t id, struct region **out);
+
 /* Releases region id of t: it leaves the table now (the id is no longer
  * found), and is unpinned, unmapped and closed now or, while runs hold it,
  * when the last of them drops its hold. Returns 0, or CEP_ENOENT with the
@@ -106,15 +115,6 @@ void region_hold(struct region *r);
 /* Drops a hold on r, a region of t; a region released meanwhile goes with
  * its last hold. */
 void region_hold_drop(struct region_table *t, struct region *r);
-
-/* For the recovery from a lost context (daemon/recover.c), with no run
- * in flight: region_table_unpin() forgets every pinned region of t in the
- * pool's backend (the lost one); once the pool has the new backend,
- * region_table_repin() registers them again. A region that cannot be
- * pinned again stays usable unpinned (its client's charge for it goes);
- * returns how many could not, the last one's error in cep_last_error(). */
-void region_table_unpin(struct region_table *t);
-uint32_t region_table_repin(struct region_table *t);
 
 /* Region id of t, or NULL. Never sets an error. */
 struct region *region_table_find(const struct region_table *t, uint64_t id);

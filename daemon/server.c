@@ -25,6 +25,7 @@
 #include "conn.h"
 #include "cudaep.h"
 #include "dispatch.h"
+#include "handover.h"
 #include "log.h"
 #include "recover.h"
 #include "sockpath.h"
@@ -153,6 +154,7 @@ void server_free(struct server *s)
 		conn_free(s->conns);
 	if (s->listen_fd >= 0)
 		close(s->listen_fd);
+	handover_free(s->handover);
 	engine_model_cache_free(s->models);
 	backend_free(s->backend);
 	account_free(s->account);
@@ -884,7 +886,9 @@ int server_listen(struct server *s, uv_loop_t *loop)
 	 * looked at before sd_listen_fds() unsets it. */
 	system_wide = geteuid() == 0 || getenv("INVOCATION_ID") != NULL ||
 		      getenv("LISTEN_FDS") != NULL;
-	ret = socket_activated(s);
+	ret = handover_listener(s);
+	if (ret == 0)
+		ret = socket_activated(s);
 	if (ret < 0)
 		goto fail;
 	if (ret == 0) {
@@ -910,9 +914,11 @@ int server_listen(struct server *s, uv_loop_t *loop)
 			uv_strerror(ret));
 		goto fail;
 	}
-	log_notice("cudaepd %s serving on %s%s (backend %s: %s)", CEP_VERSION,
+	log_notice("cudaepd %s serving on %s%s%s (backend %s: %s)", CEP_VERSION,
 		   s->socket_path, s->activated ? " (socket activation)" : "",
+		   s->handover != NULL ? " (handed over)" : "",
 		   s->backend->iface.name, s->backend->iface.device);
+	handover_restore(s);
 	return 0;
 fail:
 	server_handles_close(s);

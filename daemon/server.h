@@ -78,14 +78,21 @@ struct server {
 	uv_timer_t watchdog_timer;      /* WATCHDOG=1 while the loop turns */
 	/* Recovery from a lost context (daemon/recover.h): */
 	bool recovering;                /* the backend's context is lost and
-	                                 * the backend is being replaced */
+	                                 * the daemon is handing over to a new
+	                                 * image of itself */
+	uint64_t recover_t0;            /* uv_hrtime() when that began */
 	bool recover_live;              /* the two timers below are open */
 	uv_timer_t recover_timer;       /* runs the recovery from the loop */
 	uv_timer_t health_timer;        /* asks the backend whether its
 	                                 * context still works while runs are
 	                                 * in flight */
-	int argc;                       /* the command line, for reloads */
-	char **argv;
+	int argc;                       /* the command line, for reloads and */
+	char **argv;                    /* the re-exec of a recovery */
+	struct handover *handover;      /* what the previous image handed over
+	                                 * (handover.h), until server_listen()
+	                                 * has taken it; owned */
+	int exit_status;                /* for main() once the loop ends: 0, or
+	                                 * 1 when a recovery could not go on */
 };
 
 /*
@@ -137,12 +144,14 @@ int server_backend_open(const struct config *cfg, const char *driver_lib,
 void server_free(struct server *s);
 
 /*
- * Starts serving on loop: takes the socket systemd passed (LISTEN_FDS) or
- * binds the configured or default path (creating its directory, replacing
- * a stale socket, refusing when another daemon answers there), and starts
- * the SIGTERM/SIGINT handlers. Returns 0, or a CEP_E* code after logging
- * why; on failure every handle it started is closing, so the caller runs
- * the loop once more before server_free().
+ * Starts serving on loop: takes the listening socket of s->handover (a
+ * recovery's new image, handover.h) or the one systemd passed (LISTEN_FDS),
+ * or binds the configured or default path (creating its directory,
+ * replacing a stale socket, refusing when another daemon answers there),
+ * and starts the SIGTERM/SIGINT handlers; then takes over the handover's
+ * clients, regions and sessions (handover_restore()). Returns 0, or a
+ * CEP_E* code after logging why; on failure every handle it started is
+ * closing, so the caller runs the loop once more before server_free().
  */
 int server_listen(struct server *s, uv_loop_t *loop);
 

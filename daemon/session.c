@@ -32,7 +32,6 @@ static void session_destroy(struct session_table *t, struct session *s)
 	stats_gauge_add(t->pool->stats, STATS_GAUGE_SESSIONS, -1);
 	stats_count(t->pool->stats, STATS_COUNTER_SESSIONS_UNLOADED, 1);
 	engine_session_free(s->engine);
-	engine_model_unref(s->restore_model);
 	/* After its own engine session: the group may take the model's last
 	 * device copy of the weights with it. */
 	batch_group_unref(s->batch);
@@ -50,8 +49,9 @@ void session_table_close(struct session_table *t)
 	idtable_close(&t->ids);
 }
 
-int session_table_add(struct session_table *t, const char *name,
-		      uint64_t now_ns, struct session **out)
+/* session_table_add() and session_table_adopt(): id 0 takes a new id. */
+static int session_add(struct session_table *t, uint64_t id, const char *name,
+		       uint64_t now_ns, struct session **out)
 {
 	struct session *s;
 	int ret;
@@ -64,7 +64,7 @@ int session_table_add(struct session_table *t, const char *name,
 	if (s == NULL)
 		return cep__set_error(CEP_ENOMEM, "out of memory for a "
 				      "session");
-	s->id = t->pool->next_id++;
+	s->id = id != 0 ? id : t->pool->next_id++;
 	s->client_id = t->client_id;
 	s->loaded_ns = now_ns;
 	if (name != NULL)
@@ -76,6 +76,26 @@ int session_table_add(struct session_table *t, const char *name,
 	stats_count(t->pool->stats, STATS_COUNTER_SESSIONS_LOADED, 1);
 	*out = s;
 	return 0;
+}
+
+int session_table_add(struct session_table *t, const char *name,
+		      uint64_t now_ns, struct session **out)
+{
+	return session_add(t, 0, name, now_ns, out);
+}
+
+int session_table_adopt(struct session_table *t, uint64_t id, const char *name,
+			uint64_t loaded_ns, struct session **out)
+{
+	const struct session *last = t->ids.count > 0 ? t->ids.items[t->ids.count - 1] : NULL;
+
+	*out = NULL;
+	/* The table stays sorted: ids come in the order they were handed. */
+	if (id == 0 || id >= t->pool->next_id || (last != NULL && last->id >= id))
+		return cep__set_error(CEP_EINVAL, "session id %llu cannot be handed over here "
+				      "(the next id is %llu)", (unsigned long long)id,
+				      (unsigned long long)t->pool->next_id);
+	return session_add(t, id, name, loaded_ns, out);
 }
 
 struct session *session_table_find(const struct session_table *t,

@@ -47,14 +47,11 @@ struct session {
 	struct engine_session_options opts; /* as asked for when loading (its
 	                              * precision, its stream's priority, also
 	                              * its waiting runs' class, fairq.h), and
-	                              * what re-creates the engine session on a
-	                              * new backend after the old one's context
-	                              * was lost (daemon/recover.c) */
-	/* The rest of a recovery's state: */
-	engine_model *restore_model; /* a reference to its model while the
-	                              * recovery has no engine session */
-	int restore_err;             /* why it could not be restored (it then
-	                              * has no engine), or 0 */
+	                              * what re-creates the engine session in a
+	                              * new image of the daemon after the
+	                              * device context was lost (handover.h) */
+	int restore_err;             /* why a recovery could not restore it
+	                              * (it then has no engine), or 0 */
 };
 
 struct session_pool {
@@ -90,6 +87,15 @@ void session_table_close(struct session_table *t);
  */
 int session_table_add(struct session_table *t, const char *name,
 		      uint64_t now_ns, struct session **out);
+
+/*
+ * As session_table_add(), for a session a previous image of the daemon
+ * handed over (daemon/handover.h): it keeps its id, which must be below
+ * the pool's next_id (set from the handover first) and above every id in
+ * t; CEP_EINVAL otherwise, or CEP_ENOMEM.
+ */
+int session_table_adopt(struct session_table *t, uint64_t id, const char *name,
+			uint64_t loaded_ns, struct session **out);
 
 /* Session id of t, or NULL. Never sets an error. */
 struct session *session_table_find(const struct session_table *t,

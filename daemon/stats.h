@@ -74,10 +74,14 @@
 	X(RECOVERIES, "recoveries",                                            \
 	  "device contexts lost (a sticky error) and replaced by a new one "    \
 	  "with every session restored")                                       \
+	X(HANDOVERS, "handovers",                                              \
+	  "times cudaepd re-executed itself and took over its clients, "        \
+	  "sessions and regions from its previous image (each recovery does)") \
 	X(RECOVERY_RUNS_FAILED, "recovery_runs_failed",                        \
 	  "runs in flight that a lost context kept from completing")          \
 	X(RECOVERY_NS, "recovery_ns",                                          \
-	  "nanoseconds spent replacing lost contexts")                         \
+	  "nanoseconds from noticing a lost context to serving again in a "     \
+	  "new image")                                                         \
 	X(BATCHES, "batches",                                                  \
 	  "batches of runs of batching sessions merged into one engine run")   \
 	X(BATCH_RUNS, "batch_runs", "runs merged into those batches")          \

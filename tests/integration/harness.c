@@ -131,6 +131,24 @@ static void child_stdio(const struct hdaemon *d)
 		dup2(null, 0);
 }
 
+/* The daemon inherits nothing of the test process (Criterion's arenas and
+ * pipes): every fd above stdio closes at exec, but the one a test names in
+ * $CUDAEPD_HANDOVER_FD to pose as a previous image of the daemon. Between
+ * fork and exec: no allocation. */
+static void child_fds(void)
+{
+	const char *keep = getenv("CUDAEPD_HANDOVER_FD");
+	int k = keep != NULL ? atoi(keep) : -1;
+
+	if (k < 3) {
+		close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
+		return;
+	}
+	if (k > 3)
+		close_range(3, (unsigned)k - 1, CLOSE_RANGE_CLOEXEC);
+	close_range((unsigned)k + 1, ~0U, CLOSE_RANGE_CLOEXEC);
+}
+
 int h_daemon_start(struct hdaemon *d, const char *const *extra_args)
 {
 	return h_daemon_start_prog(d, h_bin("cudaepd"), extra_args);
@@ -158,6 +176,7 @@ int h_daemon_start_prog(struct hdaemon *d, const char *prog,
 		return -1;
 	if (d->pid == 0) {
 		child_stdio(d);
+		child_fds();
 		execv(argv[0], (char *const *)argv);
 		_exit(127);
 	}

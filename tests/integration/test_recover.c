@@ -19,14 +19,19 @@
  * start after the recovery succeeds with the right outputs, on the same
  * sessions and regions; the faulting client runs again on its session;
  * the daemon counts one recovery (Stats and `cudaepctl metrics`), is still
- * up, and once every client has left its sessions, regions and memory are
- * back at their baseline. And the production cudaepd has no trigger.
+ * up, and once every client has left its sessions, regions, memory and
+ * open fds are back at their baseline. And the production cudaepd has no
+ * trigger.
  *
- * On the CUDA backend the new backend is the host one: after a sticky
- * error no new CUDA context can be had in the process (the driver answers
- * every retain or create with the error; test_backend_lost), so the
- * daemon keeps its clients served, correctly and slowly, until it is
- * restarted.
+ * The recovery re-executes the daemon (daemon/handover.h): after a sticky
+ * error no new CUDA context can be had in the process (test_backend_lost),
+ * so the old image hands its clients, sessions, regions and fence pages to
+ * a new image of itself. Checked: the PID and the process's start time
+ * stay, the daemon counts a handover and logs it, the backend afterwards
+ * is the configured one, the clients go on without reconnecting, the
+ * trigger does not fire again, sessions an administrator killed stay
+ * killed and regions keep their ids; and a daemon started with a
+ * handover it cannot read says so and serves afresh.
  */
 #include "harness.h"
 #include "mlp_slot.h"
@@ -39,6 +44,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -107,6 +113,61 @@ static const char *metrics_line(const char *name)
 			snprintf(found, sizeof(found), "%.*s", (int)strcspn(line, "\n"), line);
 	cr_assert_eq(pclose(p), 0, "cudaepctl metrics failed");
 	return found;
+}
+
+/* The start time of process pid (field 22 of /proc/PID/stat, in clock
+ * ticks since boot): an execve() keeps it, a new process would not. */
+static unsigned long long proc_start_time(pid_t pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long t = 0;
+	FILE *f;
+	int i;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "r");
+	cr_assert_not_null(f, "%s", path);
+	cr_assert_not_null(fgets(buf, sizeof(buf), f));
+	fclose(f);
+	/* After the command name, which may hold spaces: field 3 on. */
+	p = strrchr(buf, ')');
+	cr_assert_not_null(p);
+	for (i = 3; i < 22 && p != NULL; i++)
+		p = strchr(p + 1, ' ');
+	cr_assert_not_null(p);
+	cr_assert_eq(sscanf(p + 1, "%llu", &t), 1);
+	return t;
+}
+
+/* Waits until the daemon has counted n recoveries (30 s at most). */
+static void wait_recoveries(cep_client *watch, uint64_t n)
+{
+	int64_t deadline = h_now_ms() + 30000;
+
+	while (h_counter(watch, "recoveries") < n && h_now_ms() < deadline)
+		h_sleep_ms(5);
+	cr_assert_eq(h_counter(watch, "recoveries"), n, "the daemon did not recover");
+}
+
+/* The recovery replaced the process image, not the process, and the new
+ * image serves on the configured backend. */
+static void assert_handed_over(cep_client *watch, pid_t pid, unsigned long long started)
+{
+	char line[96];
+
+	cr_assert_eq(d.pid, pid);
+	cr_assert_eq(kill(pid, 0), 0, "the daemon's process is gone");
+	cr_assert_eq(proc_start_time(pid), started, "the daemon is another process now");
+	cr_assert_eq(h_counter(watch, "handovers"), h_counter(watch, "recoveries"),
+		     "the recovery did not go through a new image");
+	cr_assert(h_wait_log(&d, "re-executing cudaepd with its state"), "no handover was logged");
+	snprintf(line, sizeof(line), "on the %s backend", h_backend());
+	cr_assert(h_wait_log(&d, "recovered from the lost context in"),
+		  "the new image did not log the recovery");
+	cr_assert(h_log_has(&d, line), "the new image does not serve on the %s backend",
+		  h_backend());
+	cr_assert_not(h_log_has(&d, "could not be opened again after its context was lost"),
+		      "the daemon fell back to the host backend");
 }
 
 /* ------------------------------------------------------------- workers */
@@ -227,6 +288,9 @@ Test(recover, a_fault_in_one_client_leaves_the_other_three_running)
 	int64_t base_bytes = h_gauge(watch, "region_bytes");
 	int64_t base_sessions = h_gauge(watch, "sessions");
 	int64_t base_device = h_mem_current(watch, "total", "device");
+	int base_fds = h_settled_fds(&d, watch, 1);
+	unsigned long long started = proc_start_time(d.pid);
+	pid_t pid = d.pid;
 	struct worker w[WORKERS];
 	pthread_t th[WORKERS];
 	uint64_t ids[WORKERS], fault_id;
@@ -271,25 +335,16 @@ Test(recover, a_fault_in_one_client_leaves_the_other_three_running)
 			   cep_last_error());
 	printf("  the faulting run: %s\n", cep_last_error());
 
-	deadline = h_now_ms() + 30000;
-	while (h_counter(watch, "recoveries") < 1 && h_now_ms() < deadline)
-		h_sleep_ms(5);
-	cr_assert_eq(h_counter(watch, "recoveries"), 1, "the daemon did not recover");
-	/* The host backend opens again as it was. A CUDA process cannot get a
-	 * new context after a sticky error (test_backend_lost), so there the
-	 * daemon goes on serving on the host backend, and says so. */
-	if (strcmp(h_backend(), "cuda") == 0)
-		cr_assert(h_log_has(&d, "could not be opened again after its context was lost"),
-			  "after a lost CUDA context the daemon did not say that it "
-			  "serves on the host backend");
-	else
-		cr_assert_not(h_log_has(&d, "could not be opened again after its context was lost"),
-			      "the host backend was not opened again as configured");
+	wait_recoveries(watch, 1);
+	assert_handed_over(watch, pid, started);
 	atomic_store(&recovered, true);
 
-	/* The faulting client carries on with its session and region. */
-	cr_assert_eq(run_once(fs, fr, &seed), 0, "the faulting client's next run: %s",
-		     cep_last_error());
+	/* The faulting client carries on with its session and region, and its
+	 * Run count came over: the trigger (its third run) does not fire
+	 * again. */
+	for (i = 0; i < 4; i++)
+		cr_assert_eq(run_once(fs, fr, &seed), 0, "the faulting client's run %d after "
+			     "the recovery: %s", i + 1, cep_last_error());
 	cr_assert_eq(cep_session_id(fs), fault_id);
 
 	for (i = 0; i < WORKERS; i++)
@@ -307,6 +362,7 @@ Test(recover, a_fault_in_one_client_leaves_the_other_three_running)
 	       (unsigned long long)h_counter(watch, "recovery_runs_failed"));
 	cr_expect_geq(ok, WORKERS * AFTER_ROUNDS * SLOTS);
 	cr_expect_eq(h_counter(watch, "recoveries"), 1);
+	cr_expect_eq(h_counter(watch, "handovers"), 1);
 	cr_expect_gt(h_gauge(watch, "last_recovery_time"), 0);
 	cr_expect_str_eq(metrics_line("cudaep_recoveries_total"), "cudaep_recoveries_total 1");
 
@@ -338,7 +394,10 @@ Test(recover, a_fault_in_one_client_leaves_the_other_three_running)
 	cr_expect_eq(h_gauge(watch, "region_bytes"), base_bytes);
 	cr_expect_eq(h_mem_current(watch, "total", "device"), base_device,
 		     "device memory is back at its baseline");
+	cr_expect_eq(h_wait_fd_count(&d, base_fds), base_fds, "the daemon's open fds are "
+		     "not back at their baseline");
 	cr_expect_eq(cep_ping(watch), 0, "the daemon is still up");
+	cr_expect_eq(h_counter(watch, "recoveries"), 1, "the trigger fired again");
 	cep_close(watch);
 }
 
@@ -411,14 +470,16 @@ static void start_pairs(void)
 TestSuite(recover_pairs, .init = start_pairs, .fini = stop, .timeout = 240);
 
 /* Sessions that batch across clients run on an engine session of their
- * group's own: a recovery closes it with the clients' sessions and opens
- * it again on the new backend, and merged runs go on afterwards. */
+ * group's own: the new image of a recovery makes the group again when it
+ * restores the batching sessions, and merged runs go on afterwards. */
 Test(recover_pairs, batching_sessions_merge_again_after_a_recovery)
 {
 	uint64_t merged;
 	cep_session_options bo = { .name = "batching", .batching = 1 };
 	cep_client *watch = h_connect(&d, "watcher");
 	int64_t base_device = h_mem_current(watch, "total", "device");
+	unsigned long long started = proc_start_time(d.pid);
+	pid_t pid = d.pid;
 	struct pair_run pr[2];
 	cep_client *bc[2], *fc;
 	cep_session *fs;
@@ -444,10 +505,8 @@ Test(recover_pairs, batching_sessions_merge_again_after_a_recovery)
 	cr_assert_eq(run_once(fs, fr, &seed), 0, "run 1: %s", cep_last_error());
 	cr_assert_eq(run_once(fs, fr, &seed), 0, "run 2: %s", cep_last_error());
 	cr_assert_eq(run_once(fs, fr, &seed), CEP_ECONTEXT, "the injected fault");
-	deadline = h_now_ms() + 30000;
-	while (h_counter(watch, "recoveries") < 1 && h_now_ms() < deadline)
-		h_sleep_ms(5);
-	cr_assert_eq(h_counter(watch, "recoveries"), 1, "the daemon did not recover");
+	wait_recoveries(watch, 1);
+	assert_handed_over(watch, pid, started);
 
 	/* Submits may meet the recovery's last moments: retry what it refuses. */
 	deadline = h_now_ms() + 10000;
@@ -501,10 +560,12 @@ static void start_bounded(void)
 
 TestSuite(recover_queued, .init = start_bounded, .fini = stop, .timeout = 240);
 
-/* Runs waiting for their turn never reached the device: a recovery leaves
- * them waiting (it must not wait for them to land), and they run on the
- * new backend with the right outputs. */
-Test(recover_queued, runs_waiting_in_the_fair_queue_survive_a_recovery)
+/* Runs waiting for their turn never reached the device: a recovery must
+ * not wait for them to land. They are not handed over to the new image
+ * (daemon/recover.h): each fails through its fence with the lost context
+ * (or succeeded before the fault), and the client runs again on the same
+ * session and region. */
+Test(recover_queued, runs_waiting_in_the_fair_queue_fail_with_the_lost_context)
 {
 	enum { QUEUED = 48 };
 	cep_client *watch = h_connect(&d, "watcher");
@@ -514,7 +575,9 @@ Test(recover_queued, runs_waiting_in_the_fair_queue_survive_a_recovery)
 	struct mlp_slot *t = calloc(QUEUED, sizeof(*t));
 	size_t each = 2 * sizeof(float) * ROWS * D;
 	unsigned seed = 5;
-	int i, ret, at, ok = 0, lost = 0, deadline;
+	unsigned long long started = proc_start_time(d.pid);
+	pid_t pid = d.pid;
+	int i, ret, at, ok = 0, lost = 0;
 
 	cr_assert_not_null(t);
 	cr_assert_eq(cep_region_new(qc, each * QUEUED, &qr), 0, "%s", cep_last_error());
@@ -542,10 +605,8 @@ Test(recover_queued, runs_waiting_in_the_fair_queue_survive_a_recovery)
 			lost++;
 		}
 	}
-	deadline = 0;
-	while (h_counter(watch, "recoveries") < 1 && deadline++ < 6000)
-		h_sleep_ms(5);
-	cr_assert_eq(h_counter(watch, "recoveries"), 1, "the daemon did not recover");
+	wait_recoveries(watch, 1);
+	assert_handed_over(watch, pid, started);
 	printf("  %d of %d runs submitted before the fault succeeded, %d failed with it; "
 	       "%llu had waited for their turn\n", ok, QUEUED, lost,
 	       (unsigned long long)h_counter(watch, "runs_queued"));
@@ -587,4 +648,131 @@ Test(recover, the_production_daemon_has_no_fault_trigger)
 	cep_close(c);
 	i = h_daemon_stop(&prod, SIGTERM);
 	cr_expect(WIFEXITED(i) && WEXITSTATUS(i) == 0, "cudaepd did not exit cleanly");
+}
+
+/* `cudaepctl kill-session id` on the daemon of d; returns its status. */
+static int ctl_kill(uint64_t id)
+{
+	char cmd[512];
+
+	snprintf(cmd, sizeof(cmd), "%s --socket %s kill-session %llu >/dev/null", h_bin("cudaepctl"),
+		 d.sock, (unsigned long long)id);
+	return system(cmd);
+}
+
+/* What an administrator did and what a client registered outlives the
+ * handover: a killed session is still reported as killed (not as an
+ * unknown id), and a region that no run used before keeps its id and
+ * works in the new image, as do the fence page and the session. */
+Test(recover, a_killed_session_and_a_region_survive_the_handover)
+{
+	cep_client *watch = h_connect(&d, "watcher");
+	cep_client *c = h_connect(&d, "keeper"), *fc = h_connect(&d, "faulty");
+	cep_session *s = load(c, "kept"), *ks = load(c, "killed"), *fs = load(fc, INJECT_NAME);
+	unsigned long long started = proc_start_time(d.pid);
+	cep_region *used, *unused, *fr;
+	unsigned seed = 11;
+	struct mlp_slot t;
+	int ret, at = -1;
+
+	cr_assert_eq(cep_region_new(c, 2 * sizeof(float) * 3 * D, &used), 0);
+	cr_assert_eq(cep_region_new(c, 2 * sizeof(float) * 8 * D, &unused), 0);
+	cr_assert_eq(cep_region_new(fc, 2 * sizeof(float) * 3 * D, &fr), 0);
+	cr_assert_eq(run_once(s, used, &seed), 0, "%s", cep_last_error());
+	cr_assert_eq(ctl_kill(cep_session_id(ks)), 0, "cudaepctl kill-session failed");
+	ret = run_once(ks, used, &seed);
+	cr_assert_eq(ret, CEP_ECANCELED, "a run of the killed session: %s", cep_err_name(ret));
+
+	cr_assert_eq(run_once(fs, fr, &seed), 0);
+	cr_assert_eq(run_once(fs, fr, &seed), 0);
+	cr_assert_eq(run_once(fs, fr, &seed), CEP_ECONTEXT, "the injected fault");
+	wait_recoveries(watch, 1);
+	assert_handed_over(watch, d.pid, started);
+
+	ret = run_once(ks, used, &seed);
+	cr_expect_eq(ret, CEP_ECANCELED, "the killed session after the handover: %s: %s",
+		     cep_err_name(ret), cep_last_error());
+	cr_expect_not_null(strstr(cep_last_error(), "killed by an administrator"), "%s",
+			   cep_last_error());
+	cr_assert_eq(run_once(s, used, &seed), 0, "the kept session: %s", cep_last_error());
+	/* The region no run had used: its id is the one the client holds. */
+	mlp_slot_init(&t, unused, 0, 8, D);
+	mlp_slot_fill(&t, &seed);
+	cr_assert_eq(cep_run_submit(s, &t.in, 1, &t.out, 1, &t.fence), 0, "%s",
+		     cep_last_error());
+	cr_assert_eq(cep_fence_wait(&t.fence, CEP_WAIT_FOREVER), 0, "%s", cep_last_error());
+	cr_assert(mlp_slot_check(&t, W, &at), "y[%d] = %g is wrong", at, t.y[at]);
+	cr_expect_eq(h_gauge(watch, "regions"), 3);
+	cr_expect_eq(h_gauge(watch, "sessions"), 2, "the kept and the faulting session");
+
+	cep_region_free(used);
+	cep_region_free(unused);
+	cep_region_free(fr);
+	cep_session_free(s);
+	cep_session_free(ks);
+	cep_session_free(fs);
+	cep_close(c);
+	cep_close(fc);
+	cr_assert_eq(h_wait_gauge(watch, "regions", 0), 0);
+	cr_expect_eq(h_gauge(watch, "sessions"), 0);
+	cep_close(watch);
+}
+
+/* Starts cudaepd with $CUDAEPD_HANDOVER_FD naming a memfd that holds len
+ * bytes of data, as if a previous image had handed it over, and checks
+ * that the daemon says it cannot read it and serves afresh. */
+static void bad_handover(const void *data, size_t len, const char *what)
+{
+	struct hdaemon bad = { 0 };
+	cep_client *c;
+	cep_session *s;
+	cep_region *r;
+	unsigned seed = 4;
+	char num[16];
+	int fd, st;
+
+	fd = memfd_create("bad-handover", 0);
+	cr_assert_geq(fd, 3);
+	cr_assert_eq(write(fd, data, len), (ssize_t)len);
+	snprintf(num, sizeof(num), "%d", fd);
+	cr_assert_eq(setenv("CUDAEPD_HANDOVER_FD", num, 1), 0);
+	st = h_daemon_start(&bad, backend_args());
+	unsetenv("CUDAEPD_HANDOVER_FD");
+	close(fd);
+	cr_assert_eq(st, 0, "cudaepd did not start with %s", what);
+	cr_assert(h_wait_log(&bad, "cannot be read"), "%s: no log line says the handover "
+		  "cannot be read", what);
+	cr_expect_not(h_log_has(&bad, "recovered from the lost context"), "%s", what);
+	c = h_connect(&bad, "fresh");
+	cr_expect_eq(h_counter(c, "handovers"), 0);
+	s = load(c, "fresh");
+	cr_assert_eq(cep_region_new(c, 2 * sizeof(float) * 3 * D, &r), 0);
+	cr_assert_eq(run_once(s, r, &seed), 0, "%s: %s", what, cep_last_error());
+	cep_region_free(r);
+	cep_session_free(s);
+	cep_close(c);
+	st = h_daemon_stop(&bad, SIGTERM);
+	cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s: cudaepd did not exit cleanly", what);
+}
+
+/* A handover that cannot be read (garbage, cut short, a message that does
+ * not decode) costs its clients, never the daemon. */
+Test(recover, a_handover_that_cannot_be_read_is_logged_and_the_daemon_serves_afresh)
+{
+	static const char garbage[] = "this is not what cudaepd hands over to itself";
+	uint8_t hdr[24 + 16];
+	uint64_t off = 24, len = 16;
+
+	bad_handover(garbage, sizeof(garbage), "garbage");
+	bad_handover("CEPD", 4, "a short header");
+	/* A header that points at 16 bytes that are no Handover message. */
+	memcpy(hdr, "CEPDHOV1", 8);
+	memcpy(hdr + 8, &off, 8);
+	memcpy(hdr + 16, &len, 8);
+	memset(hdr + 24, 0xff, 16);
+	bad_handover(hdr, sizeof(hdr), "a message that does not decode");
+	/* Its length beyond the memfd. */
+	len = 1u << 20;
+	memcpy(hdr + 16, &len, 8);
+	bad_handover(hdr, sizeof(hdr), "a message longer than the memfd");
 }

@@ -529,8 +529,8 @@ Test(server, killed_client_releases_everything)
 	cr_assert_eq(stat_of(sock, "regions"), 2);
 	cr_assert_eq(stat_of(sock, "region_bytes"), 2 << 20);
 	cr_assert_eq(stat_of(sock, "connections"), 2);
-	cr_assert_eq(tu_fd_count(), fds_before + 3, "2 region fds and the "
-		     "child's connection");
+	cr_assert_eq(tu_fd_count(), fds_before + 4, "2 region fds, the child's "
+		     "connection and its fence page (kept open for a handover)");
 	kill(pid, SIGKILL);
 	cr_assert_eq(waitpid(pid, &status, 0), pid);
 	/* The hang-up reaches the loop on its own time: ask until it has. */
