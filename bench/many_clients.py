@@ -131,17 +131,26 @@ def main():
     ap.add_argument("--precision", default="tf32", choices=["fp32", "tf32", "fp16"],
                     help="both sides: tf32 (default) is PyTorch's default for "
                     "convolutions, fp32 has TF32 off, fp16 runs in half")
+    ap.add_argument("--modes", default="cudaep,batched,pytorch",
+                    help="which columns to measure (comma-separated)")
+    ap.add_argument("--batch-window-us", type=int, default=None,
+                    help="the daemon's batch_window_us (default: its own default)")
     args = ap.parse_args()
+    modes = args.modes.split(",")
     build = os.path.abspath(args.build)
     work = tempfile.mkdtemp(prefix="cudaep-many-")
     path = os.path.join(work, "resnet50.onnx")
     models.export_resnet(path)
     base = gpu_used_mib()
-    daemon, sock = models.start_daemon(build, work)
+    extra = [] if args.batch_window_us is None else ["--batch-window-us",
+                                                     str(args.batch_window_us)]
+    daemon, sock = models.start_daemon(build, work, extra)
     rows = []
     try:
         for batching in (False, True):
             who = "batched" if batching else "cudaep"
+            if who not in modes:
+                continue
             for n in [int(v) for v in args.clients.split(",")]:
                 before = daemon_counters(build, sock)
                 rate, used = phase(cudaep_worker, (build, sock, path, args.precision, batching),
@@ -157,7 +166,7 @@ def main():
     finally:
         daemon.send_signal(signal.SIGTERM)
         daemon.wait(timeout=60)
-    for n in [int(v) for v in args.clients.split(",")]:
+    for n in [int(v) for v in args.clients.split(",")] if "pytorch" in modes else []:
         rate, used = phase(torch_worker, (args.precision,), n, args.seconds)
         rows.append(("pytorch", n, rate, used - base))
         print("pytorch N=%2d  %8.0f runs/s  %6d MiB" % rows[-1][1:], file=sys.stderr)
@@ -169,10 +178,10 @@ def main():
           % ("N", "cudaep runs/s", "cudaep MiB", "batched runs/s", "batched MiB",
              "pytorch runs/s", "pytorch MiB", "thrpt x", "batch x", "mem vs N=1"))
     got = {(who, n): (r, m) for who, n, r, m in rows}
-    ns = sorted({n for who, n, r, m in rows if who == "cudaep"})
+    ns = sorted({n for who, n, r, m in rows})
     one = got.get(("cudaep", min(ns)), (0, 0))[1] if ns else 0
     for n in ns:
-        r, m = got[("cudaep", n)]
+        r, m = got.get(("cudaep", n), (0, 0))
         br, bm = got.get(("batched", n), (0, 0))
         tr, tm = got.get(("pytorch", n), (0, 0))
         print("%-4d %14.0f %11d %15.0f %12d %15.0f %12d %8.2fx %8.2fx %9.2fx"

@@ -201,12 +201,12 @@ def torch_times(m, feeds, prec, iters):
 
 # ----------------------------------------------------------------- cudaep
 
-def start_daemon(build, work):
+def start_daemon(build, work, extra=()):
     sock = os.path.join(work, "cudaep.sock")
     logf = open(os.path.join(work, "cudaepd.log"), "wb")
     proc = subprocess.Popen([os.path.join(build, "bin", "cudaepd"), "--socket", sock,
                              "--backend", "cuda", "--cache-dir",
-                             os.path.join(work, "kcache")],
+                             os.path.join(work, "kcache")] + list(extra),
                             stdout=logf, stderr=logf)
     deadline = time.time() + 60
     while time.time() < deadline:

@@ -25,6 +25,17 @@
 /* group_try(): fewer than two runs are left to merge. */
 #define BATCH_TOO_FEW 2
 
+/* A group's engine sessions, each with its stream: while one lane's batch
+ * is on the device the next batch goes on the other, so the device is not
+ * idle while a landed batch's clients come back. */
+#define BATCH_LANES 2
+
+struct batch_lane {
+	engine_session *es;                 /* owned: its batches run here */
+	uint32_t on_device;                 /* runs of its batch not landed yet
+	                                     * (batch_run_landed()) */
+};
+
 struct batch_group {
 	struct batch_group *next;           /* in the batcher's list */
 	struct batcher *b;
@@ -34,9 +45,9 @@ struct batch_group {
 	unsigned refs;                      /* sessions using it, and a flush
 	                                     * running */
 	uint32_t sessions;                  /* the sessions using it */
-	uint32_t on_device;                 /* runs of its batches not landed
-	                                     * yet (batch_run_landed()) */
-	engine_session *es;                 /* owned: the batches run here */
+	struct batch_lane lane[BATCH_LANES];
+	unsigned cur;                       /* the lane of the batch being
+	                                     * submitted */
 	struct batch_member *head, *tail;   /* waiting, oldest first */
 	uint32_t n_wait;
 	int64_t rows_wait;
@@ -114,8 +125,18 @@ static void group_on_close(uv_handle_t *h)
 	free(g);
 }
 
-/* Frees g: its engine session now (nothing of it is in flight), the rest
- * once its handle has closed. */
+static void group_lanes_free(struct batch_group *g)
+{
+	unsigned i;
+
+	for (i = 0; i < BATCH_LANES; i++) {
+		engine_session_free(g->lane[i].es);
+		g->lane[i].es = NULL;
+	}
+}
+
+/* Frees g: its engine sessions now (nothing of them is in flight), the
+ * rest once its handle has closed. */
 static void group_free(struct batch_group *g)
 {
 	struct batch_group **p;
@@ -127,8 +148,7 @@ static void group_free(struct batch_group *g)
 		}
 	}
 	stats_gauge_add(&g->b->s->stats, STATS_GAUGE_BATCH_GROUPS, -1);
-	engine_session_free(g->es);
-	g->es = NULL;
+	group_lanes_free(g);
 	if (g->armed)
 		timer_set(g, 0);
 	uv_close((uv_handle_t *)&g->poll, group_on_close);
@@ -162,6 +182,7 @@ static int group_new(struct batcher *b, engine_session *es, cep_priority priorit
 		.max_batch = (int)b->max,
 	};
 	struct batch_group *g;
+	unsigned i;
 	int ret;
 
 	*out = NULL;
@@ -183,9 +204,12 @@ static int group_new(struct batcher *b, engine_session *es, cep_priority priorit
 				     strerror(errno));
 		goto fail;
 	}
-	ret = engine_session_new(engine_session_model(es), s->backend, &o, &g->es);
-	if (ret < 0)
-		goto fail;
+	for (i = 0; i < BATCH_LANES; i++) {
+		ret = engine_session_new(engine_session_model(es), s->backend, &o,
+					 &g->lane[i].es);
+		if (ret < 0)
+			goto fail;
+	}
 	ret = uv_poll_init(s->loop, &g->poll, g->tfd);
 	if (ret != 0) {
 		ret = cep__set_error(CEP_EINTERNAL, "watching a batch window: %s",
@@ -197,8 +221,7 @@ static int group_new(struct batcher *b, engine_session *es, cep_priority priorit
 		ret = cep__set_error(CEP_EINTERNAL, "watching a batch window: %s",
 				     uv_strerror(ret));
 		/* An initialized handle must be closed; the callback frees. */
-		engine_session_free(g->es);
-		g->es = NULL;
+		group_lanes_free(g);
 		uv_close((uv_handle_t *)&g->poll, group_on_close);
 		return ret;
 	}
@@ -212,7 +235,7 @@ static int group_new(struct batcher *b, engine_session *es, cep_priority priorit
 	*out = g;
 	return 0;
 fail:
-	engine_session_free(g->es);
+	group_lanes_free(g);
 	if (g->tfd >= 0)
 		close(g->tfd);
 	free(g->batch);
@@ -306,7 +329,7 @@ static void group_done(struct batch_group *g, int ret, const char *msg)
 		stats_count(st, STATS_COUNTER_BATCH_ALONE, n);
 	} else if (ret == 0) {
 		batch_count(st, n);
-		g->on_device += (uint32_t)n;
+		g->lane[g->cur].on_device += (uint32_t)n;
 	} else {
 		stats_count(st, STATS_COUNTER_BATCH_REFUSED, 1);
 		stats_count(st, STATS_COUNTER_BATCH_ALONE, n);
@@ -319,8 +342,10 @@ static void group_done(struct batch_group *g, int ret, const char *msg)
 				   "on: its batches cannot be planned: %s", msg);
 		}
 	}
-	for (k = 0; k < n; k++)
+	for (k = 0; k < n; k++) {
+		g->batch[k]->lane = (uint8_t)g->cur;
 		member_finish(g->batch[k], ret == 0 ? BATCH_SUBMITTED : BATCH_ALONE);
+	}
 }
 
 /*
@@ -341,7 +366,8 @@ static int group_try(struct batch_group *g, unsigned flags)
 			return BATCH_TOO_FEW;
 		for (k = 0; k < g->n_batch; k++)
 			g->runs[k] = g->batch[k]->run;
-		ret = engine_run_submit_batch(g->es, g->runs, g->n_batch, flags, &bad);
+		ret = engine_run_submit_batch(g->lane[g->cur].es, g->runs, g->n_batch, flags,
+					      &bad);
 		if (ret >= 0 || bad >= g->n_batch)
 			return ret;
 		g->alone[g->n_alone++] = g->batch[bad];
@@ -351,15 +377,30 @@ static int group_try(struct batch_group *g, unsigned flags)
 	}
 }
 
+/* A lane of g with no batch on the device, the one after the last used
+ * first (so both are planned and warm before the load needs both), or
+ * -1. */
+static int lane_free(const struct batch_group *g)
+{
+	unsigned i, k;
+
+	for (i = 1; i <= BATCH_LANES; i++) {
+		k = (g->cur + i) % BATCH_LANES;
+		if (g->lane[k].on_device == 0)
+			return (int)k;
+	}
+	return -1;
+}
+
 /*
- * Decides when what waits in g goes: not while a batch of g is on the
- * device or being planned (its landing, or the planning's end, decides
- * again), at once when every session of g has a run waiting or g is full,
- * else when the window ends. Waiting out the batch on the device lets the
- * runs of its own clients, which come back as it lands, join the next
- * one: batches grow to what the clients offer instead of settling into
- * many small ones queued behind each other. Never flushes here and now
- * (its callers are still answering a request or finishing a run): the
+ * Decides when what waits in g goes: not while every lane has a batch on
+ * the device or a batch is being planned (a landing, or the planning's
+ * end, decides again), at once when every session of g has a run waiting
+ * or g is full, else when the window ends. Waiting for a lane lets the
+ * runs of a landed batch's clients, which come back as it lands, join the
+ * next one: batches grow to what the clients offer instead of settling
+ * into many small ones queued behind each other. Never flushes here and
+ * now (its callers are still answering a request or finishing a run): the
  * timer's next turn does.
  */
 static void group_kick(struct batch_group *g)
@@ -367,7 +408,7 @@ static void group_kick(struct batch_group *g)
 	uint32_t max = g->b->max;
 	uint32_t full = g->sessions < max ? g->sessions : max;
 
-	if (g->busy || g->on_device > 0 || !g->head)
+	if (g->busy || !g->head || lane_free(g) < 0)
 		return;
 	if (g->n_wait >= full || g->rows_wait >= (int64_t)max)
 		timer_set(g, 1);
@@ -431,16 +472,18 @@ static void group_submit(struct batch_group *g)
 	group_done(g, CEP_EINTERNAL, "the thread pool refused the batch");
 }
 
-/* Sends what waits in g: batches of at most max runs and max rows (a run
- * of more rows goes alone in its own), a lone run alone. */
+/* Sends what waits in g while a lane is free: batches of at most max
+ * runs and max rows (a run of more rows goes alone in its own), a lone
+ * run alone. */
 static void group_flush(struct batch_group *g)
 {
 	struct stats *st = &g->b->s->stats;
 	uint32_t max = g->b->max;
+	int lane;
 
 	if (g->armed)
 		timer_set(g, 0);
-	while (g->head && !g->busy) {
+	while (g->head && !g->busy && (lane = lane_free(g)) >= 0) {
 		struct batch_member *m;
 		int64_t rows = 0;
 		size_t n = 0;
@@ -461,6 +504,7 @@ static void group_flush(struct batch_group *g)
 			member_finish(g->batch[0], BATCH_ALONE);
 			continue;
 		}
+		g->cur = (unsigned)lane;
 		g->n_batch = n;
 		group_submit(g);
 	}
@@ -484,9 +528,9 @@ bool batch_add(struct batch_group *g, struct batch_member *m)
 	return true;
 }
 
-void batch_run_landed(struct batch_group *g)
+void batch_run_landed(struct batch_group *g, unsigned lane)
 {
-	if (--g->on_device == 0)
+	if (--g->lane[lane].on_device == 0)
 		group_kick(g);
 }
 

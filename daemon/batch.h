@@ -2,17 +2,19 @@
  * batch.h — cross-client batching: fenced runs of sessions that opted in
  * (SessionOptions.batching) and share one model, precision and priority
  * wait up to batch_window_us in their group, then go to the engine as one
- * run stacked along dimension 0 (engine_run_submit_batch()) on a session
+ * run stacked along dimension 0 (engine_run_submit_batch()) on sessions
  * the group owns, whose memory is charged to the daemon's shared owner.
  * Each run keeps its own fence record, so its client sees its fence, its
  * reply and its error exactly as if it had run alone.
  *
- * A group sends nothing while a batch of it is on the device: the runs of
- * that batch's clients come back as it lands and join the next one, so
- * batches grow to what the clients offer (batch_run_landed()). Otherwise
- * it flushes when its window expires, or at once when every session of
- * the group has a run waiting, or when it holds batch_max runs or
- * batch_max rows. One run flushes alone, as an ordinary
+ * A group has two lanes (engine sessions, each with its stream), and a
+ * batch goes only on a lane with no batch on the device: while both are
+ * busy its runs wait, and the clients of a batch, which come back as it
+ * lands, join the next one, so batches grow to what the clients offer
+ * (batch_run_landed()) while the other lane keeps the device busy. With a
+ * lane free a group flushes when its window expires, or at once when
+ * every session of the group has a run waiting, or when it holds
+ * batch_max runs or batch_max rows. One run flushes alone, as an ordinary
  * run; so do runs the engine refuses to merge (shapes that differ, too
  * little output room, a plan that does not fit), each getting then what
  * it would have got alone. A batch whose plan is cold is planned and
@@ -52,6 +54,8 @@ struct batch_member {
 	struct batch_group *group;          /* set while it is the group's */
 	struct engine_batch_run run;        /* its tensors, fence and run */
 	int64_t rows;                       /* its dimension 0 */
+	uint8_t lane;                       /* BATCH_SUBMITTED: its batch's
+	                                     * lane, for batch_run_landed() */
 	void (*done)(struct batch_member *m, enum batch_outcome how);
 	                                    /* on the loop, exactly once unless
 	                                     * cancelled */
@@ -71,8 +75,9 @@ void batcher_init(struct batcher *b, struct server *s);
 
 /*
  * The group of sessions of engine session es's model and precision and of
- * the priority es was opened with, made on first use (its own engine session on the server's
- * backend, charged to the daemon's shared owner, and its timer), with a
+ * the priority es was opened with, made on first use (its two lanes'
+ * engine sessions on the server's backend, charged to the daemon's shared
+ * owner, and its timer), with a
  * new reference for the caller, dropped with batch_group_unref(). Needs
  * the loop. Fails with CEP_EINVAL (the model cannot batch: the message
  * says why, see engine_model_batchable()), the errors of
@@ -95,10 +100,10 @@ void batch_group_unref(struct batch_group *g);
  */
 bool batch_add(struct batch_group *g, struct batch_member *m);
 
-/* A run of a batch of g that was submitted (its member's done said
- * BATCH_SUBMITTED) has landed or failed; on the loop, once per such run.
- * The last of them lets what waits in g go. */
-void batch_run_landed(struct batch_group *g);
+/* A run of a batch of g that was submitted on lane (its member's done
+ * said BATCH_SUBMITTED) has landed or failed; on the loop, once per such
+ * run. The last of its batch frees the lane for what waits in g. */
+void batch_run_landed(struct batch_group *g, unsigned lane);
 
 /* Takes m out of its group if it is still waiting there (its client went
  * away): returns true, and done will not be called. Returns false once it

@@ -740,6 +740,7 @@ static void batch_member_done(struct batch_member *bm, enum batch_outcome how)
 		j->ret = 0;
 		j->run.sess->batched_runs++;
 		j->run.fr->batched_in = j->run.sess->batch;
+		j->run.fr->batched_lane = bm->lane;
 		job_reply(j);
 		return;
 	}

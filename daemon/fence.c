@@ -255,7 +255,7 @@ static void fence_run_finish(struct server *s, struct fence_run *r)
 			fence_run_error_send(r, ret);
 	}
 	if (r->batched_in != NULL) {
-		batch_run_landed(r->batched_in);
+		batch_run_landed(r->batched_in, r->batched_lane);
 		r->batched_in = NULL;
 	}
 	fence_run_release(r);

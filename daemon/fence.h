@@ -84,6 +84,7 @@ struct fence_run {
 	uint8_t cls;                   /* enum fairq_class, while it waits */
 	struct batch_group *batched_in; /* the group whose batch it went in,
 	                                * told when it lands; else NULL */
+	uint8_t batched_lane;          /* and the batch's lane there */
 	struct fence_io *io;           /* owned; NULL until it first waits */
 	struct engine_fence fence;     /* what the engine queues behind it */
 	struct engine_run er;          /* the engine's state of it */

@@ -3,12 +3,13 @@
  * in-process on gated_daemon.h's daemon, whose gate holds runs "on the
  * device" while the test looks.
  *
- * Checked: while a batch of a group is on the device, runs of every
- * session of the group wait, even a full set that would otherwise go at
- * once; when the batch lands they go together as the next batch, and
- * every run's result is right. Runs of a group whose sessions are not all
- * waiting, after a landing, wait for the others (the window), and a lone
- * session's run goes alone.
+ * Checked: while both lanes of a group have a batch on the device, runs of
+ * every session of the group wait, even a full set that would otherwise go
+ * at once; with one lane busy a full set goes on the other; when a batch
+ * lands the waiting runs go together as the next batch, and every run's
+ * result is right. Runs of a group whose sessions are not all waiting,
+ * after a landing, wait for the others (the window), and a lone session's
+ * run goes alone.
  */
 #include "gated_daemon.h"
 
@@ -59,8 +60,8 @@ static bool gauge_stays(cep_client *c, const char *name, int64_t v)
 	return true;
 }
 
-/* Runs i of a and b together, through the gate, and checks them. */
-static void round_both(struct cl *a, struct cl *b, int i)
+/* Submits runs i of a and b together; returns once both are answered. */
+static void submit_both(struct cl *a, struct cl *b, int i)
 {
 	struct sub ua, ub;
 
@@ -68,11 +69,26 @@ static void round_both(struct cl *a, struct cl *b, int i)
 	sub_start(&ub, b, i);
 	sub_join(&ua);
 	sub_join(&ub);
+}
+
+/* Runs i of a and b together, through the gate, and checks them. */
+static void round_both(struct cl *a, struct cl *b, int i)
+{
+	submit_both(a, b, i);
 	wait_ok(a, i);
 	wait_ok(b, i);
 }
 
-Test(batch_flow, runs_wait_while_their_groups_batch_is_on_the_device_then_go_together)
+/* Plans the batch of two on both lanes (a group takes turns, and the
+ * first use of each lane is cold) and runs it warm on each. */
+static void warm_lanes(struct cl *a, struct cl *b)
+{
+	for (int i = 0; i < 4; i++)
+		round_both(a, b, i);
+	cr_assert_eq(gauge_settled(a->c, "runs_in_flight", 0), 0);
+}
+
+Test(batch_flow, a_full_set_goes_on_a_free_lane_and_waits_while_both_lanes_are_busy)
 {
 	const char *kv[] = { "batch_window_us", "1000000", NULL };
 	struct cl a, b;
@@ -85,38 +101,35 @@ Test(batch_flow, runs_wait_while_their_groups_batch_is_on_the_device_then_go_tog
 	w = dial("watcher");
 	cl_open(&a, "a", CEP_PRIORITY_NORMAL, true);
 	cl_open(&b, "b", CEP_PRIORITY_NORMAL, true);
-	/* Plans the batch of two, then runs it warm, on the loop. */
-	round_both(&a, &b, 0);
-	round_both(&a, &b, 1);
-	cr_assert_eq(counter(w, "batches"), 2);
-	cr_assert_eq(counter(w, "batch_size_2"), 2);
-	cr_assert_eq(gauge_settled(w, "runs_in_flight", 0), 0);
+	warm_lanes(&a, &b);
+	cr_assert_eq(counter(w, "batches"), 4);
+	cr_assert_eq(counter(w, "batch_size_2"), 4);
 
 	gate_set(false);
-	sub_start(&ua, &a, 2);
-	sub_start(&ub, &b, 2);
-	sub_join(&ua);
-	sub_join(&ub);
-	cr_assert_eq(counter(w, "batches"), 3, "the two runs went as one batch");
+	submit_both(&a, &b, 4);
+	cr_assert_eq(counter(w, "batches"), 5, "the two runs went as one batch");
 	cr_assert_eq(gauge(w, "runs_in_flight"), 2, "the gate holds them on the device");
-	/* Both sessions have a run waiting: a full group, which goes at once
-	 * unless its batch is still on the device. */
-	sub_start(&ua, &a, 3);
-	sub_start(&ub, &b, 3);
+	/* A full set goes at once on the other lane. */
+	submit_both(&a, &b, 5);
+	cr_assert_eq(counter(w, "batches"), 6);
+	cr_assert_eq(gauge(w, "runs_in_flight"), 4);
+	/* Both lanes busy: a full set waits. */
+	sub_start(&ua, &a, 6);
+	sub_start(&ub, &b, 6);
 	cr_assert_eq(gauge_settled(w, "batch_waiting", 2), 2);
-	cr_assert(gauge_stays(w, "batch_waiting", 2), "runs left the group while its batch "
-		  "was on the device");
-	cr_assert_eq(counter(w, "batches"), 3);
+	cr_assert(gauge_stays(w, "batch_waiting", 2), "runs left the group while both its "
+		  "lanes had a batch on the device");
+	cr_assert_eq(counter(w, "batches"), 6);
 	gate_set(true);
 	sub_join(&ua);
 	sub_join(&ub);
-	for (int i = 2; i < 4; i++) {
+	for (int i = 4; i < 7; i++) {
 		wait_ok(&a, i);
 		wait_ok(&b, i);
 	}
-	cr_assert_eq(counter(w, "batches"), 4, "the waiting runs went as one batch once the "
-		     "first landed");
-	cr_assert_eq(counter(w, "batch_size_2"), 4);
+	cr_assert_eq(counter(w, "batches"), 7, "the waiting runs went as one batch once a "
+		     "lane was free");
+	cr_assert_eq(counter(w, "batch_size_2"), 7);
 	cr_assert_eq(counter(w, "batch_alone"), 0);
 	cr_assert_eq(gauge_settled(w, "runs_in_flight", 0), 0);
 	cl_close(&a);
@@ -138,28 +151,27 @@ Test(batch_flow, after_a_landing_a_run_waits_for_the_groups_other_sessions)
 	w = dial("watcher");
 	cl_open(&a, "a", CEP_PRIORITY_NORMAL, true);
 	cl_open(&b, "b", CEP_PRIORITY_NORMAL, true);
-	round_both(&a, &b, 0);
-	round_both(&a, &b, 1);
+	warm_lanes(&a, &b);
 	gate_set(false);
-	sub_start(&ua, &a, 2);
-	sub_start(&ub, &b, 2);
-	sub_join(&ua);
-	sub_join(&ub);
-	/* a's next run waits behind the batch, then, the batch landed, for
-	 * b's run (a second's window): not alone at once. */
-	sub_start(&ua, &a, 3);
+	submit_both(&a, &b, 4);
+	submit_both(&a, &b, 5);
+	/* a's next run waits for a lane, then, the batches landed, for b's
+	 * run (a second's window): not alone at once. */
+	sub_start(&ua, &a, 6);
 	cr_assert_eq(gauge_settled(w, "batch_waiting", 1), 1);
 	gate_set(true);
-	wait_ok(&a, 2);
-	wait_ok(&b, 2);
-	cr_assert_eq(gauge_settled(w, "runs_in_flight", 1), 1, "the batch landed");
+	for (int i = 4; i < 6; i++) {
+		wait_ok(&a, i);
+		wait_ok(&b, i);
+	}
+	cr_assert_eq(gauge_settled(w, "runs_in_flight", 1), 1, "the batches landed");
 	cr_assert(gauge_stays(w, "batch_waiting", 1), "a's run left without b's");
-	sub_start(&ub, &b, 3);
+	sub_start(&ub, &b, 6);
 	sub_join(&ua);
 	sub_join(&ub);
-	wait_ok(&a, 3);
-	wait_ok(&b, 3);
-	cr_assert_eq(counter(w, "batches"), 4);
+	wait_ok(&a, 6);
+	wait_ok(&b, 6);
+	cr_assert_eq(counter(w, "batches"), 7);
 	cr_assert_eq(counter(w, "batch_alone"), 0);
 	cl_close(&a);
 	cl_close(&b);
