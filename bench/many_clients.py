@@ -58,6 +58,14 @@ def cudaep_worker(build, sock, path, precision, batching, seconds, barrier, resu
     sys.path.insert(0, os.path.join(HERE, "..", "python"))
     import cudaep
     x = np.random.default_rng(idx).standard_normal((1, 3, 224, 224)).astype(np.float32)
+    try:
+        cudaep_loop(cudaep, sock, path, precision, batching, seconds, barrier, result, idx, x)
+    except BaseException:
+        barrier.abort()  # the phase fails now instead of at the barrier's timeout
+        raise
+
+
+def cudaep_loop(cudaep, sock, path, precision, batching, seconds, barrier, result, idx, x):
     with cudaep.connect(sock, name="bench-%d" % idx) as c:
         with c.load(path, precision=precision, batching=batching) as s:
             for _ in range(20):
@@ -163,6 +171,12 @@ def main():
                     after = daemon_counters(build, sock)
                     print("        " + ", ".join("%s %d" % (k, after.get(k, 0) - before.get(k, 0))
                                              for k in BATCH_KEYS), file=sys.stderr)
+    except BaseException:
+        # What the daemon said is the first thing to read when a phase fails.
+        with open(os.path.join(work, "cudaepd.log"), errors="replace") as f:
+            print("cudaepd's log, last 40 lines:\n" + "".join(f.readlines()[-40:]),
+                  file=sys.stderr)
+        raise
     finally:
         daemon.send_signal(signal.SIGTERM)
         daemon.wait(timeout=60)
