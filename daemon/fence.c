@@ -306,6 +306,27 @@ void fence_drain(struct server *s)
 
 /* ------------------------------------------------------------- the page */
 
+/* Maps the fence page fd and, with pin, registers it with the backend.
+ * Returns 0 with *out, or an error with nothing mapped. */
+static int page_map(struct server *s, int fd, bool pin, void **out)
+{
+	void *addr = mmap(NULL, PAGE_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	int ret;
+
+	if (addr == MAP_FAILED)
+		return cep__set_error(cep__from_errno(errno), "mapping the fence page: %s",
+				      strerror(errno));
+	if (pin) {
+		ret = backend_host_register(s->backend, addr, PAGE_BYTES);
+		if (ret != 0) {
+			munmap(addr, PAGE_BYTES);
+			return ret;
+		}
+	}
+	*out = addr;
+	return 0;
+}
+
 int fence_page_open(struct server *s, struct conn *c)
 {
 	struct fence *f = &c->fence;
@@ -323,20 +344,12 @@ int fence_page_open(struct server *s, struct conn *c)
 				     strerror(errno));
 		goto out;
 	}
-	addr = mmap(NULL, PAGE_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (addr == MAP_FAILED) {
-		ret = cep__set_error(cep__from_errno(errno), "mapping the fence page: %s",
-				     strerror(errno));
-		goto out;
-	}
 	/* While the backend is lost, the new image of the recovery pins it
 	 * with every other page (fence_page_adopt()). */
 	pin = !s->recovering && !backend_lost(s->backend);
-	if (pin) {
-		ret = backend_host_register(s->backend, addr, PAGE_BYTES);
-		if (ret != 0)
-			goto out;
-	}
+	ret = page_map(s, fd, pin, &addr);
+	if (ret != 0)
+		goto out;
 	/* A detached connection has nobody to pass the fd to. */
 	if (c->fd >= 0) {
 		f->fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
@@ -364,34 +377,24 @@ out:
 int fence_page_adopt(struct server *s, struct conn *c, int fd, uint64_t last_seq)
 {
 	struct fence *f = &c->fence;
-	void *addr = MAP_FAILED;
+	void *addr;
 	struct stat sb;
 	int ret;
 
-	if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_size != PAGE_BYTES) {
+	if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_size != PAGE_BYTES)
 		ret = cep__set_error(CEP_EINVAL, "fd %d is not a fence page (a memfd of %d "
 				     "bytes)", fd, PAGE_BYTES);
-		goto out;
+	else
+		ret = page_map(s, fd, true, &addr);
+	if (ret != 0) {
+		close(fd);
+		return ret;
 	}
-	addr = mmap(NULL, PAGE_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (addr == MAP_FAILED) {
-		ret = cep__set_error(cep__from_errno(errno), "mapping the fence page: %s",
-				     strerror(errno));
-		goto out;
-	}
-	ret = backend_host_register(s->backend, addr, PAGE_BYTES);
-	if (ret != 0)
-		goto out;
 	f->slots = addr;
 	f->pinned = true;
 	f->page_fd = fd;
 	f->last_seq = last_seq;
 	return 0;
-out:
-	if (addr != MAP_FAILED)
-		munmap(addr, PAGE_BYTES);
-	close(fd);
-	return ret;
 }
 
 int fence_fd_take(struct fence *f)

@@ -55,14 +55,15 @@ typedef Cudaepd__Handover__Out HvOut;
 typedef Cudaepd__Handover__Counter HvCounter;
 typedef Cudaepd__Handover__Gauge HvGauge;
 
-/* Writes len bytes of buf at offset off of fd. Returns 0 or -errno. */
-static int pwrite_all(int fd, const void *buf, size_t len, uint64_t off)
+/* Reads (write false) or writes len bytes of buf at offset off of fd,
+ * whole. Returns 0 or -errno. */
+static int pio_all(int fd, void *buf, size_t len, uint64_t off, bool write)
 {
-	const uint8_t *p = buf;
+	uint8_t *p = buf;
 	ssize_t n;
 
 	while (len > 0) {
-		n = pwrite(fd, p, len, (off_t)off);
+		n = write ? pwrite(fd, p, len, (off_t)off) : pread(fd, p, len, (off_t)off);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
@@ -74,23 +75,14 @@ static int pwrite_all(int fd, const void *buf, size_t len, uint64_t off)
 	return 0;
 }
 
-/* Reads len bytes at offset off of fd into buf. Returns 0 or -errno. */
+static int pwrite_all(int fd, const void *buf, size_t len, uint64_t off)
+{
+	return pio_all(fd, (void *)buf, len, off, true);
+}
+
 static int pread_all(int fd, void *buf, size_t len, uint64_t off)
 {
-	uint8_t *p = buf;
-	ssize_t n;
-
-	while (len > 0) {
-		n = pread(fd, p, len, (off_t)off);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n < 0 ? -errno : -EIO;
-		p += n;
-		len -= (size_t)n;
-		off += (uint64_t)n;
-	}
-	return 0;
+	return pio_all(fd, buf, len, off, false);
 }
 
 static int int_cmp(const void *a, const void *b)

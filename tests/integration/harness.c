@@ -263,6 +263,14 @@ int h_daemon_stop(struct hdaemon *d, int sig)
 	return st;
 }
 
+void h_daemon_stop_clean(struct hdaemon *d, const char *what)
+{
+	int st = h_daemon_stop(d, SIGTERM);
+
+	cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+		  "%s did not exit cleanly (status %#x)", what, st);
+}
+
 bool h_log_has(const struct hdaemon *d, const char *text)
 {
 	static char buf[65536];

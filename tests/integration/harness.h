@@ -62,6 +62,10 @@ int h_daemon_start_activated(struct hdaemon *d);
  * unless the daemon exited abnormally. */
 int h_daemon_stop(struct hdaemon *d, int sig);
 
+/* h_daemon_stop(d, SIGTERM), expecting (cr_expect) that the daemon exits
+ * with status 0; what names it in the message. For a suite's .fini. */
+void h_daemon_stop_clean(struct hdaemon *d, const char *what);
+
 /* Waits for an already signalled or exiting daemon; returns wait status or
  * -1 after timeout_ms. */
 int h_daemon_wait(struct hdaemon *d, int timeout_ms);

@@ -79,14 +79,8 @@ static void start(const char *window_us, const char *max, const char *backend)
 /* Also the suite's fini, so that a failed test leaves no daemon behind. */
 static void stop(void)
 {
-	int st;
-
-	if (d.pid == 0)
-		return;
-	st = h_daemon_stop(&d, SIGTERM);
-
-	cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0,
-		  "cudaepd did not exit cleanly (status %#x)", st);
+	if (d.pid != 0)
+		h_daemon_stop_clean(&d, "cudaepd");
 }
 
 TestSuite(batch, .fini = stop, .timeout = 240);

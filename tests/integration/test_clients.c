@@ -22,10 +22,7 @@ static void start(void)
 
 static void stop(void)
 {
-	int st = h_daemon_stop(&d, SIGTERM);
-
-	cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0,
-		  "cudaepd did not exit cleanly (status %#x)", st);
+	h_daemon_stop_clean(&d, "cudaepd");
 }
 
 TestSuite(clients, .init = start, .fini = stop, .timeout = 120);

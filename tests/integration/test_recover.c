@@ -76,10 +76,7 @@ static void start(void)
 
 static void stop(void)
 {
-	int st = h_daemon_stop(&d, SIGTERM);
-
-	cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0,
-		  "cudaepd-fault did not exit cleanly (status %#x)", st);
+	h_daemon_stop_clean(&d, "cudaepd-fault");
 }
 
 TestSuite(recover, .init = start, .fini = stop, .timeout = 240);

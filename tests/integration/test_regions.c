@@ -30,10 +30,7 @@ static void start_limited(void)
 
 static void stop(void)
 {
-	int st = h_daemon_stop(&d, SIGTERM);
-
-	cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0,
-		  "cudaepd did not exit cleanly (status %#x)", st);
+	h_daemon_stop_clean(&d, "cudaepd");
 }
 
 TestSuite(regions, .init = start_limited, .fini = stop, .timeout = 60);

@@ -5,6 +5,10 @@
  */
 #include "onnxb.h"
 
+#include <criterion/criterion.h>
+
+#include "engine.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -284,4 +288,15 @@ uint8_t *onnxb_finish(struct onnxb *b, size_t *len)
 
 	onnxb_free(b);
 	return buf;
+}
+
+engine_model *onnxb_load(struct onnxb *b)
+{
+	engine_model *m = NULL;
+	size_t len;
+	uint8_t *buf = onnxb_finish(b, &len);
+
+	cr_assert_eq(engine_model_load(buf, len, -1, &m), 0, "%s", cep_last_error());
+	free(buf);
+	return m;
 }

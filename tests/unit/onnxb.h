@@ -70,4 +70,10 @@ uint8_t *onnxb_pack(struct onnxb *b, size_t *len);
 /* Packs and frees the builder in one go. */
 uint8_t *onnxb_finish(struct onnxb *b, size_t *len);
 
+/* onnxb_finish(), then engine_model_load() of the bytes (no directory),
+ * asserting (Criterion) that it loads; the model is the caller's
+ * (engine_model_unref()). */
+struct engine_model;
+struct engine_model *onnxb_load(struct onnxb *b);
+
 #endif

@@ -88,20 +88,37 @@ static void warm_lanes(struct cl *a, struct cl *b)
 	cr_assert_eq(gauge_settled(a->c, "runs_in_flight", 0), 0);
 }
 
-Test(batch_flow, a_full_set_goes_on_a_free_lane_and_waits_while_both_lanes_are_busy)
+/* A daemon with a second's window, two batching sessions a and b of one
+ * model, both lanes warm; returns a watcher's client. */
+static cep_client *pair_start(struct cl *a, struct cl *b)
 {
 	const char *kv[] = { "batch_window_us", "1000000", NULL };
-	struct cl a, b;
-	struct sub ua, ub;
 	cep_client *w;
 
 	start_with(kv);
 	/* A batch's host functions are not all fence_run signals. */
 	g.log_on = false;
 	w = dial("watcher");
-	cl_open(&a, "a", CEP_PRIORITY_NORMAL, true);
-	cl_open(&b, "b", CEP_PRIORITY_NORMAL, true);
-	warm_lanes(&a, &b);
+	cl_open(a, "a", CEP_PRIORITY_NORMAL, true);
+	cl_open(b, "b", CEP_PRIORITY_NORMAL, true);
+	warm_lanes(a, b);
+	return w;
+}
+
+static void pair_stop(struct cl *a, struct cl *b, cep_client *w)
+{
+	cl_close(a);
+	cl_close(b);
+	cep_close(w);
+	stop();
+}
+
+Test(batch_flow, a_full_set_goes_on_a_free_lane_and_waits_while_both_lanes_are_busy)
+{
+	struct cl a, b;
+	struct sub ua, ub;
+	cep_client *w = pair_start(&a, &b);
+
 	cr_assert_eq(counter(w, "batches"), 4);
 	cr_assert_eq(counter(w, "batch_size_2"), 4);
 
@@ -132,26 +149,15 @@ Test(batch_flow, a_full_set_goes_on_a_free_lane_and_waits_while_both_lanes_are_b
 	cr_assert_eq(counter(w, "batch_size_2"), 7);
 	cr_assert_eq(counter(w, "batch_alone"), 0);
 	cr_assert_eq(gauge_settled(w, "runs_in_flight", 0), 0);
-	cl_close(&a);
-	cl_close(&b);
-	cep_close(w);
-	stop();
+	pair_stop(&a, &b, w);
 }
 
 Test(batch_flow, after_a_landing_a_run_waits_for_the_groups_other_sessions)
 {
-	const char *kv[] = { "batch_window_us", "1000000", NULL };
 	struct cl a, b;
 	struct sub ua, ub;
-	cep_client *w;
+	cep_client *w = pair_start(&a, &b);
 
-	start_with(kv);
-	/* A batch's host functions are not all fence_run signals. */
-	g.log_on = false;
-	w = dial("watcher");
-	cl_open(&a, "a", CEP_PRIORITY_NORMAL, true);
-	cl_open(&b, "b", CEP_PRIORITY_NORMAL, true);
-	warm_lanes(&a, &b);
 	gate_set(false);
 	submit_both(&a, &b, 4);
 	submit_both(&a, &b, 5);
@@ -173,10 +179,7 @@ Test(batch_flow, after_a_landing_a_run_waits_for_the_groups_other_sessions)
 	wait_ok(&b, 6);
 	cr_assert_eq(counter(w, "batches"), 7);
 	cr_assert_eq(counter(w, "batch_alone"), 0);
-	cl_close(&a);
-	cl_close(&b);
-	cep_close(w);
-	stop();
+	pair_stop(&a, &b, w);
 }
 
 Test(batch_flow, a_lone_sessions_run_goes_alone)

@@ -32,17 +32,6 @@ static int64_t now_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-static engine_model *load(struct onnxb *b)
-{
-	engine_model *m = NULL;
-	size_t len;
-	uint8_t *buf = onnxb_finish(b, &len);
-
-	cr_assert_eq(engine_model_load(buf, len, -1, &m), 0, "%s", cep_last_error());
-	free(buf);
-	return m;
-}
-
 /* y = Relu(x W + b), x [n, D]. */
 static engine_model *mlp_model(void)
 {
@@ -61,7 +50,7 @@ static engine_model *mlp_model(void)
 	onnxb_node(b, "MatMul", "x,w", "h");
 	onnxb_node(b, "Add", "h,b", "a");
 	onnxb_node(b, "Relu", "a", "y");
-	return load(b);
+	return onnxb_load(b);
 }
 
 /* One run's registered memory. */
@@ -188,7 +177,7 @@ Test(gpu_batch, a_bad_index_fails_every_run_each_with_its_fault)
 	onnxb_input(b, "idx", CEP_DTYPE_INT64, "n");
 	onnxb_output(b, "y", CEP_DTYPE_FLOAT32, "n,8");
 	onnxb_node(b, "Gather", "x,idx", "y");
-	m = load(b);
+	m = onnxb_load(b);
 	cr_assert_eq(engine_session_new(m, gpu_be, &bo, &bs), 0, "%s", cep_last_error());
 	r = aligned_alloc(4096, (sizeof(*r) * 3 + 4095) & ~(size_t)4095);
 	cr_assert_not_null(r);

@@ -31,18 +31,6 @@ static const float W[4 * 3] = { 0.5f, -1.0f, 0.25f, 2.0f, 0.75f, -0.5f,
 				-1.5f, 1.0f, 0.125f, 0.3f, -0.2f, 1.1f };
 static const float S[4] = { 2.0f, -1.0f, 0.5f, 3.0f };
 
-/* Packs and loads the model of b. */
-static engine_model *load(struct onnxb *b)
-{
-	engine_model *m = NULL;
-	size_t len;
-	uint8_t *buf = onnxb_finish(b, &len);
-
-	cr_assert_eq(engine_model_load(buf, len, -1, &m), 0, "%s", cep_last_error());
-	free(buf);
-	return m;
-}
-
 static engine_model *mlp_model(void)
 {
 	struct onnxb *b = onnxb_new(13);
@@ -57,7 +45,7 @@ static engine_model *mlp_model(void)
 	onnxb_node(b, "Add", "h,z", "a");
 	onnxb_node(b, "Relu", "a", "y1");
 	onnxb_node(b, "Mul", "x,s", "y2");
-	return load(b);
+	return onnxb_load(b);
 }
 
 /* y = Relu(x), x [n, m]: runs may differ in m. */
@@ -68,7 +56,7 @@ static engine_model *relu_model(void)
 	onnxb_input(b, "x", CEP_DTYPE_FLOAT32, "n,m");
 	onnxb_output(b, "y", CEP_DTYPE_FLOAT32, "n,m");
 	onnxb_node(b, "Relu", "x", "y");
-	return load(b);
+	return onnxb_load(b);
 }
 
 /* y = Relu(x), x [4, n]: no batch in dimension 0. */
@@ -79,7 +67,7 @@ static engine_model *columns_model(void)
 	onnxb_input(b, "x", CEP_DTYPE_FLOAT32, "4,n");
 	onnxb_output(b, "y", CEP_DTYPE_FLOAT32, "4,n");
 	onnxb_node(b, "Relu", "x", "y");
-	return load(b);
+	return onnxb_load(b);
 }
 
 /* y = Gather(x, idx, axis 0), x [n, 4], idx [n]: a bad index fails. */
@@ -91,7 +79,7 @@ static engine_model *gather_model(void)
 	onnxb_input(b, "idx", CEP_DTYPE_INT64, "n");
 	onnxb_output(b, "y", CEP_DTYPE_FLOAT32, "n,4");
 	onnxb_node(b, "Gather", "x,idx", "y");
-	return load(b);
+	return onnxb_load(b);
 }
 
 /* Where engine_run_submit_batch() says which run it refused. */
@@ -519,7 +507,7 @@ Test(engine_batch, the_batch_dimension_must_be_one_name)
 	onnxb_output(b, "b", CEP_DTYPE_FLOAT32, "k,4");
 	onnxb_node(b, "Relu", "x", "a");
 	onnxb_node(b, "Relu", "y", "b");
-	m = load(b);
+	m = onnxb_load(b);
 	cr_assert_eq(engine_model_batchable(m), CEP_EINVAL);
 	cr_assert(strstr(cep_last_error(), "input 'y' has dimension 0 'k', not the batch 'n'"),
 		  "%s", cep_last_error());
