@@ -67,11 +67,29 @@ static const char *const *backend_args(void)
 	return strcmp(h_backend(), "cuda") == 0 ? NULL : host_async;
 }
 
-static void start(void)
+/* Starts cudaepd-fault with backend_args() and the flags extra
+ * (NULL-terminated), and writes the model. */
+static void start_with(const char *const *extra)
 {
-	cr_assert_eq(h_daemon_start_prog(&d, h_test_bin("cudaepd-fault"), backend_args()), 0,
+	const char *const *be = backend_args();
+	const char *args[16];
+	size_t n = 0;
+
+	for (; be != NULL && *be != NULL; be++)
+		args[n++] = *be;
+	for (; extra != NULL && *extra != NULL; extra++) {
+		cr_assert_lt(n, sizeof(args) / sizeof(args[0]) - 1);
+		args[n++] = *extra;
+	}
+	args[n] = NULL;
+	cr_assert_eq(h_daemon_start_prog(&d, h_test_bin("cudaepd-fault"), args), 0,
 		     "cudaepd-fault did not start (is %s built?)", h_test_bin("cudaepd-fault"));
 	mlp_model_write(mlp_path, sizeof(mlp_path), d.dir, W, D, 7, 8.0f);
+}
+
+static void start(void)
+{
+	start_with(NULL);
 }
 
 static void stop(void)
@@ -452,21 +470,15 @@ static void pair_rounds(struct pair_run *pr, int rounds, const char *when)
  * are always merged. */
 static void start_pairs(void)
 {
-	static const char *const host_async[] = { "--backend", "host-async",
-						  "--batch-window-us", "500000",
-						  "--batch-max", "8", NULL };
-	static const char *const cuda[] = { "--batch-window-us", "500000",
-					    "--batch-max", "8", NULL };
+	static const char *const extra[] = { "--batch-window-us", "500000",
+					     "--batch-max", "8", NULL };
 
-	cr_assert_eq(h_daemon_start_prog(&d, h_test_bin("cudaepd-fault"),
-					 strcmp(h_backend(), "cuda") == 0 ? cuda : host_async),
-		     0, "cudaepd-fault did not start");
-	mlp_model_write(mlp_path, sizeof(mlp_path), d.dir, W, D, 7, 8.0f);
+	start_with(extra);
 }
 
 TestSuite(recover_pairs, .init = start_pairs, .fini = stop, .timeout = 240);
 
-/* Sessions that batch across clients run on an engine session of their
+/* Sessions that batch across clients run on engine sessions of their
  * group's own: the new image of a recovery makes the group again when it
  * restores the batching sessions, and merged runs go on afterwards. */
 Test(recover_pairs, batching_sessions_merge_again_after_a_recovery)
@@ -545,14 +557,9 @@ Test(recover_pairs, batching_sessions_merge_again_after_a_recovery)
  * that the rest of a client's runs wait in the fair queue. */
 static void start_bounded(void)
 {
-	static const char *const host_async[] = { "--backend", "host-async",
-						  "--max-runs-in-flight", "1", NULL };
-	static const char *const cuda[] = { "--max-runs-in-flight", "1", NULL };
+	static const char *const extra[] = { "--max-runs-in-flight", "1", NULL };
 
-	cr_assert_eq(h_daemon_start_prog(&d, h_test_bin("cudaepd-fault"),
-					 strcmp(h_backend(), "cuda") == 0 ? cuda : host_async),
-		     0, "cudaepd-fault did not start");
-	mlp_model_write(mlp_path, sizeof(mlp_path), d.dir, W, D, 7, 8.0f);
+	start_with(extra);
 }
 
 TestSuite(recover_queued, .init = start_bounded, .fini = stop, .timeout = 240);
