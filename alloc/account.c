@@ -8,9 +8,9 @@
  * at that uid's entry, which sums its clients; uids are few (the users of
  * one machine), so their entries sit in a plain list. Totals sit beside.
  */
-#include "account.h"
-#include "cudaep.h"
-#include "error.h"
+#include "alloc/account.h"
+#include "client/cudaep.h"
+#include "common/error.h"
 
 #include <pthread.h>
 #include <stdlib.h>

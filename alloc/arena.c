@@ -18,10 +18,10 @@
  * reclaiming idle granules if the provider runs dry) and only then changes
  * the block list, so every failure leaves the arena as it was.
  */
-#include "arena.h"
-#include "pool.h"
-#include "cudaep.h"
-#include "error.h"
+#include "alloc/arena.h"
+#include "alloc/pool.h"
+#include "client/cudaep.h"
+#include "common/error.h"
 
 #include <pthread.h>
 #include <stdio.h>

@@ -29,8 +29,8 @@
 #ifndef CEP_ALLOC_ARENA_H
 #define CEP_ALLOC_ARENA_H
 
-#include "account.h"
-#include "provider.h"
+#include "alloc/account.h"
+#include "alloc/provider.h"
 
 #include <stddef.h>
 #include <stdint.h>

@@ -7,8 +7,8 @@
  * the arena after it is dropped, so the arena's lock is never taken while
  * this one is held.
  */
-#include "deferred.h"
-#include "cudaep.h"
+#include "alloc/deferred.h"
+#include "client/cudaep.h"
 
 #include <pthread.h>
 #include <stdlib.h>

@@ -20,7 +20,7 @@
 #ifndef CEP_ALLOC_DEFERRED_H
 #define CEP_ALLOC_DEFERRED_H
 
-#include "arena.h"
+#include "alloc/arena.h"
 
 #include <stddef.h>
 #include <stdint.h>

@@ -3,8 +3,8 @@
  * A plain stack: the most recently unmapped handle is mapped first, which
  * is as good as any order, since every handle is one whole granule.
  */
-#include "pool.h"
-#include "cudaep.h"
+#include "alloc/pool.h"
+#include "client/cudaep.h"
 
 #include <stdlib.h>
 

@@ -9,7 +9,7 @@
 #ifndef CEP_ALLOC_POOL_H
 #define CEP_ALLOC_POOL_H
 
-#include "provider.h"
+#include "alloc/provider.h"
 
 #include <stddef.h>
 #include <stdint.h>

@@ -4,7 +4,7 @@
  * provider_host.c and provider_cuda.c; counting here keeps both honest in
  * the same way.
  */
-#include "provider.h"
+#include "alloc/provider.h"
 
 int alloc_provider_reserve(struct alloc_provider *p, uint64_t *base, size_t *bytes)
 {

@@ -115,7 +115,7 @@ int alloc_provider_host_new(const struct alloc_provider_host_config *cfg,
 
 /*
  * Makes a CUDA provider over device ordinal `device`, with the driver table
- * drv (gpu/cuda_driver.h; it must outlive the provider). It checks that the
+ * drv (gpu/cuda/cuda_driver.h; it must outlive the provider). It checks that the
  * device supports virtual memory management (CEP_ENOTSUP with a message that
  * names the device and the driver's answer otherwise: never a silent
  * fallback), retains the device's primary context for its own life and

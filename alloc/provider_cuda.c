@@ -1,7 +1,7 @@
 /*
  * provider_cuda.c — the CUDA physical-memory provider (alloc/provider.h):
  * the driver's virtual memory management API, through the dlopen'd table
- * of gpu/cuda_driver.h.
+ * of gpu/cuda/cuda_driver.h.
  *
  * Address space comes from cuMemAddressReserve, physical memory from
  * cuMemCreate in granules of the device's minimum granularity, and mapping
@@ -9,10 +9,10 @@
  * mapped and unmapped one granule at a time, because cuMemUnmap may not
  * split a mapping and the arena unmaps single idle granules.
  */
-#include "provider.h"
-#include "cuda_driver.h"
-#include "cudaep.h"
-#include "error.h"
+#include "alloc/provider.h"
+#include "gpu/cuda/cuda_driver.h"
+#include "client/cudaep.h"
+#include "common/error.h"
 
 #include <stdio.h>
 #include <stdlib.h>

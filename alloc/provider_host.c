@@ -10,9 +10,9 @@
  * pages punched out, so memory really returns to the system and a slot
  * created again reads as zeros.
  */
-#include "provider.h"
-#include "cudaep.h"
-#include "error.h"
+#include "alloc/provider.h"
+#include "client/cudaep.h"
+#include "common/error.h"
 
 #include <errno.h>
 #include <fcntl.h>

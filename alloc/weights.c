@@ -7,8 +7,8 @@
  * entries whose keys collided but whose bytes differ. The hash is computed
  * before the lock is taken, since it reads every byte of the tensor.
  */
-#include "weights.h"
-#include "error.h"
+#include "alloc/weights.h"
+#include "common/error.h"
 
 #include <pthread.h>
 #include <stdlib.h>

@@ -23,8 +23,8 @@
 #ifndef CEP_ALLOC_WEIGHTS_H
 #define CEP_ALLOC_WEIGHTS_H
 
-#include "arena.h"
-#include "cudaep.h"
+#include "alloc/arena.h"
+#include "client/cudaep.h"
 
 #include <stddef.h>
 #include <stdint.h>

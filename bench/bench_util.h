@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cudaep.h"
+#include "client/cudaep.h"
 
 #define BENCH_UNUSED __attribute__((unused))
 

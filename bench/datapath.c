@@ -28,7 +28,7 @@
  * Without --socket it starts its own cudaepd ($CUDAEP_BUILD_DIR/bin or
  * build/bin) on a temporary socket, on --backend (default auto).
  */
-#include "bench_util.h"
+#include "bench/bench_util.h"
 
 #include <cuda.h>
 #include <dlfcn.h>
@@ -46,7 +46,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../tests/integration/tinyonnx.h"
+#include "tests/integration/tinyonnx.h"
 
 #define MAX_LIST 8
 #define WARMUP 200

@@ -13,8 +13,8 @@
  * next on the device, so their sum exceeds a replay by the gaps between
  * launches that a graph removes.
  */
-#include "backend.h"
-#include "engine.h"
+#include "gpu/backend.h"
+#include "engine/engine.h"
 
 #include <stdio.h>
 #include <stdlib.h>

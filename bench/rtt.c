@@ -9,7 +9,7 @@
  * Without --socket it starts its own cudaepd (from $CUDAEP_BUILD_DIR/bin or
  * build/bin) on a temporary socket and stops it afterwards.
  */
-#include "bench_util.h"
+#include "bench/bench_util.h"
 
 #include <errno.h>
 #include <signal.h>

@@ -7,8 +7,8 @@
  * region.c, session.c and run.c build their requests on top of
  * cep__call_locked(); cudaepctl and the tests use cep__call().
  */
-#include "client_priv.h"
-#include "error.h"
+#include "client/client_priv.h"
+#include "common/error.h"
 
 #include <errno.h>
 #include <pb_decode.h>

@@ -8,7 +8,7 @@
 #ifndef CEP_CLIENT_PRIV_H
 #define CEP_CLIENT_PRIV_H
 
-#include "internal.h"
+#include "client/internal.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "cep_fence.h"
+#include "proto/cep_fence.h"
 
 _Static_assert(CEP_FENCES_MAX == CEP_FENCE_SLOTS, "one fence in flight per slot");
 

@@ -12,8 +12,8 @@
  * Waiting takes no lock and makes no system call while the run completes
  * within the spin; nothing here allocates.
  */
-#include "client_priv.h"
-#include "error.h"
+#include "client/client_priv.h"
+#include "common/error.h"
 
 #include <errno.h>
 #include <limits.h>

@@ -5,9 +5,9 @@
 #ifndef CEP_CLIENT_INTERNAL_H
 #define CEP_CLIENT_INTERNAL_H
 
-#include "cudaep.h"
+#include "client/cudaep.h"
 #include "cudaep.pb.h"
-#include "cep_limits.h"
+#include "proto/cep_limits.h"
 
 /*
  * Sends req to the daemon with the fds attached (nfds of them, at most

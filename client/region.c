@@ -4,8 +4,8 @@
  * truncation), mapped here and registered with cudaepd, which pins it for
  * DMA. Tensors handed to cep_run() are slices of regions.
  */
-#include "client_priv.h"
-#include "error.h"
+#include "client/client_priv.h"
+#include "common/error.h"
 
 #include <errno.h>
 #include <fcntl.h>

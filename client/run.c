@@ -6,8 +6,8 @@
  * cep_run_submit() and cep_fence_wait() (fence.c). Nothing here
  * allocates.
  */
-#include "client_priv.h"
-#include "error.h"
+#include "client/client_priv.h"
+#include "common/error.h"
 
 #include <inttypes.h>
 #include <stdbool.h>

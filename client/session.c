@@ -6,8 +6,8 @@
  * callbacks here (cudaep.options), which copy them into heap arrays owned
  * by the session; loading is not the hot path.
  */
-#include "client_priv.h"
-#include "error.h"
+#include "client/client_priv.h"
+#include "common/error.h"
 
 #include <errno.h>
 #include <fcntl.h>

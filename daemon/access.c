@@ -7,18 +7,18 @@
  * over at most max_connections entries cannot drift from the truth the
  * way a counter missed on one teardown path would.
  */
-#include "access.h"
+#include "daemon/access.h"
 
 #include <stdio.h>
 
-#include "account.h"
-#include "conn.h"
-#include "cudaep.h"
-#include "dispatch_priv.h"
-#include "error.h"
-#include "fairq.h"
-#include "log.h"
-#include "server.h"
+#include "alloc/account.h"
+#include "daemon/conn.h"
+#include "client/cudaep.h"
+#include "daemon/dispatch_priv.h"
+#include "common/error.h"
+#include "daemon/fairq.h"
+#include "common/log.h"
+#include "daemon/server.h"
 
 void access_uid_use(const struct server *s, uid_t uid,
 		    struct access_uid_use *out)

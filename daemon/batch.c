@@ -9,7 +9,7 @@
  * lone member, or a batch the engine refuses, goes back to the dispatcher
  * to run alone; a batch the engine takes is answered member by member.
  */
-#include "batch.h"
+#include "daemon/batch.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -18,9 +18,9 @@
 #include <sys/timerfd.h>
 #include <unistd.h>
 
-#include "error.h"
-#include "log.h"
-#include "server.h"
+#include "common/error.h"
+#include "common/log.h"
+#include "daemon/server.h"
 
 /* group_try(): fewer than two runs are left to merge. */
 #define BATCH_TOO_FEW 2

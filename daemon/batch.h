@@ -35,7 +35,7 @@
 
 #include <uv.h>
 
-#include "engine.h"
+#include "engine/engine.h"
 
 struct server;
 struct batch_group;

@@ -4,7 +4,7 @@
  * config.h). One table drives all of it, --help included, so a key cannot
  * be documented with one default and applied with another.
  */
-#include "config.h"
+#include "daemon/config.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -18,9 +18,9 @@
 
 #include <ini.h>
 
-#include "cudaep.h"
-#include "error.h"
-#include "log.h"
+#include "client/cudaep.h"
+#include "common/error.h"
+#include "common/log.h"
 
 enum key_type {
 	KEY_PATH,

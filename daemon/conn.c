@@ -5,7 +5,7 @@
  * (see conn.h). libuv cannot carry SEQPACKET through uv_pipe_t, so the raw
  * non-blocking fd is watched with a uv_poll_t embedded in struct conn.
  */
-#include "conn.h"
+#include "daemon/conn.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -13,12 +13,12 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "cudaep.h"
-#include "dispatch.h"
-#include "error.h"
-#include "fairq.h"
-#include "log.h"
-#include "server.h"
+#include "client/cudaep.h"
+#include "daemon/dispatch.h"
+#include "common/error.h"
+#include "daemon/fairq.h"
+#include "common/log.h"
+#include "daemon/server.h"
 
 static void conn_on_poll(uv_poll_t *h, int status, int events);
 static int conn_queue(struct conn *c, const uint8_t *buf, size_t len, int fd);

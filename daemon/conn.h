@@ -20,11 +20,11 @@
 
 #include <uv.h>
 
-#include "access.h"
-#include "cep_limits.h"
-#include "fence.h"
-#include "region.h"
-#include "session.h"
+#include "daemon/access.h"
+#include "proto/cep_limits.h"
+#include "daemon/fence.h"
+#include "daemon/region.h"
+#include "daemon/session.h"
 
 struct server;
 

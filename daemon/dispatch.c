@@ -10,7 +10,7 @@
  * array until a handler takes it; dispatch_packet() closes whatever is
  * left, so no path leaks one.
  */
-#include "dispatch.h"
+#include "daemon/dispatch.h"
 
 #include <stdbool.h>
 #include <stdio.h>
@@ -19,15 +19,15 @@
 
 #include "cudaep.pb-c.h"
 
-#include "access.h"
-#include "cep_limits.h"
-#include "conn.h"
-#include "cudaep.h"
-#include "error.h"
-#include "log.h"
-#include "recover.h"
-#include "server.h"
-#include "dispatch_priv.h"
+#include "daemon/access.h"
+#include "proto/cep_limits.h"
+#include "daemon/conn.h"
+#include "client/cudaep.h"
+#include "common/error.h"
+#include "common/log.h"
+#include "daemon/recover.h"
+#include "daemon/server.h"
+#include "daemon/dispatch_priv.h"
 
 static const char *body_name(Cudaep__V1__Request__BodyCase b)
 {

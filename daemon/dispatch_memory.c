@@ -28,13 +28,13 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "account.h"
-#include "arena.h"
-#include "conn.h"
-#include "cudaep.h"
-#include "dispatch_priv.h"
-#include "error.h"
-#include "server.h"
+#include "alloc/account.h"
+#include "alloc/arena.h"
+#include "daemon/conn.h"
+#include "client/cudaep.h"
+#include "daemon/dispatch_priv.h"
+#include "common/error.h"
+#include "daemon/server.h"
 
 /* MemoryEntry.owner's size in proto/cudaep.options, NUL included. */
 #define MEMORY_OWNER_MAX 32

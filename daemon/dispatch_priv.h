@@ -16,7 +16,7 @@
 
 #include "cudaep.pb-c.h"
 
-#include "reqarena.h"
+#include "daemon/reqarena.h"
 
 struct server;
 struct conn;

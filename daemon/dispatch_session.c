@@ -42,20 +42,20 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "access.h"
-#include "batch.h"
-#include "conn.h"
-#include "cudaep.h"
-#include "dispatch.h"
-#include "dispatch_priv.h"
-#include "engine.h"
-#include "error.h"
-#include "fairq.h"
-#include "fence.h"
-#include "log.h"
-#include "precision.h"
-#include "recover.h"
-#include "server.h"
+#include "daemon/access.h"
+#include "daemon/batch.h"
+#include "daemon/conn.h"
+#include "client/cudaep.h"
+#include "daemon/dispatch.h"
+#include "daemon/dispatch_priv.h"
+#include "engine/engine.h"
+#include "common/error.h"
+#include "daemon/fairq.h"
+#include "daemon/fence.h"
+#include "common/log.h"
+#include "engine/precision.h"
+#include "daemon/recover.h"
+#include "daemon/server.h"
 
 /* Protobuf messages cannot exceed 2 GiB; larger models keep their weights
  * as external data. */

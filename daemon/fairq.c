@@ -9,13 +9,13 @@
  * (struct fence_run) are the connection's, made once: queuing links them
  * and allocates nothing.
  */
-#include "fairq.h"
+#include "daemon/fairq.h"
 
-#include "conn.h"
-#include "cudaep.h"
-#include "dispatch_priv.h"
-#include "fence.h"
-#include "server.h"
+#include "daemon/conn.h"
+#include "client/cudaep.h"
+#include "daemon/dispatch_priv.h"
+#include "daemon/fence.h"
+#include "daemon/server.h"
 
 _Static_assert(CONFIG_RUNS_IN_FLIGHT_MAX == FENCE_RUNS,
 	       "max_runs_in_flight is capped at the records of a connection");

@@ -13,7 +13,7 @@
  * A run over its client's bound waits in between, in the fair queue
  * (fairq.h), which submits it later or fails it through its fence.
  */
-#include "fence.h"
+#include "daemon/fence.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -29,16 +29,16 @@
 
 #include "cudaep.pb-c.h"
 
-#include "batch.h"
-#include "conn.h"
-#include "cudaep.h"
-#include "dispatch_priv.h"
-#include "error.h"
-#include "log.h"
-#include "recover.h"
-#include "region.h"
-#include "server.h"
-#include "session.h"
+#include "daemon/batch.h"
+#include "daemon/conn.h"
+#include "client/cudaep.h"
+#include "daemon/dispatch_priv.h"
+#include "common/error.h"
+#include "common/log.h"
+#include "daemon/recover.h"
+#include "daemon/region.h"
+#include "daemon/server.h"
+#include "daemon/session.h"
 
 #define PAGE_BYTES (CEP_FENCE_SLOTS * CEP_FENCE_SLOT_BYTES)
 

@@ -31,11 +31,11 @@
 
 #include <uv.h>
 
-#include "backend.h"
-#include "cep_fence.h"
-#include "cep_limits.h"
-#include "engine.h"
-#include "fairq.h"
+#include "gpu/backend.h"
+#include "proto/cep_fence.h"
+#include "proto/cep_limits.h"
+#include "engine/engine.h"
+#include "daemon/fairq.h"
 
 struct server;
 struct conn;

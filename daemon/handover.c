@@ -9,7 +9,7 @@
  * is taken only if the new image inherited it, only once, and only when
  * it is of the type its object needs.
  */
-#include "handover.h"
+#include "daemon/handover.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -27,17 +27,17 @@
 
 #include "handover.pb-c.h"
 
-#include "access.h"
-#include "batch.h"
-#include "conn.h"
-#include "cudaep.h"
-#include "engine.h"
-#include "error.h"
-#include "fence.h"
-#include "log.h"
-#include "region.h"
-#include "server.h"
-#include "session.h"
+#include "daemon/access.h"
+#include "daemon/batch.h"
+#include "daemon/conn.h"
+#include "client/cudaep.h"
+#include "engine/engine.h"
+#include "common/error.h"
+#include "daemon/fence.h"
+#include "common/log.h"
+#include "daemon/region.h"
+#include "daemon/server.h"
+#include "daemon/session.h"
 
 extern char **environ;
 

@@ -1,13 +1,13 @@
 /*
  * idtable.c — the sorted id tables of a connection (see idtable.h).
  */
-#include "idtable.h"
+#include "daemon/idtable.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "cudaep.h"
-#include "error.h"
+#include "client/cudaep.h"
+#include "common/error.h"
 
 static uint64_t item_id(const void *item)
 {

@@ -12,11 +12,11 @@
 #include <systemd/sd-daemon.h>
 #include <uv.h>
 
-#include "config.h"
-#include "cudaep.h"
-#include "handover.h"
-#include "log.h"
-#include "server.h"
+#include "daemon/config.h"
+#include "client/cudaep.h"
+#include "daemon/handover.h"
+#include "common/log.h"
+#include "daemon/server.h"
 
 /* Every region a client registers keeps its memfd open in the daemon, so
  * the soft fd limit (often 1024) is raised to the hard one. */

@@ -4,18 +4,18 @@
  * settling the runs in flight, and handing everything to a new image of
  * the daemon (handover.h).
  */
-#include "recover.h"
+#include "daemon/recover.h"
 
 #include <stdio.h>
 
-#include "conn.h"
-#include "cudaep.h"
-#include "error.h"
-#include "fairq.h"
-#include "fence.h"
-#include "handover.h"
-#include "log.h"
-#include "server.h"
+#include "daemon/conn.h"
+#include "client/cudaep.h"
+#include "common/error.h"
+#include "daemon/fairq.h"
+#include "daemon/fence.h"
+#include "daemon/handover.h"
+#include "common/log.h"
+#include "daemon/server.h"
 
 /* ----------------------------------------------------------------- timers */
 

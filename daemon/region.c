@@ -4,7 +4,7 @@
  * everything about it is verified before the daemon maps it: a region that
  * could shrink under the mapping would let the client SIGBUS the daemon.
  */
-#include "region.h"
+#include "daemon/region.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -15,11 +15,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "account.h"
-#include "backend.h"
-#include "cudaep.h"
-#include "error.h"
-#include "reqarena.h"
+#include "alloc/account.h"
+#include "gpu/backend.h"
+#include "client/cudaep.h"
+#include "common/error.h"
+#include "daemon/reqarena.h"
 
 #define SEALS_NEEDED (F_SEAL_SHRINK | F_SEAL_GROW)
 

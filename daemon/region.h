@@ -20,9 +20,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "cep_limits.h"
-#include "idtable.h"
-#include "stats.h"
+#include "proto/cep_limits.h"
+#include "daemon/idtable.h"
+#include "common/stats.h"
 
 struct region {
 	uint64_t id;                 /* global, never reused; first (idtable.h) */

@@ -3,7 +3,7 @@
  * reqarena.h). Blocks are carved front to back; alignment is that of
  * max_align_t so protobuf-c may place any message struct in them.
  */
-#include "reqarena.h"
+#include "daemon/reqarena.h"
 
 #include <stdarg.h>
 #include <stdint.h>
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cudaep.h"
+#include "client/cudaep.h"
 
 #define ARENA_ALIGN     _Alignof(max_align_t)
 #define OVERFLOW_CHUNK  (256 * 1024)

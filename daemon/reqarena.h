@@ -14,7 +14,7 @@
 
 #include <protobuf-c/protobuf-c.h>
 
-#include "error.h"
+#include "common/error.h"
 
 struct reqarena_chunk;
 

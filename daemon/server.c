@@ -4,7 +4,7 @@
  * credentials, the connection list, signals and the orderly shutdown (see
  * server.h). Requests themselves are conn.c's and dispatch.c's business.
  */
-#include "server.h"
+#include "daemon/server.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -19,16 +19,16 @@
 
 #include <systemd/sd-daemon.h>
 
-#include "access.h"
-#include "arena.h"
-#include "cep_limits.h"
-#include "conn.h"
-#include "cudaep.h"
-#include "dispatch.h"
-#include "handover.h"
-#include "log.h"
-#include "recover.h"
-#include "sockpath.h"
+#include "daemon/access.h"
+#include "alloc/arena.h"
+#include "proto/cep_limits.h"
+#include "daemon/conn.h"
+#include "client/cudaep.h"
+#include "daemon/dispatch.h"
+#include "daemon/handover.h"
+#include "common/log.h"
+#include "daemon/recover.h"
+#include "common/sockpath.h"
 
 /* The request arena: its preallocated block serves every ordinary request;
  * the limit bounds what a hostile 64 KiB packet can make protobuf-c

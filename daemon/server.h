@@ -19,16 +19,16 @@
 
 #include <uv.h>
 
-#include "account.h"
-#include "backend.h"
-#include "batch.h"
-#include "config.h"
-#include "engine.h"
-#include "fence.h"
-#include "reqarena.h"
-#include "region.h"
-#include "session.h"
-#include "stats.h"
+#include "alloc/account.h"
+#include "gpu/backend.h"
+#include "daemon/batch.h"
+#include "daemon/config.h"
+#include "engine/engine.h"
+#include "daemon/fence.h"
+#include "daemon/reqarena.h"
+#include "daemon/region.h"
+#include "daemon/session.h"
+#include "common/stats.h"
 
 /* The struct holding member, given a pointer to member (libuv handles are
  * embedded in their owners). */

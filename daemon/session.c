@@ -2,14 +2,14 @@
  * session.c — the per-connection sessions table (see session.h), an
  * idtable of struct session.
  */
-#include "session.h"
+#include "daemon/session.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "cudaep.h"
-#include "error.h"
-#include "reqarena.h"
+#include "client/cudaep.h"
+#include "common/error.h"
+#include "daemon/reqarena.h"
 
 void session_pool_init(struct session_pool *pool, struct stats *stats)
 {

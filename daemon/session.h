@@ -1,6 +1,6 @@
 /*
  * session.h — the sessions of a connection: a loaded model a client runs.
- * A session holds the engine's session (daemon/engine.h) of the model the
+ * A session holds the engine's session (engine/engine.h) of the model the
  * client loaded; unloading it, by request or with its connection, frees
  * that and the model's memory with it.
  *
@@ -18,11 +18,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "batch.h"
-#include "cep_limits.h"
-#include "engine.h"
-#include "idtable.h"
-#include "stats.h"
+#include "daemon/batch.h"
+#include "proto/cep_limits.h"
+#include "engine/engine.h"
+#include "daemon/idtable.h"
+#include "common/stats.h"
 
 struct session {
 	uint64_t id;                 /* global, never reused; first (idtable.h) */

@@ -4,16 +4,16 @@
  * the host and CUDA implementations stay plain and the counts mean the
  * same thing on both.
  */
-#include "backend.h"
+#include "gpu/backend.h"
 
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cudaep.h"
-#include "error.h"
-#include "ops.h"
+#include "client/cudaep.h"
+#include "common/error.h"
+#include "kernels/ops.h"
 
 #define relaxed memory_order_relaxed
 

@@ -1,13 +1,13 @@
 /*
  * backend.h — the backend seam: the one interface through which the engine
- * (daemon/plan.c, daemon/exec.c, daemon/engine.c) reaches a device.
+ * (engine/plan.c, engine/exec.c, engine/engine.c) reaches a device.
  *
  * A backend is a table of function pointers plus a context pointer, in the
  * manner of ggml's backend interface: device memory, streams, events, async
  * copies, graph capture and replay, and kernel launches. Two implement it:
  * the host backend (gpu/backend_host.c, the CPU, always there, the oracle
  * GPU kernels are checked against) and the CUDA backend
- * (gpu/backend_cuda.c, the driver API with NVRTC-compiled kernels). Callers use the backend_* wrappers below, never iface directly:
+ * (gpu/cuda/backend_cuda.c, the driver API with NVRTC-compiled kernels). Callers use the backend_* wrappers below, never iface directly:
  * the wrappers keep the counters ("the warm path allocates nothing" is
  * checked against them) and check arguments once for every backend.
  *

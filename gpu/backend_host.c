@@ -37,7 +37,7 @@
  * Without the flag the backend says it has no graphs and the executor runs
  * everything eagerly.
  */
-#include "backend.h"
+#include "gpu/backend.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -47,10 +47,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "arena.h"
-#include "cudaep.h"
-#include "error.h"
-#include "ops.h"
+#include "alloc/arena.h"
+#include "client/cudaep.h"
+#include "common/error.h"
+#include "kernels/ops.h"
 
 enum rec_kind {
 	REC_COPY,
@@ -159,7 +159,7 @@ static bool host_poisoned(const struct backend *b)
 /* ----------------------------------------------------------------- memory */
 
 /* The arena charges nothing: the engine charges its owners itself
- * (daemon/engine.h), so the block's owner and role here are placeholders. */
+ * (engine/engine.h), so the block's owner and role here are placeholders. */
 static int host_mem_alloc(struct backend *b, size_t bytes, void **out)
 {
 	struct host_ctx *ctx = b->ctx;

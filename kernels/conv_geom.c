@@ -2,7 +2,7 @@
  * conv_geom.c — the resolved geometry of a Conv call (kernels/conv_geom.h),
  * shared by the host and CUDA kernels.
  */
-#include "conv_geom.h"
+#include "kernels/conv_geom.h"
 
 #include <string.h>
 

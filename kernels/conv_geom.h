@@ -13,8 +13,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "cpu/window.h"
-#include "ops.h"
+#include "kernels/cpu/window.h"
+#include "kernels/ops.h"
 
 struct conv_geom {
 	struct cpu_window w;                  /* pads resolved (auto_pad too) */
@@ -45,7 +45,7 @@ void conv_geom_kernel(const struct op_tensor *w, int n, int64_t *kernel);
 
 /*
  * Reads the activation attribute of a FusedConv node (com.cudaep, made by
- * the optimizer: daemon/fuse.c). Returns 0 and sets *relu (when relu is
+ * the optimizer: engine/fuse.c). Returns 0 and sets *relu (when relu is
  * not NULL) for "Relu", the only activation fused today; otherwise
  * CEP_EMODEL with a message naming the value.
  */

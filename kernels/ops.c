@@ -3,7 +3,7 @@
  * their limits, attribute getters, axis normalisation, numpy broadcasting
  * over fixed and symbolic dimensions, dtype checks for inference.
  */
-#include "ops.h"
+#include "kernels/ops.h"
 
 #include <inttypes.h>
 #include <stdio.h>

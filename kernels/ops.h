@@ -9,7 +9,7 @@
  *
  * Errors follow the one error space of client/cudaep.h: 0 or a negative
  * CEP_E* code, with the sentence recorded through cep__set_error()
- * (client/error.h). Messages name the operator and what was wrong ("Gather:
+ * (common/error.h). Messages name the operator and what was wrong ("Gather:
  * index 7 is out of range for dimension 0 of size 5"); the engine adds the
  * node in front.
  */
@@ -20,8 +20,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "cudaep.h"
-#include "error.h"
+#include "client/cudaep.h"
+#include "common/error.h"
 
 struct backend;
 

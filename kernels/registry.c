@@ -4,7 +4,7 @@
  * and one of kernels, searched by (domain, op_type) with a binary search.
  * Lookups that fail build the sentence that says why.
  */
-#include "registry.h"
+#include "kernels/registry.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -19,12 +19,12 @@
  * A family's line in families.h therefore arrives with its file.
  */
 #define OP_FAMILY(name) extern const struct op_family op_family_##name;
-#include "families.h"
+#include "kernels/families.h"
 #undef OP_FAMILY
 
 static const struct op_family *const families[] = {
 #define OP_FAMILY(name) &op_family_##name,
-#include "families.h"
+#include "kernels/families.h"
 #undef OP_FAMILY
 };
 

@@ -18,8 +18,8 @@
 #ifndef CEP_KERNELS_REGISTRY_H
 #define CEP_KERNELS_REGISTRY_H
 
-#include "backend.h"
-#include "ops.h"
+#include "gpu/backend.h"
+#include "kernels/ops.h"
 
 /* The newest ai.onnx opset the operator definitions were checked against
  * (onnx 1.23); no operator of a newer opset changed for the types cudaep
@@ -32,7 +32,7 @@ enum op_flags {
 	OP_SHAPE_ONLY = 1u << 0,
 	/* Never fold, even with constant inputs (random generators). */
 	OP_NO_FOLD = 1u << 1,
-	/* Made only by cudaep's own optimizer (daemon/fuse.c) from nodes it
+	/* Made only by cudaep's own optimizer (engine/fuse.c) from nodes it
 	 * has checked: the loader refuses a model's own node of it, so that a
 	 * model cannot hand the kernels inputs the fusion never would. */
 	OP_INTERNAL = 1u << 2,

@@ -4,7 +4,7 @@
  * inference and geometry of Attention, so that both backends address the
  * operands the same way.
  */
-#include "xfmr.h"
+#include "kernels/xfmr.h"
 
 #include <inttypes.h>
 #include <math.h>

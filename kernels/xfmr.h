@@ -1,6 +1,6 @@
 /*
  * xfmr.h — the internal operators that the transformer fusions of
- * daemon/fuse_xfmr.c put into a graph, as the reference kernels
+ * engine/fuse_xfmr.c put into a graph, as the reference kernels
  * (kernels/cpu/matmulbias.c, attention.c) and the device kernels
  * (kernels/cuda/matmulbias.c, attention.c) both read them: their domain,
  * MatMulBias's activation attribute, and the geometry of Attention.
@@ -37,8 +37,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "ops.h"
-#include "registry.h"
+#include "kernels/ops.h"
+#include "kernels/registry.h"
 
 /* Their domain; their schemas carry OP_INTERNAL, so the loader refuses a
  * model's own node of them. */

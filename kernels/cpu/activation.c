@@ -9,7 +9,7 @@
  * int64. prepare() reads the attributes once per plan into the call's
  * params, so run() never searches them.
  */
-#include "elem.h"
+#include "kernels/cpu/elem.h"
 
 #include <float.h>
 #include <inttypes.h>

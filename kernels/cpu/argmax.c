@@ -11,7 +11,7 @@
  * the n rows of inner elements are swept in memory order against a
  * running best per column kept in the workspace.
  */
-#include "chunk.h"
+#include "kernels/cpu/chunk.h"
 
 #include <inttypes.h>
 

@@ -1,7 +1,7 @@
 /*
  * attention.c — the internal operator Attention (kernels/xfmr.h): scaled
  * dot products of queries and keys, plus a mask, a softmax over the keys,
- * and the weighted sum of the values, as daemon/fuse_xfmr.c fuses the
+ * and the weighted sum of the values, as engine/fuse_xfmr.c fuses the
  * MatMul -> Div -> Add -> Softmax -> MatMul chain of an exported model.
  * Its schema and reference kernel.
  *
@@ -14,9 +14,9 @@
  * scale is a power of two (a Div by 8 becomes a scale of 1/8). float16 and
  * bfloat16 are computed in float32 and rounded once.
  */
-#include "cpu.h"
+#include "kernels/cpu/cpu.h"
 
-#include "xfmr.h"
+#include "kernels/xfmr.h"
 
 static int attn_prepare(struct op_call *c, size_t *workspace)
 {

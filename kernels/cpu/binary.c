@@ -7,7 +7,7 @@
  * stored back at their width. Integer division truncates toward zero like
  * C and onnxruntime; a division by zero gives 0 rather than a trap.
  */
-#include "cpu.h"
+#include "kernels/cpu/cpu.h"
 
 enum binop {
 	BIN_ADD,

@@ -6,7 +6,7 @@
  * before wrapping (ONNX leaves those undefined); anything to bool is
  * "not zero".
  */
-#include "cpu.h"
+#include "kernels/cpu/cpu.h"
 
 static int cast_infer(struct op_infer *x)
 {

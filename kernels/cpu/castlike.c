@@ -8,7 +8,7 @@
  * The saturate (19) and round_mode (24) attributes concern only float8
  * and smaller float targets, which cudaep does not store.
  */
-#include "cpu.h"
+#include "kernels/cpu/cpu.h"
 
 static int castlike_infer(struct op_infer *x)
 {

@@ -14,7 +14,7 @@
 #ifndef CEP_KERNELS_CPU_CHUNK_H
 #define CEP_KERNELS_CPU_CHUNK_H
 
-#include "cpu.h"
+#include "kernels/cpu/cpu.h"
 
 #define CHUNK_N 256 /* elements per chunk: 2 KiB of doubles on the stack */
 

@@ -10,7 +10,7 @@
  * int32 and int64 before opset 11; Less and Greater only floats before 9;
  * bfloat16 joined at 13 (16 for the OrEqual pair and for Where).
  */
-#include "elem.h"
+#include "kernels/cpu/elem.h"
 
 enum cmpop {
 	CMP_EQ,

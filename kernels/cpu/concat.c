@@ -3,7 +3,7 @@
  * other dimensions must agree. The kernel copies, for each outer index,
  * one contiguous chunk of every input in turn.
  */
-#include "cpu.h"
+#include "kernels/cpu/cpu.h"
 
 #include <inttypes.h>
 

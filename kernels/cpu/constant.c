@@ -4,7 +4,7 @@
  * 15) and Size. The engine folds them at load or plan time, so their
  * kernels run on the host only, on values the planner keeps.
  */
-#include "cpu.h"
+#include "kernels/cpu/cpu.h"
 
 #include <inttypes.h>
 

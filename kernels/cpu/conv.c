@@ -4,7 +4,7 @@
  * an optional bias; float32 and float16, bfloat16 from opset 22. Also the
  * internal FusedConv of domain com.cudaep (opset 1), which the optimizer
  * makes of a Conv and the Relu after it, or of a Conv, an Add of a tensor
- * Z of the same shape and a Relu (daemon/fuse.c): the same convolution,
+ * Z of the same shape and a Relu (engine/fuse.c): the same convolution,
  * with Z added and the Relu applied in float32 before the one rounding to
  * the output type.
  *
@@ -19,7 +19,7 @@
  * would mostly compute padding. Half types are widened while packing and
  * narrowed on the final store: everything is computed in float32.
  */
-#include "conv_geom.h"
+#include "kernels/conv_geom.h"
 
 #include <inttypes.h>
 

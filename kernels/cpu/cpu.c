@@ -3,7 +3,7 @@
  * (kernels/cpu/cpu.h): per-input element strides aligned to the output,
  * with dimensions merged wherever every operand is contiguous across them.
  */
-#include "cpu.h"
+#include "kernels/cpu/cpu.h"
 
 void cpu_bcast_init(struct cpu_bcast *bc, const struct op_tensor *out,
 		    const struct op_tensor *const *in, int n)

@@ -11,8 +11,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "ops.h"
-#include "registry.h"
+#include "kernels/ops.h"
+#include "kernels/registry.h"
 
 /* --------------------------------------------------------- float formats */
 

@@ -9,7 +9,7 @@
  * the run that sees it true. With ratio 0 training drops nothing, so it is
  * the same identity and runs.
  */
-#include "cpu.h"
+#include "kernels/cpu/cpu.h"
 
 static int dropout_infer(struct op_infer *x)
 {

@@ -9,7 +9,7 @@
 #ifndef CEP_KERNELS_CPU_ELEM_H
 #define CEP_KERNELS_CPU_ELEM_H
 
-#include "cpu.h"
+#include "kernels/cpu/cpu.h"
 
 /* float and float16: what most operators took before bfloat16 joined
  * them (opset 13 for most, 16 or 22 for some). */

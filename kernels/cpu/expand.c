@@ -11,7 +11,7 @@
  * allows (a dimension expanded by 1 or tiled once keeps its symbol). The
  * kernels need only the shapes the planner fixed, not the values again.
  */
-#include "shapeops.h"
+#include "kernels/cpu/shapeops.h"
 
 #include <inttypes.h>
 

@@ -4,7 +4,7 @@
  * data's dims before the axis, then the indices' dims, then data's dims
  * after it. An index out of range fails the run with a message naming it.
  */
-#include "cpu.h"
+#include "kernels/cpu/cpu.h"
 
 #include <inttypes.h>
 

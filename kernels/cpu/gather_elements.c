@@ -6,7 +6,7 @@
  * the other axes indices may be shorter than data, as in torch.gather.
  * Every index is checked before it is used.
  */
-#include "shapeops.h"
+#include "kernels/cpu/shapeops.h"
 
 #include <inttypes.h>
 

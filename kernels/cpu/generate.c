@@ -13,7 +13,7 @@
  * computed in double from the given values, as numpy's arange does, which
  * is at least the precision any stash_type asks for.
  */
-#include "shapeops.h"
+#include "kernels/cpu/shapeops.h"
 
 #include <inttypes.h>
 

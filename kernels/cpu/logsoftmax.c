@@ -11,7 +11,7 @@
  * n rows of inner elements are swept in memory order, with each column's
  * running max and sum in the workspace.
  */
-#include "chunk.h"
+#include "kernels/cpu/chunk.h"
 
 struct lsm_params {
 	int64_t outer, n, inner;  /* the input as (outer, n, inner) */

@@ -12,7 +12,7 @@
  * The type sets follow each operator's history: bfloat16 joined them all
  * at opset 13, when Erf also dropped the integers.
  */
-#include "elem.h"
+#include "kernels/cpu/elem.h"
 
 enum mathop {
 	MATH_SQRT,

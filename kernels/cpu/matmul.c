@@ -8,7 +8,7 @@
  * products are computed in float32 as the issue asks. It is the reference,
  * not the fast path: cuBLASLt is.
  */
-#include "cpu.h"
+#include "kernels/cpu/cpu.h"
 
 #include <inttypes.h>
 

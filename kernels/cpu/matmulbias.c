@@ -1,7 +1,7 @@
 /*
  * matmulbias.c — the internal operator MatMulBias (kernels/xfmr.h): a
  * MatMul by a constant matrix, the Add of a bias along the last dim and an
- * optional activation, as daemon/fuse_xfmr.c fuses them. Its schema and
+ * optional activation, as engine/fuse_xfmr.c fuses them. Its schema and
  * reference kernel.
  *
  * The reference computes each output row exactly as the unfused nodes do
@@ -10,15 +10,15 @@
  * of kernels/cpu/activation.c), so on float32 the fusion changes no bit.
  * float16 and bfloat16 operands are widened into the workspace and the
  * result rounded once. The optional residual R (the Add of a residual
- * connection that daemon/fuse_xfmr.c folds in, activation "none" only) is
+ * connection that engine/fuse_xfmr.c folds in, activation "none" only) is
  * added to the row as rounded to its type, and the sum rounded again: the
  * unfused Add's arithmetic, bit for bit.
  */
-#include "cpu.h"
+#include "kernels/cpu/cpu.h"
 
 #include <inttypes.h>
 
-#include "xfmr.h"
+#include "kernels/xfmr.h"
 
 struct mmb_params {
 	int64_t M, K, N;            /* X as M x K, W K x N */

@@ -17,8 +17,8 @@
  * LRN divides each element by (bias + alpha / size * s)^beta, where s sums
  * the squares of the `size` neighbouring channels around it.
  */
-#include "chunk.h"
-#include "norm.h"
+#include "kernels/cpu/chunk.h"
+#include "kernels/cpu/norm.h"
 
 #include <inttypes.h>
 

@@ -6,7 +6,7 @@
 #ifndef CEP_KERNELS_CPU_NORM_H
 #define CEP_KERNELS_CPU_NORM_H
 
-#include "cpu.h"
+#include "kernels/cpu/cpu.h"
 
 /* LRN over X of fixed dims (N, C, D1, ..., Dn). */
 struct cpu_lrn {

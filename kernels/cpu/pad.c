@@ -14,7 +14,7 @@
  * The mode and the pads are read by functions of kernels/cpu/pad.h, which
  * the CUDA kernel of kernels/cuda/pad.c shares.
  */
-#include "pad.h"
+#include "kernels/cpu/pad.h"
 
 #include <inttypes.h>
 

@@ -6,7 +6,7 @@
 #ifndef CEP_KERNELS_CPU_PAD_H
 #define CEP_KERNELS_CPU_PAD_H
 
-#include "cpu.h"
+#include "kernels/cpu/cpu.h"
 
 enum cpu_pad_mode {
 	CPU_PAD_CONSTANT,

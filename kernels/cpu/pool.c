@@ -15,7 +15,7 @@
  * attributes are read by cpu_pool_read() (kernels/cpu/pool.h), which the
  * CUDA kernels of kernels/cuda/pool.c share.
  */
-#include "pool.h"
+#include "kernels/cpu/pool.h"
 
 #include <float.h>
 #include <inttypes.h>

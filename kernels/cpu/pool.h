@@ -8,7 +8,7 @@
 #ifndef CEP_KERNELS_CPU_POOL_H
 #define CEP_KERNELS_CPU_POOL_H
 
-#include "window.h"
+#include "kernels/cpu/window.h"
 
 /* A pool over a fixed input. */
 struct cpu_pool {

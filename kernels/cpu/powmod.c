@@ -16,7 +16,7 @@
  * where it was defined for floats too. An integer divided by 0 gives 0,
  * like Div of kernels/cpu/binary.c, rather than a trap.
  */
-#include "elem.h"
+#include "kernels/cpu/elem.h"
 
 /* ---------------------------------------------------------------------- Pow */
 

@@ -19,7 +19,7 @@
  * and products wrap at the output's width as numpy's do). ReduceLogSumExp
  * makes two walks, the maximum first, so exp() never overflows.
  */
-#include "chunk.h"
+#include "kernels/cpu/chunk.h"
 
 #include <inttypes.h>
 

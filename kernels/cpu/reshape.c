@@ -6,7 +6,7 @@
  * where the work is, symbolic dimensions included, so that a [batch, 4, 8]
  * reshaped to [0, -1] is known to be [batch, 32] before any input arrives.
  */
-#include "cpu.h"
+#include "kernels/cpu/cpu.h"
 
 #include <inttypes.h>
 

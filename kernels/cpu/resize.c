@@ -22,7 +22,7 @@
  * kernels/cpu/resize.h, which the CUDA kernels of kernels/cuda/resize.c
  * share.
  */
-#include "resize.h"
+#include "kernels/cpu/resize.h"
 
 #include <inttypes.h>
 

@@ -10,7 +10,7 @@
 #ifndef CEP_KERNELS_CPU_RESIZE_H
 #define CEP_KERNELS_CPU_RESIZE_H
 
-#include "cpu.h"
+#include "kernels/cpu/cpu.h"
 
 enum cpu_resize_mode { CPU_RESIZE_NEAREST, CPU_RESIZE_LINEAR, CPU_RESIZE_CUBIC };
 

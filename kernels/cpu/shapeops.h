@@ -9,7 +9,7 @@
 #ifndef CEP_KERNELS_CPU_SHAPEOPS_H
 #define CEP_KERNELS_CPU_SHAPEOPS_H
 
-#include "cpu.h"
+#include "kernels/cpu/cpu.h"
 
 /* The index types a list input may have. */
 #define SHAPEOPS_INT64 OP_DT(CEP_DTYPE_INT64)

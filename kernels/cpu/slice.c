@@ -11,7 +11,7 @@
  * kernel reads the same bounds again when it runs, so nothing about them
  * needs to live in the call.
  */
-#include "shapeops.h"
+#include "kernels/cpu/shapeops.h"
 
 #include <inttypes.h>
 

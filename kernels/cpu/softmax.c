@@ -6,7 +6,7 @@
  * in float32 with the maximum subtracted first. LogSoftmax, which follows
  * the same axis rules, is kernels/cpu/logsoftmax.c.
  */
-#include "cpu.h"
+#include "kernels/cpu/cpu.h"
 
 struct softmax_params {
 	int64_t outer, n, inner;

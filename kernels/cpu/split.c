@@ -10,7 +10,7 @@
  * is known: a constant or a value the planner folded) and by the kernel,
  * which therefore copes with outputs the model leaves unnamed.
  */
-#include "shapeops.h"
+#include "kernels/cpu/shapeops.h"
 
 #include <inttypes.h>
 #include <limits.h>

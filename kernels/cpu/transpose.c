@@ -4,7 +4,7 @@
  * in order and gathers from the input through permuted strides, moving
  * elements by size so that one loop serves every type.
  */
-#include "cpu.h"
+#include "kernels/cpu/cpu.h"
 
 #include <inttypes.h>
 

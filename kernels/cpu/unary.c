@@ -5,7 +5,7 @@
  * types (opset 14), computed in int64. More of the family (Neg, Abs, Sqrt,
  * Erf, ...) joins the same table.
  */
-#include "cpu.h"
+#include "kernels/cpu/cpu.h"
 
 enum unop {
 	UN_RELU,

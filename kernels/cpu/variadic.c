@@ -13,7 +13,7 @@
  * itself, since their result is always one of the inputs. Min and Max
  * propagate NaN, as numpy's minimum and maximum do.
  */
-#include "elem.h"
+#include "kernels/cpu/elem.h"
 
 #include <inttypes.h>
 

@@ -3,7 +3,7 @@
  * attribute parsing with the checks every such operator needs, and output
  * sizes with auto_pad and ceil_mode resolved the way onnxruntime does.
  */
-#include "window.h"
+#include "kernels/cpu/window.h"
 
 #include <inttypes.h>
 

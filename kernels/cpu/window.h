@@ -19,7 +19,7 @@
 #ifndef CEP_KERNELS_CPU_WINDOW_H
 #define CEP_KERNELS_CPU_WINDOW_H
 
-#include "cpu.h"
+#include "kernels/cpu/cpu.h"
 
 #define CPU_WINDOW_MAX 3 /* spatial dimensions: 1-D, 2-D and 3-D */
 

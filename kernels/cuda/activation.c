@@ -5,7 +5,7 @@
  * Device side: kernels/cuda/activation.cu. prepare() reads the attributes
  * (and lays out PRelu's broadcast) once per plan; run() launches one grid.
  */
-#include "launch.h"
+#include "kernels/cuda/launch.h"
 
 #include <float.h>
 #include <inttypes.h>

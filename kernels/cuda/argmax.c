@@ -5,7 +5,7 @@
  * sees the input as (outer, n, inner) around the axis and picks the row
  * kernel (a block per contiguous row) or the column kernel.
  */
-#include "launch.h"
+#include "kernels/cuda/launch.h"
 
 #include <stdio.h>
 

@@ -8,13 +8,13 @@
  * for depths up to 128 or its row kernel for deeper heads; run() launches
  * it.
  */
-#include "launch.h"
+#include "kernels/cuda/launch.h"
 
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "xfmr.h"
+#include "kernels/xfmr.h"
 
 /* Twin of struct cep_attn (attention.cu). */
 struct cuda_attn {

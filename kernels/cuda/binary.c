@@ -6,7 +6,7 @@
  * element: vectorized, contiguous) or else the general kernel; run()
  * launches one grid over the output.
  */
-#include "launch.h"
+#include "kernels/cuda/launch.h"
 
 #include <stdio.h>
 

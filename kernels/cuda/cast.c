@@ -5,7 +5,7 @@
  * rules of kernels/cpu/cast.c); a cast to the same type is a
  * device-to-device copy.
  */
-#include "launch.h"
+#include "kernels/cuda/launch.h"
 
 #include <stdio.h>
 

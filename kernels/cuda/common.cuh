@@ -6,7 +6,7 @@
  * bfloat16 computed in float, integers in int64, float to integer
  * truncating with NaN as 0 and saturation), grid-stride loops, numpy
  * broadcasting offsets, and the fault record where kernels latch a bad
- * index (gpu/cuda_kernels.h declares the same record for the host).
+ * index (gpu/cuda/cuda_kernels.h declares the same record for the host).
  *
  * Structs passed as kernel arguments have a twin in kernels/cuda/launch.h;
  * both sides lay them out with explicit padding.

@@ -7,7 +7,7 @@
  * layout has one (as kernels/cuda/binary.c does); run() launches one
  * grid over the output.
  */
-#include "launch.h"
+#include "kernels/cuda/launch.h"
 
 #include <ctype.h>
 #include <stdio.h>

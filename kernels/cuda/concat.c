@@ -3,7 +3,7 @@
  * per input into its columns of the output (kernels/cuda/concat.cu), in
  * the widest unit that the lengths and addresses allow.
  */
-#include "launch.h"
+#include "kernels/cuda/launch.h"
 
 #include <stdio.h>
 

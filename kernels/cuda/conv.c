@@ -2,7 +2,7 @@
  * conv.c — the CUDA kernels of Conv (opset 7 on: float32 and float16,
  * bfloat16 from 22, as on the host) and of the internal FusedConv
  * (com.cudaep: Conv, then Z added, then Relu) through cuDNN
- * (gpu/cudnn.h); kernels/cuda/conv.cu only pads.
+ * (gpu/cuda/cudnn.h); kernels/cuda/conv.cu only pads.
  *
  * The attributes are read and auto_pad resolved by the code the host
  * kernel uses (kernels/conv_geom.h), so both backends agree on every
@@ -16,20 +16,20 @@
  *
  * The bias and FusedConv's Z and Relu go through
  * cudnnConvolutionBiasActivationForward() where cuDNN allows it, else
- * through separate calls (gpu/cudnn.c decides). float32 runs with TF32
+ * through separate calls (gpu/cuda/cudnn.c decides). float32 runs with TF32
  * off unless the session's precision is tf32 (OP_CALL_TF32).
  *
  * prepare() builds everything (descriptors and the heuristic's algorithm,
  * cached per backend by cudnn_conv_get()) and asks for the workspace;
  * run() only queues work on call->stream.
  */
-#include "launch.h"
+#include "kernels/cuda/launch.h"
 
 #include <stdio.h>
 #include <string.h>
 
-#include "conv_geom.h"
-#include "cudnn.h"
+#include "kernels/conv_geom.h"
+#include "gpu/cuda/cudnn.h"
 
 /* The most workspace an algorithm may ask of the plan: enough for the
  * FFT and Winograd algorithms of the usual networks, which the heuristic

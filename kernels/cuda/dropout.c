@@ -7,7 +7,7 @@
  * TRAINING: CEP_EUNSUPPORTED with the host kernel's words); a constant
  * training_mode is already refused when the model loads.
  */
-#include "launch.h"
+#include "kernels/cuda/launch.h"
 
 #include <stdio.h>
 

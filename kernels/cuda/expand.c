@@ -5,7 +5,7 @@
  * inference from the shape or repeats input, so the kernels need only the
  * two shapes, never those inputs' values.
  */
-#include "launch.h"
+#include "kernels/cuda/launch.h"
 
 #include <stdio.h>
 #include <string.h>

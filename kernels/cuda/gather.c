@@ -4,9 +4,9 @@
  * checked where they are read, on the device: a bad one is latched into
  * the stream's fault record with this call's address, and the backend
  * fails the run with "Gather: index 7 is out of range for dimension 0 of
- * size 5" when it syncs (gpu/cuda_kernels.h).
+ * size 5" when it syncs (gpu/cuda/cuda_kernels.h).
  */
-#include "launch.h"
+#include "kernels/cuda/launch.h"
 
 #include <stdio.h>
 

@@ -4,9 +4,9 @@
  * gather_elements.cu on the device. Indices are data, so they are checked
  * where they are read, on the device; a bad one fails the run at the
  * stream's sync with "GatherElements: index 9 is out of range for
- * dimension 1 of size 4" (the dimension is the axis; gpu/cuda_kernels.h).
+ * dimension 1 of size 4" (the dimension is the axis; gpu/cuda/cuda_kernels.h).
  */
-#include "launch.h"
+#include "kernels/cuda/launch.h"
 
 #include <stdio.h>
 #include <string.h>

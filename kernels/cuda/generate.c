@@ -6,7 +6,7 @@
  * knew; ConstantOfShape's fill value is an attribute, kept here, and
  * Range's scalars are read by the kernel on the device.
  */
-#include "launch.h"
+#include "kernels/cuda/launch.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -3,7 +3,7 @@
  * suffixes, copy units, the broadcasting layout of binary kernels and
  * the layouts their fast paths cover.
  */
-#include "launch.h"
+#include "kernels/cuda/launch.h"
 
 #include <string.h>
 

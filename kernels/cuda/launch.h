@@ -15,9 +15,9 @@
 
 #include <stdint.h>
 
-#include "cuda_kernels.h"
-#include "ops.h"
-#include "registry.h"
+#include "gpu/cuda/cuda_kernels.h"
+#include "kernels/ops.h"
+#include "kernels/registry.h"
 
 #define CUDA_BLOCK 256          /* threads per block of the elementwise kernels */
 #define CUDA_GRID_MAX 65535u    /* blocks; kernels loop over the rest */

@@ -4,12 +4,12 @@
  * (kernels/cpu/norm.c): kernels/cuda/lrn.cu on the device. The parameters
  * come from the host's own cpu_lrn_read() (kernels/cpu/norm.h).
  */
-#include "launch.h"
+#include "kernels/cuda/launch.h"
 
 #include <stdio.h>
 #include <string.h>
 
-#include "cpu/norm.h"
+#include "kernels/cpu/norm.h"
 
 /* Twin of struct cep_lrn (lrn.cu). */
 struct cuda_lrn {

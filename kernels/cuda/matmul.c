@@ -2,7 +2,7 @@
  * matmul.c — the CUDA kernels of MatMul and Gemm (opset 7 on, float32,
  * float16 and bfloat16, computed in float32; float32 products use TF32
  * tensor cores only for a call flagged OP_CALL_TF32, a tf32 session's)
- * through cuBLASLt (gpu/cublaslt.h); kernels/cuda/matmul.cu only fills an
+ * through cuBLASLt (gpu/cuda/cublaslt.h); kernels/cuda/matmul.cu only fills an
  * output before the GEMM adds to it.
  *
  * Row-major tensors are column-major transposes, so Y = A B is computed
@@ -21,12 +21,12 @@
  * algorithm: cached per backend by cublaslt_gemm_get()) and asks for the
  * algorithm's workspace; run() only queues work on call->stream.
  */
-#include "launch.h"
+#include "kernels/cuda/launch.h"
 
 #include <stdio.h>
 #include <string.h>
 
-#include "cublaslt.h"
+#include "gpu/cuda/cublaslt.h"
 
 /* The most workspace an algorithm may ask of the plan. */
 #define MATMUL_WORKSPACE_MAX ((size_t)32 << 20)

@@ -1,7 +1,7 @@
 /*
  * matmulbias.c — the CUDA kernel of the internal MatMulBias
  * (kernels/xfmr.h): Y = act(X W + bias) for X [..., K] seen as an M x K
- * matrix, as one cuBLASLt GEMM (gpu/cublaslt.h) whose epilogue adds the
+ * matrix, as one cuBLASLt GEMM (gpu/cuda/cublaslt.h) whose epilogue adds the
  * bias and applies the activation: BIAS, RELU_BIAS, or GELU_BIAS for
  * Gelu's tanh form. cuBLASLt's GELU is the tanh approximation, so the
  * exact (erf) GELU runs as a plain GEMM followed by one pass of
@@ -18,13 +18,13 @@
  * the bias is a vector along its m = N. prepare() builds the plan (cached
  * per backend) and asks for its workspace; run() queues the work.
  */
-#include "launch.h"
+#include "kernels/cuda/launch.h"
 
 #include <stdio.h>
 #include <string.h>
 
-#include "cublaslt.h"
-#include "xfmr.h"
+#include "gpu/cuda/cublaslt.h"
+#include "kernels/xfmr.h"
 
 /* The most workspace an algorithm may ask of the plan. */
 #define MMB_WORKSPACE_MAX ((size_t)32 << 20)

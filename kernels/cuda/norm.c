@@ -9,7 +9,7 @@
  * other rows a block each; BatchNormalization asks for a workspace holding each
  * channel's folded a and b, which run() fills before mapping X.
  */
-#include "launch.h"
+#include "kernels/cuda/launch.h"
 
 #include <inttypes.h>
 #include <stdio.h>

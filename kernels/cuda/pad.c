@@ -9,13 +9,13 @@
  * shapes. The fill value is the attribute before opset 11, the optional
  * constant_value input since, read on the device too.
  */
-#include "launch.h"
+#include "kernels/cuda/launch.h"
 
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "cpu/pad.h"
+#include "kernels/cpu/pad.h"
 
 /* Twin of struct cep_pad (pad.cu). */
 struct cuda_pad {

@@ -7,13 +7,13 @@
  * windows; prepare() turns them into the geometry the kernel walks and
  * picks the kernel that indexes in 32 bits when every index fits.
  */
-#include "launch.h"
+#include "kernels/cuda/launch.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "cpu/pool.h"
+#include "kernels/cpu/pool.h"
 
 /* Twin of struct cep_pool (pool.cu). */
 struct cuda_pool {

@@ -4,7 +4,7 @@
  * entry and its exponent, of any numeric type from opset 12, the second
  * half of the kernel's name. Device side: kernels/cuda/powmod.cu.
  */
-#include "launch.h"
+#include "kernels/cuda/launch.h"
 
 #include <stdio.h>
 

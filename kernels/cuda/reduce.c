@@ -13,7 +13,7 @@
  * record. Either way the output's shape was fixed by inference, which the
  * kernel checks the axes against.
  */
-#include "launch.h"
+#include "kernels/cuda/launch.h"
 
 #include <inttypes.h>
 #include <stdio.h>

@@ -5,7 +5,7 @@
  * planner gave input and output the same memory); their inference is the
  * reference family's (kernels/cpu/reshape.c).
  */
-#include "launch.h"
+#include "kernels/cuda/launch.h"
 
 static int copy_run(struct op_call *c)
 {

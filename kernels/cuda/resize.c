@@ -14,12 +14,12 @@
  * attribute of opsets 7 and 8 excepted, known here), and the output's
  * planned shape is what it checks them against.
  */
-#include "launch.h"
+#include "kernels/cuda/launch.h"
 
 #include <stdio.h>
 #include <string.h>
 
-#include "cpu/resize.h"
+#include "kernels/cpu/resize.h"
 
 /* Twin of struct cep_resize (resize.cu). */
 struct cuda_resize {

@@ -10,7 +10,7 @@
  * by inference from the same (constant or folded) bounds, is what it
  * checks them against.
  */
-#include "launch.h"
+#include "kernels/cuda/launch.h"
 
 #include <inttypes.h>
 #include <stdio.h>

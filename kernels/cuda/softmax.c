@@ -7,7 +7,7 @@
  * 16-byte vectors), the row kernel (a block per longer contiguous row) or
  * the column kernel (a thread per strided column); run() launches it.
  */
-#include "launch.h"
+#include "kernels/cuda/launch.h"
 
 #include <stdio.h>
 

@@ -9,7 +9,7 @@
  * prepare() or run() on the host, so the kernel sums it on the device,
  * which also serves the parts of outputs the model leaves unnamed.
  */
-#include "launch.h"
+#include "kernels/cuda/launch.h"
 
 #include <inttypes.h>
 #include <stdio.h>

@@ -5,7 +5,7 @@
  * dims that stay adjacent in the input, so a transpose that only moves
  * unit dims becomes a copy of rank 1.
  */
-#include "launch.h"
+#include "kernels/cuda/launch.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -5,7 +5,7 @@
  * same type sets per opset as the reference kernels. Device side:
  * kernels/cuda/unary.cu.
  */
-#include "launch.h"
+#include "kernels/cuda/launch.h"
 
 #include <ctype.h>
 #include <stdio.h>

@@ -10,7 +10,7 @@
  * the running float result of float16 and bfloat16 in a workspace so that
  * it is rounded once, as the host does.
  */
-#include "launch.h"
+#include "kernels/cuda/launch.h"
 
 #include <stdio.h>
 

@@ -13,8 +13,8 @@
  * makes the exit status 1; with it (a list of case names, as
  * run_conformance.py keeps), only a listed case that does not pass does.
  */
-#include "engine.h"
-#include "backend.h"
+#include "engine/engine.h"
+#include "gpu/backend.h"
 #include "onnx.pb-c.h"
 
 #include <dirent.h>

@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend.h"
-#include "engine.h"
+#include "gpu/backend.h"
+#include "engine/engine.h"
 
 #define MAX_INPUT_BYTES (1u << 20)
 

@@ -25,12 +25,12 @@
 
 #include "cudaep.pb-c.h"
 
-#include "cep_limits.h"
-#include "config.h"
-#include "conn.h"
-#include "dispatch.h"
-#include "log.h"
-#include "server.h"
+#include "proto/cep_limits.h"
+#include "daemon/config.h"
+#include "daemon/conn.h"
+#include "daemon/dispatch.h"
+#include "common/log.h"
+#include "daemon/server.h"
 
 #define FUZZ_CHECK(cond)                                                       \
 	do {                                                                   \

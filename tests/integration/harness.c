@@ -2,7 +2,7 @@
  * harness.c — starts real cudaepd processes for the integration tests and
  * reads their state; see harness.h.
  */
-#include "harness.h"
+#include "tests/integration/harness.h"
 
 #include <criterion/criterion.h>
 #include <pb_decode.h>

@@ -11,8 +11,8 @@
 #ifndef CEP_TEST_HARNESS_H
 #define CEP_TEST_HARNESS_H
 
-#include "cudaep.h"
-#include "internal.h"
+#include "client/cudaep.h"
+#include "client/internal.h"
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -17,8 +17,8 @@
 
 #include <criterion/criterion.h>
 
-#include "cudaep.h"
-#include "onnx_min.h"
+#include "client/cudaep.h"
+#include "tests/integration/onnx_min.h"
 
 /* A number in [-1, 1) from the state's next step. */
 static inline float mlp_frand(unsigned *state)

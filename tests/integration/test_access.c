@@ -15,8 +15,8 @@
  *     messages and counters, uid_max_bytes set by a SIGHUP reload;
  *   - a session killed while it runs finishes that run first.
  */
-#include "harness.h"
-#include "tinyonnx.h"
+#include "tests/integration/harness.h"
+#include "tests/integration/tinyonnx.h"
 
 #include <criterion/criterion.h>
 #include <pb_decode.h>

@@ -16,9 +16,9 @@
  * once on the plain host backend too; under make test-gpu on CUDA, where
  * merged outputs are compared within float tolerance instead.
  */
-#include "harness.h"
-#include "mlp_slot.h"
-#include "onnx_min.h"
+#include "tests/integration/harness.h"
+#include "tests/integration/mlp_slot.h"
+#include "tests/integration/onnx_min.h"
 
 #include <criterion/criterion.h>
 

@@ -3,7 +3,7 @@
  * at once, and clients killed with SIGKILL in the middle of a conversation,
  * after which the daemon's gauges and open fds are back at their baseline.
  */
-#include "harness.h"
+#include "tests/integration/harness.h"
 
 #include <criterion/criterion.h>
 

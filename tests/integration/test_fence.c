@@ -16,10 +16,10 @@
  * between a region and the device; and the warm path of submit and wait
  * allocates nothing in the client.
  */
-#include "harness.h"
-#include "mlp_slot.h"
-#include "onnx_min.h"
-#include "../unit/malloc_count.h"
+#include "tests/integration/harness.h"
+#include "tests/integration/mlp_slot.h"
+#include "tests/integration/onnx_min.h"
+#include "tests/unit/malloc_count.h"
 
 #include <criterion/criterion.h>
 

@@ -4,7 +4,7 @@
  * daemon on the same path detected, bad configuration refused with exit
  * status 2, systemd socket activation, and cudaepctl against it all.
  */
-#include "harness.h"
+#include "tests/integration/harness.h"
 
 #include <criterion/criterion.h>
 

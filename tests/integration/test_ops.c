@@ -6,7 +6,7 @@
  * something is wrong. The units, `make install` and socket activation by
  * systemd-socket-activate are checked by tests/ops/check_ops.sh.
  */
-#include "harness.h"
+#include "tests/integration/harness.h"
 
 #include <criterion/criterion.h>
 

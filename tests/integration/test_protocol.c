@@ -4,7 +4,7 @@
  * oversized, fds where none belong and none where one does), each answered
  * with an error while the daemon keeps serving.
  */
-#include "harness.h"
+#include "tests/integration/harness.h"
 
 #include <criterion/criterion.h>
 #include <pb_encode.h>

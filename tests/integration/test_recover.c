@@ -33,8 +33,8 @@
  * killed and regions keep their ids; and a daemon started with a
  * handover it cannot read says so and serves afresh.
  */
-#include "harness.h"
-#include "mlp_slot.h"
+#include "tests/integration/harness.h"
+#include "tests/integration/mlp_slot.h"
 
 #include <criterion/criterion.h>
 

@@ -4,7 +4,7 @@
  * enforced with messages that say which limit, and releases leave the
  * daemon's gauges and fds where they started.
  */
-#include "harness.h"
+#include "tests/integration/harness.h"
 
 #include <criterion/criterion.h>
 

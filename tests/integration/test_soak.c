@@ -15,8 +15,8 @@
  * The clients share one page with the test: each one's count of checked
  * runs and, should one go wrong, what happened. Killed clients count too.
  */
-#include "harness.h"
-#include "tinyonnx.h"
+#include "tests/integration/harness.h"
+#include "tests/integration/tinyonnx.h"
 
 #include <criterion/criterion.h>
 

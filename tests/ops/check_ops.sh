@@ -212,7 +212,7 @@ check_man() {
 	else
 		n=$FAILS
 		for p in daemon/cudaepd.8 daemon/cudaepd.conf.5 \
-			 client/cudaepctl.8 client/cudaep-run.1; do
+			 tools/cudaepctl/cudaepctl.8 tools/cudaep-run/cudaep-run.1; do
 			err=$(groff -man -Tutf8 -ww -z "$p" 2>&1)
 			[ -z "$err" ] || fail "groff warns about $p: $err"
 		done
@@ -244,18 +244,18 @@ check_man() {
 	while read -r cmd; do
 		# roff spells a hyphen '\-'.
 		pat=$(printf '%s' "$cmd" | sed 's/-/\\\\-/g')
-		grep -qE "^\.BI? $pat( |\$)" client/cudaepctl.8 ||
+		grep -qE "^\.BI? $pat( |\$)" tools/cudaepctl/cudaepctl.8 ||
 			fail "cudaepctl.8 does not describe the command $cmd"
 	done <"$TMP/cmds"
 	for opt in $(grep -oE -- '--[a-z][a-z-]*' "$TMP/help" | sort -u); do
-		mentions client/cudaepctl.8 "$opt" ||
+		mentions tools/cudaepctl/cudaepctl.8 "$opt" ||
 			fail "cudaepctl.8 does not describe $opt"
 	done
 
 	# Every long option of cudaep-run --help, in cudaep-run(1).
 	"$BIN/cudaep-run" --help >"$TMP/help" || fail "cudaep-run --help"
 	for opt in $(grep -oE -- '--[a-z][a-z-]*' "$TMP/help" | sort -u); do
-		mentions client/cudaep-run.1 "$opt" ||
+		mentions tools/cudaep-run/cudaep-run.1 "$opt" ||
 			fail "cudaep-run.1 does not describe $opt"
 	done
 	[ "$FAILS" = "$n" ] && pass "man pages name every flag, key, default and command of --help"

@@ -20,13 +20,13 @@
 
 #include <criterion/criterion.h>
 
-#include "backend.h"
-#include "cpu/cpu.h"
-#include "cuda_kernels.h"
-#include "cudaep.h"
-#include "exec.h"
-#include "ops.h"
-#include "registry.h"
+#include "gpu/backend.h"
+#include "kernels/cpu/cpu.h"
+#include "gpu/cuda/cuda_kernels.h"
+#include "client/cudaep.h"
+#include "engine/exec.h"
+#include "kernels/ops.h"
+#include "kernels/registry.h"
 
 #define CU_UNUSED __attribute__((unused))
 

@@ -20,13 +20,13 @@
 
 #include "cudaep.pb-c.h"
 
-#include "cep_limits.h"
-#include "config.h"
-#include "conn.h"
-#include "cudaep.h"
-#include "dispatch.h"
-#include "log.h"
-#include "server.h"
+#include "proto/cep_limits.h"
+#include "daemon/config.h"
+#include "daemon/conn.h"
+#include "client/cudaep.h"
+#include "daemon/dispatch.h"
+#include "common/log.h"
+#include "daemon/server.h"
 
 #define TU_UNUSED __attribute__((unused))
 

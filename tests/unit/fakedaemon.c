@@ -3,7 +3,7 @@
  * fakedaemon.h): a listener thread that decodes requests with nanopb and
  * sends whatever the test's handler chose.
  */
-#include "fakedaemon.h"
+#include "tests/unit/fakedaemon.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -11,7 +11,7 @@
 #ifndef CEP_TEST_FAKEDAEMON_H
 #define CEP_TEST_FAKEDAEMON_H
 
-#include "internal.h"
+#include "client/internal.h"
 
 #include <pthread.h>
 #include <stdbool.h>

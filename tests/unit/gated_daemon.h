@@ -20,12 +20,12 @@
 #include <stdio.h>
 #include <time.h>
 
-#include "daemon_util.h"
-#include "onnxb.h"
+#include "tests/unit/daemon_util.h"
+#include "tests/unit/onnxb.h"
 
-#include "fairq.h"
-#include "fence.h"
-#include "internal.h"
+#include "daemon/fairq.h"
+#include "daemon/fence.h"
+#include "client/internal.h"
 
 #pragma GCC diagnostic ignored "-Wunused-function"
 

@@ -3,11 +3,11 @@
  * protobuf-c structs filled with malloc'd parts, so that one
  * protobuf_c_message_free_unpacked() releases everything.
  */
-#include "onnxb.h"
+#include "tests/unit/onnxb.h"
 
 #include <criterion/criterion.h>
 
-#include "engine.h"
+#include "engine/engine.h"
 
 #include <stdio.h>
 #include <stdlib.h>

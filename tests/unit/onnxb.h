@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "cudaep.h"
+#include "client/cudaep.h"
 #include "onnx.pb-c.h"
 
 struct onnxb {

@@ -13,9 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cudaep.h"
-#include "exec.h"
-#include "registry.h"
+#include "client/cudaep.h"
+#include "engine/exec.h"
+#include "kernels/registry.h"
 
 static inline struct op_tensor oh_tensor(cep_dtype dt, int rank, const int64_t *dims,
 					 void *data)

@@ -23,10 +23,10 @@
 
 #include <criterion/criterion.h>
 
-#include "backend.h"
-#include "cudaep.h"
-#include "engine.h"
-#include "onnxb.h"
+#include "gpu/backend.h"
+#include "client/cudaep.h"
+#include "engine/engine.h"
+#include "tests/unit/onnxb.h"
 
 #define PM_UNUSED __attribute__((unused))
 #define PM_MAX_IO 4

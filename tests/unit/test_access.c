@@ -12,11 +12,11 @@
 #include <stdio.h>
 #include <time.h>
 
-#include "daemon_util.h"
-#include "onnxb.h"
+#include "tests/unit/daemon_util.h"
+#include "tests/unit/onnxb.h"
 
-#include "access.h"
-#include "account.h"
+#include "daemon/access.h"
+#include "alloc/account.h"
 
 static struct server *srv;
 

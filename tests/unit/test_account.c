@@ -3,10 +3,10 @@
  * (session, client, uid, global) with the messages a user sees, on their
  * own and through the arena.
  */
-#include "account.h"
-#include "arena.h"
-#include "provider.h"
-#include "cudaep.h"
+#include "alloc/account.h"
+#include "alloc/arena.h"
+#include "alloc/provider.h"
+#include "client/cudaep.h"
 
 #include <criterion/criterion.h>
 #include <string.h>

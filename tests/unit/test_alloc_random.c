@@ -7,10 +7,10 @@
  * step (finding blocks by address included); trims and ticks are mixed in, and the provider's capacity is small
  * enough that some requests run out of memory.
  */
-#include "arena.h"
-#include "account.h"
-#include "provider.h"
-#include "cudaep.h"
+#include "alloc/arena.h"
+#include "alloc/account.h"
+#include "alloc/provider.h"
+#include "client/cudaep.h"
 
 #include <criterion/criterion.h>
 #include <pthread.h>

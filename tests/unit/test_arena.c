@@ -3,11 +3,11 @@
  * (tiny, huge, aligned, fragmented and coalesced), mapping on demand, trim
  * and idle ticks, the handle pool and out-of-memory behaviour.
  */
-#include "arena.h"
-#include "account.h"
-#include "provider.h"
-#include "cudaep.h"
-#include "error.h"
+#include "alloc/arena.h"
+#include "alloc/account.h"
+#include "alloc/provider.h"
+#include "client/cudaep.h"
+#include "common/error.h"
 
 #include <criterion/criterion.h>
 #include <stdint.h>

@@ -16,9 +16,9 @@
 
 #include <criterion/criterion.h>
 
-#include "backend.h"
-#include "cudaep.h"
-#include "ops.h"
+#include "gpu/backend.h"
+#include "client/cudaep.h"
+#include "kernels/ops.h"
 
 Test(backend, memory_is_aligned_and_counted)
 {

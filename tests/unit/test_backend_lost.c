@@ -31,9 +31,9 @@
 
 #include <criterion/criterion.h>
 
-#include "backend.h"
-#include "cudaep.h"
-#include "ops.h"
+#include "gpu/backend.h"
+#include "client/cudaep.h"
+#include "kernels/ops.h"
 
 /* A kernel that waits until it is let go, so that the work behind it is
  * still queued when the fault comes. */

@@ -11,7 +11,7 @@
  * after a landing, wait for the others (the window), and a lone session's
  * run goes alone.
  */
-#include "gated_daemon.h"
+#include "tests/unit/gated_daemon.h"
 
 TestSuite(batch_flow, .init = setup, .fini = teardown, .timeout = 60);
 

@@ -4,7 +4,7 @@
  * daemon's error statuses and messages, request id correlation, a daemon
  * that closes or misbehaves on the wire, and calls from several threads.
  */
-#include "fakedaemon.h"
+#include "tests/unit/fakedaemon.h"
 
 #include <criterion/criterion.h>
 

@@ -6,9 +6,9 @@
  *
  * The tool is found beside this test binary: $(BUILD)/bin/cudaepctl.
  */
-#include "fakedaemon.h"
+#include "tests/unit/fakedaemon.h"
 
-#include "cudaepctl_out.c"
+#include "tools/cudaepctl/cudaepctl_out.c"
 
 #include <criterion/criterion.h>
 
@@ -22,7 +22,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "ctl_run.h"
+#include "tests/unit/ctl_run.h"
 
 TestSuite(client_ctl, .timeout = 30);
 

@@ -5,7 +5,7 @@
  * zero-filled mapping; failures unwind everything; cep_close releases
  * regions left over.
  */
-#include "fakedaemon.h"
+#include "tests/unit/fakedaemon.h"
 
 #include <criterion/criterion.h>
 

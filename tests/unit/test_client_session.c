@@ -6,7 +6,7 @@
  * local validation (each error names its tensor and nothing is sent), the
  * Run request as built, and outputs filled from the reply.
  */
-#include "fakedaemon.h"
+#include "tests/unit/fakedaemon.h"
 
 #include <criterion/criterion.h>
 

@@ -13,8 +13,8 @@
 
 #include <criterion/criterion.h>
 
-#include "config.h"
-#include "cudaep.h"
+#include "daemon/config.h"
+#include "client/cudaep.h"
 
 #define GIB (1024ull * 1024 * 1024)
 

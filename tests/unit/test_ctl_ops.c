@@ -8,7 +8,7 @@
  *
  * The tool is found beside this test binary: $(BUILD)/bin/cudaepctl.
  */
-#include "fakedaemon.h"
+#include "tests/unit/fakedaemon.h"
 
 #include <criterion/criterion.h>
 
@@ -19,7 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "ctl_run.h"
+#include "tests/unit/ctl_run.h"
 
 TestSuite(ctl_ops, .timeout = 30);
 

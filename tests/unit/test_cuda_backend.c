@@ -17,15 +17,15 @@
  * graph; and a model through the engine on the CUDA backend matching the
  * host backend, with the warm path allocating nothing.
  */
-#include "cuda_util.h"
+#include "tests/unit/cuda_util.h"
 
 #include <criterion/redirect.h>
 
-#include "config.h"
-#include "engine.h"
-#include "log.h"
-#include "onnxb.h"
-#include "server.h"
+#include "daemon/config.h"
+#include "engine/engine.h"
+#include "common/log.h"
+#include "tests/unit/onnxb.h"
+#include "daemon/server.h"
 
 /* ------------------------------------------------------------ everywhere */
 

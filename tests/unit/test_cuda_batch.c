@@ -9,14 +9,14 @@
  * batch fails every run of it, each with its own fault record filled in
  * from the one the device copied back.
  */
-#include "cuda_util.h"
+#include "tests/unit/cuda_util.h"
 
 #include <sched.h>
 #include <stdatomic.h>
 #include <time.h>
 
-#include "engine.h"
-#include "onnxb.h"
+#include "engine/engine.h"
+#include "tests/unit/onnxb.h"
 
 TestSuite(gpu_batch, .init = gpu_setup, .fini = gpu_teardown, .timeout = 300);
 

@@ -1,6 +1,6 @@
 /*
  * test_cuda_blas.c — MatMul and Gemm on the device through cuBLASLt
- * (kernels/cuda/matmul.c, gpu/cublaslt.c) against the reference kernels
+ * (kernels/cuda/matmul.c, gpu/cuda/cublaslt.c) against the reference kernels
  * of kernels/cpu/matmul.c on fresh random data, printing the worst
  * absolute and relative error of each case: square, tall and skinny,
  * K = 1 and K = 0, batched with broadcast batch dims (strided batches,
@@ -17,11 +17,11 @@
  * a GPU machine with CUDAEP_TEST_GPU=1 the rest runs; elsewhere it skips,
  * visibly.
  */
-#include "cuda_util.h"
+#include "tests/unit/cuda_util.h"
 
-#include "cublaslt.h"
-#include "engine.h"
-#include "onnxb.h"
+#include "gpu/cuda/cublaslt.h"
+#include "engine/engine.h"
+#include "tests/unit/onnxb.h"
 
 static const cep_dtype float_types[] = {
 	CEP_DTYPE_FLOAT32, CEP_DTYPE_FLOAT16, CEP_DTYPE_BFLOAT16,

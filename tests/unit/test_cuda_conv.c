@@ -1,6 +1,6 @@
 /*
  * test_cuda_conv.c — Conv and the internal FusedConv on the device through
- * cuDNN (kernels/cuda/conv.c, gpu/cudnn.c) against the reference kernels
+ * cuDNN (kernels/cuda/conv.c, gpu/cuda/cudnn.c) against the reference kernels
  * of kernels/cpu/conv.c on fresh random data, printing the worst absolute
  * and relative error of each case: random 1-D, 2-D and 3-D shapes with
  * groups and depthwise, strides, dilations, explicit (often asymmetric)
@@ -22,11 +22,11 @@
  * GPU machine with CUDAEP_TEST_GPU=1 the rest runs; elsewhere it skips,
  * visibly.
  */
-#include "cuda_util.h"
+#include "tests/unit/cuda_util.h"
 
-#include "cudnn.h"
-#include "engine.h"
-#include "onnxb.h"
+#include "gpu/cuda/cudnn.h"
+#include "engine/engine.h"
+#include "tests/unit/onnxb.h"
 
 static const cep_dtype float_types[] = {
 	CEP_DTYPE_FLOAT32, CEP_DTYPE_FLOAT16, CEP_DTYPE_BFLOAT16,

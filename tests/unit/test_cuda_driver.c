@@ -10,13 +10,13 @@
  * behind a real CUDA event; shared weights uploaded once for two clients;
  * out of device memory as an error. Elsewhere those skip, visibly.
  */
-#include "cuda_driver.h"
-#include "arena.h"
-#include "account.h"
-#include "deferred.h"
-#include "provider.h"
-#include "weights.h"
-#include "cudaep.h"
+#include "gpu/cuda/cuda_driver.h"
+#include "alloc/arena.h"
+#include "alloc/account.h"
+#include "alloc/deferred.h"
+#include "alloc/provider.h"
+#include "alloc/weights.h"
+#include "client/cudaep.h"
 
 #include <criterion/criterion.h>
 #include <criterion/redirect.h>

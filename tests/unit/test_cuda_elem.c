@@ -12,9 +12,9 @@
  * layout of many operands is right. On a GPU machine with
  * CUDAEP_TEST_GPU=1 the rest runs; elsewhere it skips, visibly.
  */
-#include "cuda_util.h"
+#include "tests/unit/cuda_util.h"
 
-#include "../../kernels/cuda/launch.h"
+#include "kernels/cuda/launch.h"
 
 static const char *const elem_ops[] = {
 	"LeakyRelu", "Elu", "HardSigmoid", "HardSwish", "Softplus", "Gelu", "PRelu", "Clip",

@@ -13,13 +13,13 @@
  * and runs submitted through the engine without a sync complete in order,
  * with a bad Gather index failing only its own run, named by node.
  */
-#include "cuda_util.h"
+#include "tests/unit/cuda_util.h"
 
 #include <stdatomic.h>
 #include <time.h>
 
-#include "engine.h"
-#include "onnxb.h"
+#include "engine/engine.h"
+#include "tests/unit/onnxb.h"
 
 TestSuite(gpu_fence, .init = gpu_setup, .fini = gpu_teardown, .timeout = 300);
 

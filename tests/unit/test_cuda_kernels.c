@@ -13,7 +13,7 @@
  * On a GPU machine with CUDAEP_TEST_GPU=1 the rest runs; elsewhere it
  * skips, visibly.
  */
-#include "cuda_util.h"
+#include "tests/unit/cuda_util.h"
 
 static const cep_dtype all_types[] = {
 	CEP_DTYPE_FLOAT32, CEP_DTYPE_FLOAT16, CEP_DTYPE_BFLOAT16, CEP_DTYPE_INT64,

@@ -17,9 +17,9 @@
 
 #include <criterion/criterion.h>
 
-#include "cuda_kernels.h"
-#include "cudaep.h"
-#include "nvrtc.h"
+#include "gpu/cuda/cuda_kernels.h"
+#include "client/cudaep.h"
+#include "gpu/cuda/nvrtc.h"
 
 /* Criterion shows skips only when verbose, so the reason goes to stderr
  * too (not through cr_log_warn(), whose warnings make Criterion exit 1). */

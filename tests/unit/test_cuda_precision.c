@@ -18,12 +18,12 @@
  */
 #include <time.h>
 
-#include "cuda_util.h"
+#include "tests/unit/cuda_util.h"
 
-#include "cublaslt.h"
-#include "model.h"
-#include "precision.h"
-#include "prec_models.h"
+#include "gpu/cuda/cublaslt.h"
+#include "engine/model.h"
+#include "engine/precision.h"
+#include "tests/unit/prec_models.h"
 
 static unsigned fresh_seed(const char *what)
 {

@@ -16,7 +16,7 @@
  * kernel for each type and opset the host has one for. On a GPU machine
  * with CUDAEP_TEST_GPU=1 the rest runs; elsewhere it skips, visibly.
  */
-#include "cuda_util.h"
+#include "tests/unit/cuda_util.h"
 
 static const char *const red_ops[] = {
 	"Softmax", "LogSoftmax", "LayerNormalization", "BatchNormalization", "ReduceSum",

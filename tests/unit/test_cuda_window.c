@@ -15,7 +15,7 @@
  * visibly (that every operator has a CUDA kernel wherever the host has
  * one is test_cuda_kernels.c's check, over the whole registry).
  */
-#include "cuda_util.h"
+#include "tests/unit/cuda_util.h"
 
 static const cep_dtype all_types[] = {
 	CEP_DTYPE_FLOAT32, CEP_DTYPE_FLOAT16, CEP_DTYPE_BFLOAT16, CEP_DTYPE_INT64,

@@ -30,11 +30,11 @@
  * machine with CUDAEP_TEST_GPU=1 the rest runs; elsewhere it skips,
  * visibly.
  */
-#include "cuda_util.h"
+#include "tests/unit/cuda_util.h"
 
-#include "engine.h"
-#include "onnxb.h"
-#include "xfmr.h"
+#include "engine/engine.h"
+#include "tests/unit/onnxb.h"
+#include "kernels/xfmr.h"
 
 static const cep_dtype float_types[] = {
 	CEP_DTYPE_FLOAT32, CEP_DTYPE_FLOAT16, CEP_DTYPE_BFLOAT16,

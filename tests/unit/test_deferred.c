@@ -4,11 +4,11 @@
  * hands) until every one of its events has completed, and is released as
  * soon as they all have, whatever the order.
  */
-#include "deferred.h"
-#include "arena.h"
-#include "account.h"
-#include "provider.h"
-#include "cudaep.h"
+#include "alloc/deferred.h"
+#include "alloc/arena.h"
+#include "alloc/account.h"
+#include "alloc/provider.h"
+#include "client/cudaep.h"
 
 #include <criterion/criterion.h>
 #include <stdint.h>

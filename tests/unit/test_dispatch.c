@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <sys/mman.h>
 
-#include "daemon_util.h"
+#include "tests/unit/daemon_util.h"
 
 static struct server *srv;
 

@@ -8,12 +8,12 @@
  * and charged to their client as pinned memory while they live; and a
  * warm Run with a fence allocates nothing.
  */
-#include "daemon_util.h"
-#include "malloc_count.h"
-#include "onnxb.h"
+#include "tests/unit/daemon_util.h"
+#include "tests/unit/malloc_count.h"
+#include "tests/unit/onnxb.h"
 
-#include "account.h"
-#include "cep_fence.h"
+#include "alloc/account.h"
+#include "proto/cep_fence.h"
 
 /* y = Gather(x, idx): x [n, 4] float, idx [k] int64. */
 static uint64_t gather_session(struct server *srv, struct conn *c)

@@ -8,8 +8,8 @@
  */
 #include <math.h>
 
-#include "daemon_util.h"
-#include "onnxb.h"
+#include "tests/unit/daemon_util.h"
+#include "tests/unit/onnxb.h"
 
 static struct server *srv;
 

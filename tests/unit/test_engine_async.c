@@ -14,11 +14,11 @@
 
 #include <criterion/criterion.h>
 
-#include "backend.h"
-#include "cudaep.h"
-#include "engine.h"
-#include "malloc_count.h"
-#include "onnxb.h"
+#include "gpu/backend.h"
+#include "client/cudaep.h"
+#include "engine/engine.h"
+#include "tests/unit/malloc_count.h"
+#include "tests/unit/onnxb.h"
 
 /* y = Gather(x, idx, axis 0) * s + x[0] broadcast: x [n, 4], idx [k]. */
 static const float scale[4] = { 2.0f, -1.0f, 0.5f, 3.0f };

@@ -17,11 +17,11 @@
 
 #include <criterion/criterion.h>
 
-#include "backend.h"
-#include "cudaep.h"
-#include "engine.h"
-#include "malloc_count.h"
-#include "onnxb.h"
+#include "gpu/backend.h"
+#include "client/cudaep.h"
+#include "engine/engine.h"
+#include "tests/unit/malloc_count.h"
+#include "tests/unit/onnxb.h"
 
 #define MAX_RUNS 8
 #define MAX_ROWS 8

@@ -15,7 +15,7 @@
  * baseline (the killed one's waiting runs fail with CEP_ECANCELED, the
  * unloaded one's still run); and the configuration key.
  */
-#include "gated_daemon.h"
+#include "tests/unit/gated_daemon.h"
 
 TestSuite(fairq, .init = setup, .fini = teardown, .timeout = 60);
 

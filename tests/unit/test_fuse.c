@@ -1,5 +1,5 @@
 /*
- * test_fuse.c — the load-time fusions of daemon/fuse.c on the host
+ * test_fuse.c — the load-time fusions of engine/fuse.c on the host
  * backend: a BatchNormalization folded into its Conv, Conv + Relu and
  * Conv + Add + Relu become one FusedConv, and a ResNet block shrinks from
  * seven nodes to two; each fused model's output is compared, on fresh
@@ -20,11 +20,11 @@
 
 #include <criterion/criterion.h>
 
-#include "backend.h"
-#include "cpu/cpu.h"
-#include "cudaep.h"
-#include "engine.h"
-#include "onnxb.h"
+#include "gpu/backend.h"
+#include "kernels/cpu/cpu.h"
+#include "client/cudaep.h"
+#include "engine/engine.h"
+#include "tests/unit/onnxb.h"
 
 #define CH 6           /* channels of X and of every Conv's output */
 #define HW 9           /* spatial size */

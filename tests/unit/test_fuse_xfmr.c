@@ -1,5 +1,5 @@
 /*
- * test_fuse_xfmr.c — the transformer fusions of daemon/fuse_xfmr.c on the
+ * test_fuse_xfmr.c — the transformer fusions of engine/fuse_xfmr.c on the
  * host backend: the GELU chain in every order exporters write it becomes
  * one Gelu; MatMul by a constant + bias (+ Relu or Gelu) one MatMulBias;
  * the Q K^T -> scale -> + mask -> Softmax -> x V chain one Attention with
@@ -20,12 +20,12 @@
 
 #include <criterion/criterion.h>
 
-#include "backend.h"
-#include "cpu/cpu.h"
-#include "cudaep.h"
-#include "engine.h"
-#include "model.h"
-#include "onnxb.h"
+#include "gpu/backend.h"
+#include "kernels/cpu/cpu.h"
+#include "client/cudaep.h"
+#include "engine/engine.h"
+#include "engine/model.h"
+#include "tests/unit/onnxb.h"
 
 /* ------------------------------------------------------------- helpers */
 

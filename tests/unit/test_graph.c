@@ -10,8 +10,8 @@
 
 #include <criterion/criterion.h>
 
-#include "cudaep.h"
-#include "graph.h"
+#include "client/cudaep.h"
+#include "engine/graph.h"
 
 static int value(struct graph *g, const char *name)
 {

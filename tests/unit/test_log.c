@@ -9,8 +9,8 @@
 
 #include <criterion/criterion.h>
 
-#include "cudaep.h"
-#include "log.h"
+#include "client/cudaep.h"
+#include "common/log.h"
 
 /* Runs the logging calls with stderr redirected to a temp file and returns
  * what was written (static). */

@@ -13,12 +13,12 @@
 
 #include <criterion/criterion.h>
 
-#include "account.h"
-#include "arena.h"
-#include "backend.h"
-#include "cudaep.h"
-#include "engine.h"
-#include "onnxb.h"
+#include "alloc/account.h"
+#include "alloc/arena.h"
+#include "gpu/backend.h"
+#include "client/cudaep.h"
+#include "engine/engine.h"
+#include "tests/unit/onnxb.h"
 
 #define ROWS 64
 #define COLS 1024 /* the table is 256 KiB */

@@ -15,11 +15,11 @@
 
 #include <criterion/criterion.h>
 
-#include "backend.h"
-#include "cudaep.h"
-#include "engine.h"
-#include "model.h"
-#include "onnxb.h"
+#include "gpu/backend.h"
+#include "client/cudaep.h"
+#include "engine/engine.h"
+#include "engine/model.h"
+#include "tests/unit/onnxb.h"
 
 /* Packs b (and frees it) and loads the bytes; returns the error. */
 static int load(struct onnxb *b, int dir_fd)

@@ -12,11 +12,11 @@
 
 #include <criterion/criterion.h>
 
-#include "backend.h"
-#include "cpu/cpu.h"
-#include "engine.h"
-#include "onnxb.h"
-#include "ops_harness.h"
+#include "gpu/backend.h"
+#include "kernels/cpu/cpu.h"
+#include "engine/engine.h"
+#include "tests/unit/onnxb.h"
+#include "tests/unit/ops_harness.h"
 
 /* A convolution problem: shapes and attributes, spatial dims padded to 3
  * with leading unit ones by conv_case_norm(). */

@@ -15,10 +15,10 @@
 
 #include <criterion/criterion.h>
 
-#include "cpu/cpu.h"
-#include "cudaep.h"
-#include "exec.h"
-#include "registry.h"
+#include "kernels/cpu/cpu.h"
+#include "client/cudaep.h"
+#include "engine/exec.h"
+#include "kernels/registry.h"
 
 static struct op_tensor tensor(cep_dtype dt, int rank, const int64_t *dims, void *data)
 {

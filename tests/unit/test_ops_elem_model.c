@@ -13,12 +13,12 @@
 
 #include <criterion/criterion.h>
 
-#include "backend.h"
-#include "cpu/cpu.h"
-#include "cudaep.h"
-#include "engine.h"
-#include "model.h"
-#include "onnxb.h"
+#include "gpu/backend.h"
+#include "kernels/cpu/cpu.h"
+#include "client/cudaep.h"
+#include "engine/engine.h"
+#include "engine/model.h"
+#include "tests/unit/onnxb.h"
 
 static struct model *load_ok(struct onnxb *b)
 {

@@ -15,14 +15,14 @@
 
 #include <criterion/criterion.h>
 
-#include "backend.h"
-#include "cpu/cpu.h"
-#include "cudaep.h"
-#include "engine.h"
-#include "exec.h"
-#include "onnxb.h"
-#include "ops_harness.h"
-#include "registry.h"
+#include "gpu/backend.h"
+#include "kernels/cpu/cpu.h"
+#include "client/cudaep.h"
+#include "engine/engine.h"
+#include "engine/exec.h"
+#include "tests/unit/onnxb.h"
+#include "tests/unit/ops_harness.h"
+#include "kernels/registry.h"
 
 /* ------------------------------------------------------------------ helpers */
 

@@ -8,7 +8,7 @@
  */
 #include <criterion/criterion.h>
 
-#include "ops_harness.h"
+#include "tests/unit/ops_harness.h"
 
 static const int32_t data23[6] = { 1, 2, 3, 4, 5, 6 };
 

@@ -10,8 +10,8 @@
 
 #include <criterion/criterion.h>
 
-#include "cpu/cpu.h"
-#include "ops_harness.h"
+#include "kernels/cpu/cpu.h"
+#include "tests/unit/ops_harness.h"
 
 /* ------------------------------------------------------------------ MaxPool */
 

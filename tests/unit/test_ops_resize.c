@@ -13,10 +13,10 @@
 
 #include <criterion/criterion.h>
 
-#include "backend.h"
-#include "engine.h"
-#include "onnxb.h"
-#include "ops_harness.h"
+#include "gpu/backend.h"
+#include "engine/engine.h"
+#include "tests/unit/onnxb.h"
+#include "tests/unit/ops_harness.h"
 
 /* Resizes x (float32, rank dims) at opset with scales or sizes (one of
  * them NULL, n values) and roi (2n values or NULL); out is the caller's

@@ -13,11 +13,11 @@
 
 #include <criterion/criterion.h>
 
-#include "cpu/cpu.h"
-#include "cudaep.h"
-#include "exec.h"
-#include "ops_harness.h"
-#include "registry.h"
+#include "kernels/cpu/cpu.h"
+#include "client/cudaep.h"
+#include "engine/exec.h"
+#include "tests/unit/ops_harness.h"
+#include "kernels/registry.h"
 
 /* ------------------------------------------------------------- helpers */
 

@@ -12,10 +12,10 @@
 
 #include <criterion/criterion.h>
 
-#include "backend.h"
-#include "cudaep.h"
-#include "engine.h"
-#include "onnxb.h"
+#include "gpu/backend.h"
+#include "client/cudaep.h"
+#include "engine/engine.h"
+#include "tests/unit/onnxb.h"
 
 /* The message of the last error contains s. */
 #define ASSERT_MSG(s) cr_assert(strstr(cep_last_error(), s) != NULL, "message: %s", cep_last_error())

@@ -11,10 +11,10 @@
 
 #include <criterion/criterion.h>
 
-#include "backend.h"
-#include "cudaep.h"
-#include "engine.h"
-#include "onnxb.h"
+#include "gpu/backend.h"
+#include "client/cudaep.h"
+#include "engine/engine.h"
+#include "tests/unit/onnxb.h"
 
 /* y = Reshape(x, Concat(Unsqueeze(Gather(Shape(x), 0)), Constant(-1))):
  * x [d0, 3, 4] -> y [d0, 12]. */

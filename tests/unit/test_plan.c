@@ -10,11 +10,11 @@
 
 #include <criterion/criterion.h>
 
-#include "backend.h"
-#include "cudaep.h"
-#include "model.h"
-#include "onnxb.h"
-#include "plan.h"
+#include "gpu/backend.h"
+#include "client/cudaep.h"
+#include "engine/model.h"
+#include "tests/unit/onnxb.h"
+#include "engine/plan.h"
 
 static bool overlap_time(const struct plan_mem_item *a, const struct plan_mem_item *b)
 {

@@ -1,6 +1,6 @@
 /*
  * test_precision.c — fp16, bf16 and tf32 sessions on the host backend
- * (daemon/precision.c, daemon/engine.c). An MLP, a CNN with
+ * (engine/precision.c, engine/engine.c). An MLP, a CNN with
  * BatchNormalization and a transformer block (prec_models.h), converted
  * to float16 and to bfloat16, match the float32 session within 1e-2
  * (relative to the norm of each output) on fresh random weights and
@@ -24,12 +24,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "prec_models.h"
+#include "tests/unit/prec_models.h"
 
-#include "account.h"
-#include "cpu/cpu.h"
-#include "model.h"
-#include "precision.h"
+#include "alloc/account.h"
+#include "kernels/cpu/cpu.h"
+#include "engine/model.h"
+#include "engine/precision.h"
 
 #define TOL 1e-2
 

@@ -10,8 +10,8 @@
  * The server's host backend is swapped for one that uploads weights as a
  * GPU backend does, so that weights take arena memory here.
  */
-#include "daemon_util.h"
-#include "onnxb.h"
+#include "tests/unit/daemon_util.h"
+#include "tests/unit/onnxb.h"
 
 static struct server *srv;
 

@@ -14,10 +14,10 @@
 
 #include <criterion/criterion.h>
 
-#include "cudaep.h"
-#include "error.h"
-#include "region.h"
-#include "stats.h"
+#include "client/cudaep.h"
+#include "common/error.h"
+#include "daemon/region.h"
+#include "common/stats.h"
 
 static struct stats st;
 static struct region_pool pool;

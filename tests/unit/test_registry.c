@@ -7,8 +7,8 @@
 
 #include <criterion/criterion.h>
 
-#include "cudaep.h"
-#include "registry.h"
+#include "client/cudaep.h"
+#include "kernels/registry.h"
 
 Test(registry, finds_schemas_and_kernels)
 {

@@ -11,8 +11,8 @@
 
 #include "cudaep.pb-c.h"
 
-#include "cudaep.h"
-#include "reqarena.h"
+#include "client/cudaep.h"
+#include "daemon/reqarena.h"
 
 Test(reqarena, alignment_and_reset)
 {

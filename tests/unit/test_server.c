@@ -16,7 +16,7 @@
 #include <sys/un.h>
 #include <sys/wait.h>
 
-#include "daemon_util.h"
+#include "tests/unit/daemon_util.h"
 
 struct running {
 	uv_loop_t loop;

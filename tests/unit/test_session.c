@@ -7,11 +7,11 @@
 
 #include <criterion/criterion.h>
 
-#include "cep_limits.h"
-#include "cudaep.h"
-#include "error.h"
-#include "session.h"
-#include "stats.h"
+#include "proto/cep_limits.h"
+#include "client/cudaep.h"
+#include "common/error.h"
+#include "daemon/session.h"
+#include "common/stats.h"
 
 Test(session, add_find_remove_close)
 {

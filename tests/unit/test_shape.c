@@ -10,10 +10,10 @@
 
 #include <criterion/criterion.h>
 
-#include "cudaep.h"
-#include "model.h"
-#include "onnxb.h"
-#include "shape.h"
+#include "client/cudaep.h"
+#include "engine/model.h"
+#include "tests/unit/onnxb.h"
+#include "engine/shape.h"
 
 static struct model *load_ok(struct onnxb *b)
 {

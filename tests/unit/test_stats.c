@@ -8,8 +8,8 @@
 
 #include <criterion/criterion.h>
 
-#include "cep_limits.h"
-#include "stats.h"
+#include "proto/cep_limits.h"
+#include "common/stats.h"
 
 static void check_name(const char *name)
 {

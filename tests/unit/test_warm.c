@@ -6,7 +6,7 @@
  * allocate backend memory, nor build a plan. Under AddressSanitizer the
  * allocator belongs to the sanitizer, so there only the engine's and the
  * backend's counters are checked (test_engine.c checks those too).
- * The same holds for plans keyed by input values (daemon/plan.h): finding
+ * The same holds for plans keyed by input values (engine/plan.h): finding
  * one compares the values without allocating.
  */
 #include <errno.h>
@@ -16,12 +16,12 @@
 
 #include <criterion/criterion.h>
 
-#include "backend.h"
-#include "cudaep.h"
-#include "engine.h"
-#include "onnxb.h"
+#include "gpu/backend.h"
+#include "client/cudaep.h"
+#include "engine/engine.h"
+#include "tests/unit/onnxb.h"
 
-#include "malloc_count.h"
+#include "tests/unit/malloc_count.h"
 
 /* x [n, 16] -> MatMul -> Add -> Transpose -> Softmax -> Cast(fp16) -> y,
  * with a Shape -> Gather chain folded at plan time on the way. */

@@ -5,9 +5,9 @@
  * encoded reply. A detached connection runs the job inline, on this
  * thread, so malloc_count.h sees every allocation the request makes.
  */
-#include "daemon_util.h"
-#include "malloc_count.h"
-#include "onnxb.h"
+#include "tests/unit/daemon_util.h"
+#include "tests/unit/malloc_count.h"
+#include "tests/unit/onnxb.h"
 
 static uint8_t *model(size_t *len)
 {

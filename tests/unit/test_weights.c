@@ -4,11 +4,11 @@
  * clients, charged once to the daemon's own owner; a model loaded by two
  * clients maps its weights once.
  */
-#include "weights.h"
-#include "arena.h"
-#include "account.h"
-#include "provider.h"
-#include "cudaep.h"
+#include "alloc/weights.h"
+#include "alloc/arena.h"
+#include "alloc/account.h"
+#include "alloc/provider.h"
+#include "client/cudaep.h"
 
 #include <criterion/criterion.h>
 #include <stdint.h>

@@ -1,0 +1,469 @@
+/*
+ * engine.h — the inference engine as the daemon sees it: load a model from
+ * bytes, open sessions of it on a backend, run them.
+ *
+ * The daemon's LoadModel handler reads the client's model fd into memory
+ * and calls engine_model_load() (on the thread pool: parsing, checking and
+ * folding take time), then engine_session_new() with the backend it owns;
+ * SessionInfo is answered from engine_model_input()/output(); Run maps the
+ * client's region slices and calls engine_run(). Everything below (model
+ * loading, graph IR, shapes, plans, executor) is reached through here.
+ *
+ * Errors: 0 or a negative CEP_E* code; the detailed message ("node 3 'mm'
+ * (op MatMul, domain ai.onnx, opset 13): ...", "input 'x': dimension 1 is
+ * 3, the model wants 4") is in cep_last_error() of the calling thread, so a
+ * caller on a worker thread must copy it there.
+ *
+ * Memory: the engine charges every backend allocation it makes for a
+ * session to an account (alloc/account.h), which is the one place limits
+ * are enforced. A session's plan blocks are charged to the session's owner
+ * (client, session) as activations and workspace; the model's constants,
+ * uploaded once per (model, backend, account) and shared by every session
+ * of the model there, are charged once to the daemon's own owner
+ * (ALLOC_OWNER_SHARED) as weights, so only the global limit counts them.
+ * On a backend of host memory constants are used in place and cost
+ * nothing. The caller passes the account and owner in the session
+ * options; the backend's allocator stays untagged.
+ *
+ * Sharing models: engine_model_load_shared() returns the model already
+ * loaded from identical bytes (XXH3-64 and length, then a byte compare)
+ * for the same precision from a cache, so two clients loading one file
+ * share one engine_model and therefore one device copy of its weights.
+ *
+ * Precision: a model is loaded for a precision. fp32 and tf32 sessions
+ * run the graph as the file has it (tf32 only lets float32 GEMMs and
+ * convolutions use TF32 tensor cores: OP_CALL_TF32); fp16 and bf16
+ * sessions run a converted graph (engine/precision.h), which is a model
+ * of its own, loaded with engine_model_load_as() for the precision and
+ * the backend kind whose kernels it is converted for.
+ *
+ * Threads: a model is immutable once loaded and may be shared by sessions
+ * on any threads (its reference count is atomic; its device copies and a
+ * cache are locked). A session is used by one thread at a time.
+ */
+#ifndef CEP_DAEMON_ENGINE_H
+#define CEP_DAEMON_ENGINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "alloc/account.h"
+#include "gpu/backend.h"
+#include "client/cudaep.h"
+
+struct precision_stats;
+
+typedef struct engine_model engine_model;
+typedef struct engine_session engine_session;
+typedef struct engine_model_cache engine_model_cache;
+
+#define ENGINE_DEFAULT_PLANS 16 /* plans a session keeps by default */
+
+/* ------------------------------------------------------------------ models */
+
+/*
+ * Loads, validates and optimizes the ONNX model in bytes (len of them,
+ * still the caller's afterwards). External data is read below dir_fd (-1:
+ * none allowed). On success *out holds one reference, owned by the caller
+ * and dropped with engine_model_unref(). Fails with CEP_EMODEL,
+ * CEP_EUNSUPPORTED, CEP_EDTYPE, CEP_ESHAPE, CEP_EACCES, CEP_ELIMIT or
+ * CEP_ENOMEM (see engine/model.h).
+ */
+int engine_model_load(const void *bytes, size_t len, int dir_fd,
+		      engine_model **out);
+
+/* How a model is loaded. Zeroed: for fp32 (and tf32) sessions. */
+struct engine_model_options {
+	cep_precision precision;    /* FP32 and TF32: the graph as it is;
+	                             * FP16, BF16: converted to that half type */
+	enum backend_kind backend;  /* half only: whose kernels decide which
+	                             * nodes compute in half (engine/precision.h) */
+};
+
+/*
+ * As engine_model_load(), for the precision and backend in o (NULL: fp32):
+ * an fp16 or bf16 model is converted after it is optimized, and only
+ * sessions of that precision on a backend of that kind may open it.
+ * Fails as engine_model_load(), and with CEP_EINVAL for a precision out
+ * of range.
+ */
+int engine_model_load_as(const void *bytes, size_t len, int dir_fd,
+			 const struct engine_model_options *o, engine_model **out);
+
+/* ------------------------------------------------------------ model cache */
+
+/* Makes an empty cache of loaded models. On success *out is the caller's,
+ * freed with engine_model_cache_free(). Fails only with CEP_ENOMEM. */
+int engine_model_cache_new(engine_model_cache **out);
+
+/* Frees the cache. Models still referenced live on, no longer findable;
+ * no load through c and no last unref of its models may run meanwhile
+ * (the daemon frees it after its sessions). Accepts NULL. */
+void engine_model_cache_free(engine_model_cache *c);
+
+/*
+ * As engine_model_load_as(), but first looks in c for a live model loaded
+ * from the same bytes (same XXH3-64 hash and length, then compared byte by
+ * byte) for the same precision (fp32 and tf32 count as one; a half one
+ * also for the same backend kind) and, on a hit, returns another
+ * reference to it with *shared set to true. A new model is added to c
+ * (which keeps a copy of the bytes for the comparison, and drops the
+ * entry when the model's last reference goes).
+ * Concurrent loads of one file wait for the first to finish parsing and
+ * then share its model. A model that references external data is never
+ * shared (the data files below each client's directory may differ); one
+ * that does not is shared whether or not a directory came with it. c may
+ * be NULL (no sharing). Fails as engine_model_load().
+ */
+int engine_model_load_shared(engine_model_cache *c, const void *bytes, size_t len,
+			     int dir_fd, const struct engine_model_options *o,
+			     engine_model **out, bool *shared);
+
+/* What a cache holds and has done. */
+struct engine_model_cache_stats {
+	uint64_t models;  /* live models findable now */
+	uint64_t bytes;   /* of their files, kept for the byte compare */
+	uint64_t hits;    /* loads that shared a live model */
+	uint64_t misses;  /* loads that parsed a new one */
+};
+
+/* Copies c's counters into *out. */
+void engine_model_cache_stats(engine_model_cache *c, struct engine_model_cache_stats *out);
+
+/* Takes another reference to m (a session takes one). */
+void engine_model_ref(engine_model *m);
+
+/* Drops a reference; the last one frees the model. Accepts NULL. */
+void engine_model_unref(engine_model *m);
+
+/* A model input or output. dims[i] >= 0 is fixed; -1 is symbolic when
+ * dim_params[i] names it, unknown when that is NULL. The strings live as
+ * long as the model. */
+struct engine_tensor_info {
+	const char *name;
+	cep_dtype dtype;
+	int rank;                             /* -1: unknown */
+	int64_t dims[CEP_MAX_RANK];           /* (rank) */
+	const char *dim_params[CEP_MAX_RANK]; /* (rank) */
+};
+
+/* The model's inputs and outputs, in the model's order; the _input and
+ * _output getters return NULL when i is out of range. */
+int engine_model_input_count(const engine_model *m);
+int engine_model_output_count(const engine_model *m);
+const struct engine_tensor_info *engine_model_input(const engine_model *m, int i);
+const struct engine_tensor_info *engine_model_output(const engine_model *m, int i);
+
+/* Live nodes after optimization (for logs and tests). */
+int engine_model_node_count(const engine_model *m);
+
+/*
+ * Whether runs of m may be merged into one along dimension 0: every input
+ * and every output has rank 1 or more and a symbolic dimension 0, all
+ * named by the same dim_param (the batch). Returns 0, or CEP_EINVAL with
+ * a message naming the first tensor that does not ("output 'y' has no
+ * symbolic dimension 0"). Rows that depend on each other (a reduction
+ * over dimension 0) cannot be told from the file: merging is the
+ * caller's choice.
+ */
+int engine_model_batchable(const engine_model *m);
+
+/* The precision m was loaded for: CEP_PRECISION_FP32 (for fp32 and tf32
+ * sessions), CEP_PRECISION_FP16 or CEP_PRECISION_BF16. */
+cep_precision engine_model_precision(const engine_model *m);
+
+/* What converting m to half did (engine/precision.h); nothing (zero
+ * counts, first_float_node -1) for an fp32 model. */
+void engine_model_precision_stats(const engine_model *m, struct precision_stats *out);
+
+/* ---------------------------------------------------------------- sessions */
+
+struct engine_session_options {
+	int max_plans;          /* plans cached; 0: ENGINE_DEFAULT_PLANS */
+	cep_precision precision; /* FP32 (default) or TF32 on a model loaded
+	                          * for fp32; FP16 or BF16 on a model loaded
+	                          * for that precision and backend kind */
+	cep_priority priority;  /* of the session's stream */
+	uint64_t memory_limit;  /* bytes of backend memory for the session's
+	                         * plans, set as the session's limit in the
+	                         * account; 0: no limit */
+	struct account *account; /* charged for the session's memory; must
+	                          * outlive the session. NULL: a private one
+	                          * of the session's own (memory_limit holds) */
+	struct alloc_owner owner; /* the client and session charged (session
+	                           * != 0), or ALLOC_OWNER_SHARED for a session
+	                           * of the daemon's own (memory_limit is then
+	                           * ignored: only the global limit counts);
+	                           * ignored without an account */
+	int max_batch;          /* runs one engine_run_submit_batch() may
+	                         * merge (its scratch is allocated here, so
+	                         * that a warm batch allocates nothing); 0:
+	                         * the session submits no batches */
+};
+
+/*
+ * Opens a session of m on backend be (which must outlive it): takes a
+ * reference to m, creates a stream, sets the session's limit in the
+ * account, and gives the model's constants a home on the backend: used in
+ * place on a backend of host memory, else the model's shared device copy
+ * for (be, account), uploaded and charged by its first session. opts may
+ * be NULL (defaults). On success *out is the caller's, released with
+ * engine_session_free(). Fails with CEP_EINVAL for a precision the model
+ * was not loaded for ("a session of precision fp16 needs its model loaded
+ * for fp16 on the host backend; this one was loaded for fp32"), CEP_ELIMIT
+ * when uploading the weights would pass the global limit (the account's
+ * message), CEP_EDEVMEM / CEP_ENOMEM.
+ */
+int engine_session_new(engine_model *m, struct backend *be,
+		       const struct engine_session_options *opts,
+		       engine_session **out);
+
+/* Frees the session and its plans (none may be in flight: complete their
+ * runs first), uncharging them and forgetting the session's entry in the
+ * account, releases its share of the model's
+ * device weights (the last session frees and uncharges them), and drops
+ * its reference to the model. Accepts NULL. */
+void engine_session_free(engine_session *s);
+
+/*
+ * What m was loaded from, for handing it to a new image of the daemon
+ * (daemon/handover.h): the file's bytes (*len of them; NULL when m was not
+ * loaded through a cache, which alone keeps them) and the directory fd its
+ * external data was read below (-1: none). Both stay m's; they live as
+ * long as m. Cannot fail.
+ */
+void engine_model_source(const engine_model *m, const void **bytes, size_t *len,
+			 int *dir_fd);
+
+/* The session's model (no new reference). */
+engine_model *engine_session_model(const engine_session *s);
+
+/* The session's precision, as opened. */
+cep_precision engine_session_precision(const engine_session *s);
+
+/* --------------------------------------------------------------------- run */
+
+/* A run input: a host buffer with its type and shape. */
+struct engine_input {
+	const char *name;     /* a model input */
+	cep_dtype dtype;
+	int rank;
+	const int64_t *dims;  /* (rank) */
+	const void *data;     /* bytes long, valid during engine_run() */
+	size_t bytes;         /* must be the shape's element count times the size */
+};
+
+/* A run output: where to write it, and what was written. */
+struct engine_output {
+	const char *name;     /* a model output */
+	void *data;           /* capacity bytes of host memory */
+	size_t capacity;
+	cep_dtype dtype;              /* set by engine_run() */
+	int rank;                     /* set */
+	int64_t dims[CEP_MAX_RANK];   /* set, (rank) */
+	size_t bytes;                 /* set: bytes written */
+};
+
+/*
+ * Runs the session: every model input must be given once in inputs (any
+ * order); outputs names any subset of the model's outputs. Looks up or
+ * builds the plan for the inputs' shapes (and for the values of the small
+ * inputs that an output shape depends on, such as a Reshape's target given
+ * as an input: other values get another plan), runs it, writes the outputs
+ * and fills in their dtype, shape and bytes. Fails, before computing
+ * anything, with CEP_EINVAL (a missing, unknown or repeated name),
+ * CEP_EDTYPE ("input 'x' is int64, the model wants float32"), CEP_ESHAPE
+ * ("input 'x': dimension 1 is 3, the model wants 4", or bytes that do not
+ * match the shape), CEP_ENOSPC (an output's capacity is too small: every
+ * output asked for then has its dtype, shape and needed bytes filled in);
+ * and with the errors of planning (see plan_build(); CEP_ELIMIT when a new
+ * plan would take the session, its client or the daemon past a memory
+ * limit even after evicting the session's older plans, with the account's
+ * message: "session 7 memory limit N bytes: asked M, in use K") or of a
+ * kernel. A run whose plan is cached allocates nothing.
+ */
+int engine_run(engine_session *s, const struct engine_input *inputs, size_t n_inputs,
+	       struct engine_output *outputs, size_t n_outputs);
+
+/* ------------------------------------------------------------ runs in flight */
+
+/* Where a run submitted without waiting says that it is done. */
+struct engine_fence {
+	uint64_t *seq;                 /* 8 bytes of registered host memory
+	                                * (backend_host_register()) that the
+	                                * device sets to value once the outputs
+	                                * are in place, if the run can no longer
+	                                * fail then (see engine_run.seq_queued);
+	                                * NULL: none */
+	uint64_t value;
+	struct backend_fault *fault;   /* registered host memory for the run's
+	                                * own fault record; NULL: do not check */
+	backend_host_fn done;          /* queued last: called once, when the
+	                                * run's work has completed */
+	void *arg;                     /* done's argument */
+};
+
+/* A run in flight, from engine_run_submit() to engine_run_complete();
+ * caller memory. */
+struct engine_run {
+	struct plan *plan;             /* the plan it runs, kept from eviction */
+	int err;                       /* why queuing stopped part way, or 0 */
+	bool checked;                  /* fault was queued to be copied back: the
+	                                * run fails if it records a bad index */
+	bool seq_queued;               /* the device writes the fence; otherwise
+	                                * done must (after the status) */
+	/* A run of a batch whose fault record is another run's: its host
+	 * function copies that record into its own, then calls done. */
+	const struct backend_fault *fault_from;
+	struct backend_fault *fault_to;
+	backend_host_fn done;
+	void *arg;
+	char msg[512];                 /* err's message */
+};
+
+/* engine_run_submit() flag: return ENGINE_RUN_COLD, having done nothing
+ * but check the inputs, unless the plan is cached, has run once and is not
+ * about to be captured, so that a caller that must not block (the event
+ * loop) can leave planning, first runs (compiles, lazy set-up) and graph
+ * capture to another thread. */
+#define ENGINE_SUBMIT_WARM 1u
+#define ENGINE_RUN_COLD 1
+
+/*
+ * engine_run() without waiting: checks inputs and outputs, finds or
+ * builds the plan and describes every output asked for in outputs (dtype,
+ * shape, bytes: the plan knows them before it runs), then queues on the
+ * session's stream the copies straight from the inputs' memory, the plan
+ * (its captured graph once warm), the copies straight into the outputs'
+ * memory, the fault record copy and the fence of f, and last f->done.
+ * Inputs must stay unchanged and outputs valid until done has been called.
+ *
+ * Returns, having queued nothing: a negative error as engine_run() does
+ * (CEP_ENOSPC with the outputs described; CEP_EAGAIN when a new plan is
+ * needed and every cached one is in flight), or ENGINE_RUN_COLD (see
+ * ENGINE_SUBMIT_WARM). Returns 0 once done is queued, which it then is
+ * exactly once; it may be called before this returns (on the host
+ * backend, or after a device error). A failure while queuing leaves
+ * run->err set and does not change the return. The warm path allocates
+ * nothing.
+ */
+int engine_run_submit(engine_session *s, const struct engine_input *inputs, size_t n_inputs,
+		      struct engine_output *outputs, size_t n_outputs, unsigned flags,
+		      const struct engine_fence *f, struct engine_run *run);
+
+/*
+ * What engine_run_submit() would say of the outputs, without queuing
+ * anything: checks inputs and outputs, finds (or, without
+ * ENGINE_SUBMIT_WARM in flags, builds) the plan and describes every
+ * output asked for (dtype, shape, bytes). For a run that is answered now
+ * and submitted later (the daemon's fair queue). Returns 0, a negative
+ * error as engine_run_submit() does (CEP_ENOSPC with the outputs
+ * described), or, with ENGINE_SUBMIT_WARM, ENGINE_RUN_COLD when the plan
+ * is not cached (a cached plan that has not run yet is enough here).
+ * Allocates nothing when the plan is cached.
+ */
+int engine_run_describe(engine_session *s, const struct engine_input *inputs, size_t n_inputs,
+			struct engine_output *outputs, size_t n_outputs, unsigned flags);
+
+/*
+ * Ends a run of s whose done function has been called: returns 0, or the
+ * run's error with its message (run->err from queuing, or CEP_EINVAL for a
+ * bad index recorded in fault, naming the node), and lets its plan go. s
+ * may be any session of the run's model (it reads only the model): a run
+ * of a batch may be completed with its client's session. It
+ * touches nothing of s that a thread using s meanwhile does, so it may run
+ * on any thread. Calling it for a run not in flight does nothing.
+ */
+int engine_run_complete(engine_session *s, struct engine_run *run,
+			const struct backend_fault *fault);
+
+/* One run of a batch: what engine_run_submit() takes for a single run. */
+struct engine_batch_run {
+	const struct engine_input *inputs;  /* (n_inputs) */
+	size_t n_inputs;
+	struct engine_output *outputs;      /* (n_outputs) */
+	size_t n_outputs;
+	const struct engine_fence *fence;   /* its own, as for one run */
+	struct engine_run *run;             /* caller memory, as for one run */
+};
+
+/*
+ * Submits n runs (1 <= n <= the session's max_batch) as one: the plan for
+ * their inputs stacked along dimension 0 (the batch: the sum of the runs'
+ * dimension 0), per input one copy per run into its rows of the plan's
+ * input block, the plan once, per output asked for one copy per run out
+ * of its rows, then for each run in order its fault record (copied once
+ * from the device, into the last checked run's record, and from there
+ * into the others' by their host functions), its fence and its done
+ * function. Each run's outputs are described as engine_run_submit()
+ * describes them (dimension 0: its own rows), and each run is completed
+ * with engine_run_complete() as usual; a failure while queuing, or a bad
+ * index, fails every run of the batch with the same error.
+ *
+ * Refuses, having queued nothing, and sets *bad to the index of the run
+ * that does not fit with the runs before it when the refusal is that
+ * run's own (its names, dtypes, shapes or output room; the caller may
+ * submit the others without it), else to n (the caller then runs them
+ * one by one, which gives each its own error): CEP_EINVAL for a model that cannot
+ * batch (engine_model_batchable()), n out of range, or a run whose names
+ * are missing, unknown or repeated; CEP_EDTYPE, CEP_ESHAPE when the runs
+ * differ in an input's dtype, rank or a dimension other than 0, when the
+ * inputs of one run differ in dimension 0, or when the plan's outputs do
+ * not have the batch as dimension 0; CEP_ENOSPC when a run's output room
+ * is too small; the errors of planning (not with ENGINE_SUBMIT_WARM,
+ * which returns ENGINE_RUN_COLD as for one run). Plans are built with no
+ * input values: a model whose shapes depend on input values refuses with
+ * the planner's CEP_EUNSUPPORTED. Returns 0 once every done function is
+ * queued. The warm path allocates nothing.
+ */
+int engine_run_submit_batch(engine_session *s, const struct engine_batch_run *runs,
+			    size_t n, unsigned flags, size_t *bad);
+
+/* ------------------------------------------------------------------- stats */
+
+struct engine_stats {
+	uint64_t runs;          /* successful engine_run() calls */
+	uint64_t plans_built;   /* the only host allocations of a run happen here */
+	uint64_t plan_hits;     /* runs that found their plan cached */
+	uint64_t plan_evictions;
+	int plans_cached;
+	size_t plan_bytes;      /* backend memory of the cached plans' blocks */
+	size_t weight_bytes;    /* backend memory of the constants the session
+	                         * uses (shared with the model's other sessions) */
+	int last_steps;         /* kernel launches of the last run's plan */
+	int last_folded;        /* nodes that plan evaluated while planning */
+	uint64_t graph_replays; /* runs that replayed a captured graph */
+	uint64_t eager_runs;    /* runs that launched their steps one by one */
+	uint64_t capture_failures; /* plans whose capture failed: they run
+	                            * eagerly (capture_error says why) */
+	char capture_error[160];   /* the last capture failure's message, or "" */
+	uint64_t batches;          /* engine_run_submit_batch() calls that queued */
+	uint64_t batched_runs;     /* the runs they merged */
+};
+
+/* One kernel launch of a profiled run. */
+struct engine_step_time {
+	const char *node;     /* the node's name, or its first output's when it
+	                       * has none (lives as long as the model) */
+	const char *op_type;  /* its operator */
+	double ms;            /* from its launch to the next one's, on the device */
+};
+
+/*
+ * Profiles one run: runs the session as engine_run() does (planning if
+ * needed), then runs the same plan again launch by launch with a backend
+ * timer between every two launches, never replaying a graph. On success
+ * *times is a malloc'd array of *n_times entries, one per launch in order,
+ * owned by the caller (free()). For tools (bench/profile): it allocates.
+ * Fails as engine_run() does, or with CEP_ENOTSUP on a backend without
+ * timers.
+ */
+int engine_session_profile(engine_session *s, const struct engine_input *inputs,
+			   size_t n_inputs, struct engine_output *outputs, size_t n_outputs,
+			   struct engine_step_time **times, int *n_times);
+
+/* Copies the session's counters into *out. */
+void engine_session_stats(const engine_session *s, struct engine_stats *out);
+
+#endif

@@ -1,0 +1,129 @@
+/*
+ * engine_priv.h — what the parts of the engine (engine/engine.h) share:
+ * the model and session structs and the run path's internal helpers.
+ * engine.c holds models, sessions and single runs, engine_batch.c the
+ * cross-client batches, engine_cache.c the model cache; they were one
+ * file, split only for its length. Internal to engine/engine*.c: nothing
+ * else includes it.
+ */
+#ifndef CEPD_ENGINE_PRIV_H
+#define CEPD_ENGINE_PRIV_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine/engine.h"
+#include "engine/plan.h"
+#include "engine/precision.h"
+#include "engine/shape.h"
+
+/* A model's constants on one device backend, for one account: one block
+ * holding them all, shared by the model's sessions there. */
+struct model_home {
+	struct backend *be;
+	struct account *acc;         /* charged, as ALLOC_OWNER_SHARED weights */
+	void *block;                 /* weight_bytes of device memory */
+	size_t bytes;
+	unsigned sessions;           /* sessions using it; the last frees it */
+	struct model_home *next;
+};
+
+struct engine_model {
+	atomic_int refs;
+	struct model *model;
+	struct engine_model_options key;    /* what it was loaded for, as
+	                                     * engine__model_key() writes it */
+	struct precision_stats pstats;      /* of the conversion to half */
+	struct engine_tensor_info *inputs;  /* (graph inputs) */
+	struct engine_tensor_info *outputs; /* (graph outputs) */
+	int batch_err;                      /* engine_model_batchable(): 0 or */
+	char batch_why[160];                /* the error and why */
+	pthread_mutex_t homes_lock;         /* guards homes, held while uploading */
+	struct model_home *homes;           /* its device copies */
+	/* Set while the model is findable in a cache (under its lock). */
+	engine_model_cache *cache;
+	uint64_t hash;                      /* XXH3-64 of the file's bytes */
+	size_t len;                         /* bytes of the file */
+	void *bytes;                        /* (len) a copy, for the compare
+	                                     * and for a handover (loads through
+	                                     * a cache keep it) */
+	int dir_fd;                         /* a dup of the directory its
+	                                     * external data was read below,
+	                                     * kept for a handover; -1: none */
+	engine_model *next;                 /* in the cache's list */
+};
+
+struct engine_session {
+	engine_model *m;
+	struct backend *be;
+	struct backend_stream *stream;
+	void **const_dev;            /* per value: its constant on the backend */
+	struct model_home *home;     /* the model's device copy, or NULL */
+	size_t weight_bytes;
+	struct account *acc;         /* what is charged */
+	struct account *own_acc;     /* acc when the caller gave none; owned */
+	struct alloc_owner owner;
+	bool shared_owner;           /* owner is ALLOC_OWNER_SHARED */
+	cep_precision precision;     /* as opened */
+	uint64_t plan_act, plan_ws;  /* bytes charged for the cached plans */
+	struct plan_cache plans;
+	unsigned call_flags;         /* enum op_call_flags from the options */
+	struct shape_binding bind;   /* per symbol */
+	int64_t *sig;                /* inputs * (1 + CEP_MAX_RANK) */
+	struct op_tensor *in_t;      /* per graph input */
+	const void **in_ptr;         /* per graph input */
+	void **out_ptr;              /* per graph output */
+	/* engine_run_submit_batch()'s scratch, for max_batch runs. */
+	int max_batch;
+	int64_t *b_rows;             /* (max_batch) each run's dimension 0 */
+	const void **b_in;           /* (max_batch, graph inputs) */
+	void **b_out;                /* (max_batch, graph outputs) */
+	struct engine_stats stats;
+};
+
+/* ------------------------------------------------------------ models */
+
+/* What a model loaded with o is, as the cache compares it, in *key (tf32
+ * is fp32; only a half graph depends on the backend kind). Returns 0, or
+ * CEP_EINVAL for a precision out of range. (engine.c) */
+int engine__model_key(const struct engine_model_options *o, struct engine_model_options *key);
+
+/* Whether two keys written by engine__model_key() load the same graph. */
+static inline bool engine__key_equal(const struct engine_model_options *a,
+				     const struct engine_model_options *b)
+{
+	return a->precision == b->precision && a->backend == b->backend;
+}
+
+/* Decides once, at load, whether m's runs may be merged along dimension
+ * 0, for engine_model_batchable(). Cannot fail. (engine_batch.c) */
+void engine__batch_check(engine_model *m);
+
+/* Takes m, whose last reference is going, out of the cache that holds it,
+ * if one does. Cannot fail. (engine_cache.c) */
+void engine__cache_drop(engine_model *m);
+
+/* --------------------------------------------------------------- runs */
+
+/* Builds and caches the plan for the signature in s->sig (sig_len
+ * entries) and the inputs in s->in_t, charging its memory to the
+ * session's owner; *out is the cache's. Returns 0 or an error: CEP_EAGAIN
+ * when every cached plan is in flight, CEP_ELIMIT when the memory limits
+ * leave no room even once older plans are gone. (engine.c) */
+int engine__plan_make(engine_session *s, struct plan_env *env, int sig_len, struct plan **out);
+
+/* Counts a run of p that queued all its work. (engine.c) */
+void engine__run_count(engine_session *s, const struct plan *p);
+
+/* Keeps why the capture of p failed, the first time it does; had_error:
+ * whether p had failed a capture before this run. (engine.c) */
+void engine__capture_note(engine_session *s, const struct plan *p, bool had_error);
+
+/* Keeps the run's first error and this thread's message with it, for
+ * engine_run_complete(). (engine.c) */
+void engine__run_fail(struct engine_run *run, int err);
+
+#endif /* CEPD_ENGINE_PRIV_H */

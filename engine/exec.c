@@ -1,0 +1,305 @@
+/*
+ * exec.c — the executor (engine/exec.h). A run is: copy the inputs into
+ * the plan's block, launch the steps in order (or replay them once
+ * captured), copy the wanted outputs out, and wait (exec_run) or return
+ * at once and check for a device fault once the work has completed
+ * (exec_submit, exec_fault). Everything it touches was
+ * placed by the planner, so nothing here allocates after the first run.
+ */
+#include "engine/exec.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int exec_host_eval(const struct op_node *node, const struct op_kernel *k,
+		   const struct op_tensor *in, int n_in, struct op_tensor *out,
+		   int n_out)
+{
+	struct op_call *call = NULL;
+	size_t ws = 0;
+	int i, ret = 0;
+
+	for (i = 0; i < n_out; i++)
+		out[i].data = NULL;
+	/* The call is large (its params block): keep it off small stacks. */
+	call = calloc(1, sizeof(*call));
+	if (!call)
+		return cep__set_error(CEP_ENOMEM, NULL);
+	for (i = 0; i < n_out; i++) {
+		size_t bytes = op_tensor_bytes(&out[i]);
+
+		out[i].data = malloc(bytes ? bytes : 1);
+		if (!out[i].data) {
+			ret = cep__set_error(CEP_ENOMEM, "%s: out of memory for %zu bytes",
+					     node->op_type, bytes);
+			goto out;
+		}
+	}
+	call->node = node;
+	call->n_in = n_in;
+	call->n_out = n_out;
+	call->in = in;
+	call->out = out;
+	if (k->prepare) {
+		ret = k->prepare(call, &ws);
+		if (ret < 0)
+			goto out;
+	}
+	if (ws) {
+		call->workspace = malloc(ws);
+		if (!call->workspace) {
+			ret = cep__set_error(CEP_ENOMEM, "%s: out of memory for a workspace of %zu bytes",
+					     node->op_type, ws);
+			goto out;
+		}
+		call->workspace_bytes = ws;
+	}
+	ret = k->run(call);
+out:
+	if (ret < 0) {
+		for (i = 0; i < n_out; i++) {
+			free(out[i].data);
+			out[i].data = NULL;
+		}
+	}
+	free(call->workspace);
+	free(call);
+	return ret;
+}
+
+/* Launches every step of p on s, naming the node of a failing one. */
+static int launch_steps(const struct graph *g, struct plan *p, struct backend *be,
+			struct backend_stream *s)
+{
+	int i, ret;
+
+	for (i = 0; i < p->n_steps; i++) {
+		struct plan_step *st = &p->steps[i];
+
+		cep__clear_error();
+		ret = backend_launch(be, s, st->kernel->run, &st->call);
+		if (ret < 0)
+			return graph_node_wrap(g, st->node, ret);
+	}
+	return 0;
+}
+
+/* Records p's steps into a graph of the backend, kept in p->graph. */
+static int capture_steps(const struct graph *g, struct plan *p, struct backend *be,
+			 struct backend_stream *s)
+{
+	struct backend_graph *graph = NULL;
+	int ret, end;
+
+	ret = backend_graph_begin(be, s);
+	if (ret < 0)
+		return ret;
+	ret = launch_steps(g, p, be, s);
+	/* Capture must end even after a failure, or the stream stays in it. */
+	end = backend_graph_end(be, s, &graph);
+	if (ret == 0)
+		ret = end;
+	if (ret < 0) {
+		backend_graph_free(be, graph);
+		return ret;
+	}
+	p->graph = graph;
+	return 0;
+}
+
+/* The node whose launch is call, wrapped around the error ret. */
+static int fault_blame(const struct graph *g, const struct plan *p,
+		       const struct op_call *call, int ret)
+{
+	int i;
+
+	for (i = 0; call && i < p->n_steps; i++) {
+		if (&p->steps[i].call == call)
+			return graph_node_wrap(g, p->steps[i].node, ret);
+	}
+	return ret;
+}
+
+bool exec_captures_next(const struct plan *p, const struct backend *be)
+{
+	return !p->graph && !p->capture_error && (be->caps & BACKEND_CAP_GRAPHS) &&
+	       p->runs >= 1 && p->n_steps > 0;
+}
+
+/* The steps of p, queued on s: launched, captured or replayed. */
+static int exec_steps(const struct graph *g, struct plan *p, struct backend *be,
+		      struct backend_stream *s)
+{
+	int ret;
+
+	/* The first run goes eagerly (lazy set-up inside kernels must not be
+	 * captured); the second is captured; later ones replay. */
+	if (exec_captures_next(p, be)) {
+		ret = capture_steps(g, p, be, s);
+		/* A plan that cannot be captured still runs: eagerly, for good,
+		 * keeping why for the stats. Nothing ran during the capture,
+		 * and a real fault of a step shows again in the eager launch. */
+		if (ret < 0) {
+			p->capture_error = strdup(cep_last_error());
+			if (!p->capture_error)
+				return cep__set_error(CEP_ENOMEM, NULL);
+			cep__clear_error();
+		}
+	}
+	if (p->graph)
+		return backend_graph_replay(be, p->graph, s);
+	return launch_steps(g, p, be, s);
+}
+
+/* Copies in, steps, copies out, queued on s. */
+static int exec_queue(const struct graph *g, struct plan *p, struct backend *be,
+		      struct backend_stream *s, const void *const *inputs,
+		      void *const *outputs)
+{
+	int i, ret;
+
+	for (i = 0; i < p->n_inputs; i++) {
+		ret = backend_copy_h2d(be, s, p->inputs[i].dev, inputs[i], p->inputs[i].bytes);
+		if (ret < 0)
+			return ret;
+	}
+	ret = exec_steps(g, p, be, s);
+	if (ret < 0)
+		return ret;
+	for (i = 0; i < p->n_outputs; i++) {
+		if (!outputs[i])
+			continue;
+		ret = backend_copy_d2h(be, s, outputs[i], p->outputs[i].dev, p->outputs[i].bytes);
+		if (ret < 0)
+			return ret;
+	}
+	return 0;
+}
+
+int exec_run(const struct graph *g, struct plan *p, struct backend *be,
+	     struct backend_stream *s, const void *const *inputs,
+	     void *const *outputs)
+{
+	int ret;
+
+	ret = exec_queue(g, p, be, s, inputs, outputs);
+	if (ret < 0)
+		return ret;
+	ret = backend_stream_sync(be, s);
+	/* A sync that failed because a device kernel met a bad index names
+	 * the node whose launch latched it. */
+	if (ret < 0)
+		return fault_blame(g, p, backend_stream_fault(be, s), ret);
+	p->runs++;
+	return 0;
+}
+
+int exec_profile(const struct graph *g, struct plan *p, struct backend *be,
+		 struct backend_stream *s, const void *const *inputs,
+		 void *const *outputs, double *step_ms)
+{
+	struct backend_event **ev;
+	int i, ret = 0;
+
+	ev = calloc((size_t)p->n_steps + 1, sizeof(*ev));
+	if (!ev)
+		return cep__set_error(CEP_ENOMEM, "out of memory profiling a run");
+	for (i = 0; i <= p->n_steps && ret == 0; i++)
+		ret = backend_timer_new(be, &ev[i]);
+	for (i = 0; i < p->n_inputs && ret == 0; i++)
+		ret = backend_copy_h2d(be, s, p->inputs[i].dev, inputs[i], p->inputs[i].bytes);
+	/* Step by step, never replayed: a timer between every two launches. */
+	for (i = 0; i < p->n_steps && ret == 0; i++) {
+		struct plan_step *st = &p->steps[i];
+
+		ret = backend_event_record(be, ev[i], s);
+		if (ret == 0)
+			ret = backend_launch(be, s, st->kernel->run, &st->call);
+		if (ret < 0)
+			ret = graph_node_wrap(g, st->node, ret);
+	}
+	if (ret == 0)
+		ret = backend_event_record(be, ev[p->n_steps], s);
+	for (i = 0; i < p->n_outputs && ret == 0; i++) {
+		if (outputs[i])
+			ret = backend_copy_d2h(be, s, outputs[i], p->outputs[i].dev,
+					       p->outputs[i].bytes);
+	}
+	if (ret == 0) {
+		ret = backend_stream_sync(be, s);
+		if (ret < 0)
+			ret = fault_blame(g, p, backend_stream_fault(be, s), ret);
+	}
+	for (i = 0; i < p->n_steps && ret == 0; i++)
+		ret = backend_event_elapsed(be, ev[i], ev[i + 1], &step_ms[i]);
+	for (i = 0; i <= p->n_steps; i++)
+		backend_event_free(be, ev[i]);
+	free(ev);
+	return ret;
+}
+
+int exec_submit(const struct graph *g, struct plan *p, struct backend *be,
+		struct backend_stream *s, const void *const *inputs,
+		void *const *outputs)
+{
+	int ret = exec_queue(g, p, be, s, inputs, outputs);
+
+	if (ret == 0)
+		p->runs++;
+	return ret;
+}
+
+int exec_submit_batch(const struct graph *g, struct plan *p, struct backend *be,
+		      struct backend_stream *s, size_t n, const int64_t *rows,
+		      const void *const *inputs, void *const *outputs)
+{
+	int64_t total = 0;
+	size_t k, at;
+	int i, ret;
+
+	for (k = 0; k < n; k++)
+		total += rows[k];
+	/* Each run's rows are a contiguous slice of every input and output:
+	 * the row's bytes are the tensor's over the batch. */
+	for (i = 0; i < p->n_inputs && total > 0; i++) {
+		size_t row = p->inputs[i].bytes / (size_t)total;
+
+		for (k = 0, at = 0; k < n; at += row * (size_t)rows[k], k++) {
+			if (rows[k] == 0 || row == 0)
+				continue;
+			ret = backend_copy_h2d(be, s, (unsigned char *)p->inputs[i].dev + at,
+					       inputs[k * (size_t)p->n_inputs + (size_t)i],
+					       row * (size_t)rows[k]);
+			if (ret < 0)
+				return ret;
+		}
+	}
+	ret = exec_steps(g, p, be, s);
+	if (ret < 0)
+		return ret;
+	for (i = 0; i < p->n_outputs && total > 0; i++) {
+		size_t row = p->outputs[i].bytes / (size_t)total;
+
+		for (k = 0, at = 0; k < n; at += row * (size_t)rows[k], k++) {
+			void *dst = outputs[k * (size_t)p->n_outputs + (size_t)i];
+
+			if (!dst || rows[k] == 0 || row == 0)
+				continue;
+			ret = backend_copy_d2h(be, s, dst, (unsigned char *)p->outputs[i].dev + at,
+					       row * (size_t)rows[k]);
+			if (ret < 0)
+				return ret;
+		}
+	}
+	p->runs++;
+	return 0;
+}
+
+int exec_fault(const struct graph *g, const struct plan *p,
+	       const struct backend_fault *f)
+{
+	const struct op_call *call;
+	int ret = backend_fault_error(f, &call);
+
+	return ret < 0 ? fault_blame(g, p, call, ret) : 0;
+}

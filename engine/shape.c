@@ -1,0 +1,162 @@
+/*
+ * shape.c — inference of types and shapes over the graph IR (engine/shape.h)
+ * and the checking of real input shapes against the model's declarations.
+ * The per-operator rules are the inference functions of the registry; this
+ * file walks the graph and checks what they return.
+ */
+#include "engine/shape.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+int shape_infer_node(const struct graph *g, int n, const struct op_tensor *in,
+		     struct op_tensor *out)
+{
+	const struct graph_node *node = &g->nodes[n];
+	struct op_infer x = {
+		.node = &node->op,
+		.n_in = node->n_in,
+		.n_out = node->n_out,
+		.in = in,
+		.out = out,
+	};
+	int i, d, ret;
+
+	for (i = 0; i < node->n_out; i++) {
+		memset(&out[i], 0, sizeof(out[i]));
+		out[i].rank = -1;
+	}
+	cep__clear_error();
+	ret = node->schema->infer(&x);
+	if (ret < 0)
+		return graph_node_wrap(g, n, ret);
+	for (i = 0; i < node->n_out; i++) {
+		if (node->out[i] < 0)
+			continue;
+		if (cep_dtype_size(out[i].dtype) == 0)
+			return graph_node_fail(g, n, CEP_EINTERNAL,
+					       "inference left output %d without a type", i);
+		if (out[i].rank > CEP_MAX_RANK)
+			return graph_node_fail(g, n, CEP_EUNSUPPORTED,
+					       "output %d has rank %d, above %d", i,
+					       out[i].rank, CEP_MAX_RANK);
+		for (d = 0; d < out[i].rank; d++) {
+			if (out[i].dims[d] < 0 && !op_dim_symbolic(out[i].dims[d]) &&
+			    out[i].dims[d] != OP_DIM_UNKNOWN)
+				return graph_node_fail(g, n, CEP_ESHAPE,
+						       "output %d has dimension %d of %" PRId64,
+						       i, d, out[i].dims[d]);
+		}
+	}
+	return 0;
+}
+
+/* Fills t with what node input v is at load: its type and shape, and its
+ * data when it is a constant; an omitted input is absent. */
+static void load_input(const struct graph *g, int v, struct op_tensor *t)
+{
+	if (v < 0) {
+		memset(t, 0, sizeof(*t));
+		return;
+	}
+	*t = g->values[v].t;
+	if (!(g->values[v].flags & GRAPH_VALUE_CONST))
+		t->data = NULL;
+}
+
+int shape_infer_graph(struct graph *g)
+{
+	struct op_tensor *in = NULL, *out = NULL;
+	int max_in = 1, max_out = 1;
+	int k, i, ret;
+
+	for (k = 0; k < g->n_order; k++) {
+		const struct graph_node *node = &g->nodes[g->order[k]];
+
+		if (node->n_in > max_in)
+			max_in = node->n_in;
+		if (node->n_out > max_out)
+			max_out = node->n_out;
+	}
+	in = calloc((size_t)max_in, sizeof(*in));
+	out = calloc((size_t)max_out, sizeof(*out));
+	if (!in || !out) {
+		ret = cep__set_error(CEP_ENOMEM, "out of memory inferring shapes");
+		goto out;
+	}
+	for (k = 0; k < g->n_order; k++) {
+		int n = g->order[k];
+		const struct graph_node *node = &g->nodes[n];
+
+		for (i = 0; i < node->n_in; i++)
+			load_input(g, node->in[i], &in[i]);
+		ret = shape_infer_node(g, n, in, out);
+		if (ret < 0)
+			goto out;
+		for (i = 0; i < node->n_out; i++) {
+			int v = node->out[i];
+
+			if (v < 0)
+				continue;
+			out[i].data = NULL;
+			g->values[v].t = out[i];
+		}
+	}
+	ret = 0;
+out:
+	free(in);
+	free(out);
+	return ret;
+}
+
+void shape_binding_reset(struct shape_binding *b)
+{
+	int i;
+
+	for (i = 0; i < b->n; i++) {
+		b->vals[i] = -1;
+		b->from[i] = -1;
+	}
+}
+
+int shape_bind_input(const struct graph *g, int v, int rank, const int64_t *dims,
+		     struct shape_binding *b)
+{
+	const struct graph_value *val = &g->values[v];
+	int i;
+
+	if (rank < 0 || rank > CEP_MAX_RANK)
+		return cep__set_error(CEP_ESHAPE, "input '%s': rank %d is out of range 0..%d",
+				      val->name, rank, CEP_MAX_RANK);
+	if (val->t.rank >= 0 && rank != val->t.rank)
+		return cep__set_error(CEP_ESHAPE, "input '%s': rank is %d, the model wants %d",
+				      val->name, rank, val->t.rank);
+	for (i = 0; i < rank; i++) {
+		int64_t want = val->t.rank >= 0 ? val->t.dims[i] : OP_DIM_UNKNOWN;
+		int s;
+
+		if (dims[i] < 0)
+			return cep__set_error(CEP_ESHAPE, "input '%s': dimension %d is %" PRId64,
+					      val->name, i, dims[i]);
+		if (op_dim_fixed(want) && dims[i] != want)
+			return cep__set_error(CEP_ESHAPE, "input '%s': dimension %d is %" PRId64
+					      ", the model wants %" PRId64,
+					      val->name, i, dims[i], want);
+		if (!op_dim_symbolic(want))
+			continue;
+		s = op_dim_symbol(want);
+		if (s >= b->n)
+			continue;
+		if (b->vals[s] < 0) {
+			b->vals[s] = dims[i];
+			b->from[s] = v;
+		} else if (b->vals[s] != dims[i]) {
+			return cep__set_error(CEP_ESHAPE, "input '%s': dimension %d is %" PRId64
+					      ", but '%s' is %" PRId64 " from input '%s'",
+					      val->name, i, dims[i], g->syms[s], b->vals[s],
+					      g->values[b->from[s]].name);
+		}
+	}
+	return 0;
+}

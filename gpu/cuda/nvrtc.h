@@ -1,0 +1,158 @@
+/*
+ * nvrtc.h — NVRTC loaded at run time, and the cache of compiled kernels.
+ *
+ * Device kernels ship as CUDA C++ sources embedded in the binary (the .cu
+ * files of kernels/cuda) and are compiled here, once, for the architecture
+ * of the device the daemon runs on. A cache answers in three tiers:
+ * modules already loaded in memory (keyed by a hash of the source, its
+ * headers and the compile options, never by a name), CUBIN images in a
+ * cache directory on disk (so a restarted daemon starts warm), and NVRTC
+ * itself. Every compile, hit and millisecond is counted.
+ *
+ * Like the driver (gpu/cuda/cuda_driver.h), NVRTC is opened with dlopen so one
+ * binary runs where the toolkit is absent; the few NVRTC types used are
+ * declared in nvrtc.c, so this header and CUDA's own <nvrtc.h> never meet.
+ *
+ * On-disk files are named after their key (name, source hash,
+ * architecture, options hash, NVRTC version), written atomically (a
+ * temporary file renamed into place) and start with a header that repeats
+ * the key and a hash of the image: a truncated, corrupt or foreign file is
+ * counted as rejected, ignored and rebuilt. A directory that another user
+ * owns or others may write is not used (a cache file is code the daemon
+ * runs).
+ *
+ * Threads: a cache may be used from any thread; it has its own lock, held
+ * while it compiles (compiles happen when plans are built, never on a
+ * run).
+ */
+#ifndef CEP_GPU_NVRTC_H
+#define CEP_GPU_NVRTC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cuda.h>
+
+struct cuda_driver;
+struct nvrtc_lib;
+struct nvrtc_cache;
+
+/* A CUDA C++ source to compile, with the headers it may #include. */
+struct nvrtc_source {
+	const char *name;                 /* for messages and file names: "binary" */
+	const char *text;                 /* NUL-terminated */
+	int n_headers;
+	const char *const *header_names;  /* (n_headers), as written in #include "" */
+	const char *const *header_texts;  /* (n_headers), NUL-terminated */
+};
+
+/* ------------------------------------------------------------- the library */
+
+/*
+ * Loads NVRTC: from path when it is not NULL, else the first of
+ * libnvrtc.so.13, libnvrtc.so.12 and libnvrtc.so found in $CUDA_HOME/lib64,
+ * /usr/local/cuda/lib64, then the dynamic linker's own search path. On
+ * success *out is the caller's, freed with nvrtc_lib_free(). Fails with
+ * CEP_ENOTSUP and a message that starts "no NVRTC: " and names what was
+ * tried and why it failed (or the entry point missing), or CEP_ENOMEM.
+ */
+int nvrtc_lib_open(const char *path, struct nvrtc_lib **out);
+
+/* Frees lib. The library stays loaded for the life of the process, as the
+ * driver does. Accepts NULL. */
+void nvrtc_lib_free(struct nvrtc_lib *lib);
+
+/* NVRTC's version as 1000 * major + 10 * minor (13000 for 13.0). */
+int nvrtc_lib_version(const struct nvrtc_lib *lib);
+
+/* The file the library was loaded from, as given to dlopen. */
+const char *nvrtc_lib_path(const struct nvrtc_lib *lib);
+
+/*
+ * Compiles src for sm_<arch> (arch is 10 * major + minor of the compute
+ * capability: 90 on an H200) with the cache's options (see
+ * nvrtc_options()) and returns the CUBIN in *image (malloc'd, the
+ * caller's, free()) of *size bytes. Fails with CEP_EINVAL and NVRTC's log
+ * (the first part of it) in the message when the source does not compile,
+ * CEP_EDEVICE for other NVRTC failures, CEP_ENOMEM.
+ */
+int nvrtc_compile(struct nvrtc_lib *lib, const struct nvrtc_source *src, int arch,
+		  void **image, size_t *size);
+
+/* The options every compile for arch uses, space separated, into buf (len
+ * bytes): "--gpu-architecture=sm_90 -default-device --std=c++17". They are
+ * part of every cache key. */
+void nvrtc_options(int arch, char *buf, size_t len);
+
+/* ----------------------------------------------------------------- the cache */
+
+/* What a cache has done since it was made. */
+struct nvrtc_stats {
+	uint64_t compiles;      /* sources NVRTC compiled */
+	uint64_t compile_ns;    /* ns spent in those compiles */
+	uint64_t mem_hits;      /* lookups answered by a loaded module */
+	uint64_t disk_hits;     /* images read from the cache directory */
+	uint64_t disk_writes;   /* images written to it */
+	uint64_t disk_rejects;  /* files there that were corrupt or foreign */
+	uint64_t disk_errors;   /* reads or writes that failed (disk full, ...) */
+	uint64_t modules;       /* modules loaded now */
+};
+
+/*
+ * Makes a cache for sm_<arch> over lib (which must outlive it). drv (may
+ * be NULL) is the driver table that loads modules: without it only
+ * nvrtc_cache_image() works. dir is the cache directory, created (mode
+ * 0700, parents too) when first written; NULL or "" keeps images in
+ * memory only. On success *out is the caller's, freed with
+ * nvrtc_cache_free(). Fails with CEP_EINVAL (a relative or too long dir)
+ * or CEP_ENOMEM. A directory that cannot be used is not an error: the
+ * cache then works without it and nvrtc_cache_disk_note() says why.
+ */
+int nvrtc_cache_new(struct nvrtc_lib *lib, const struct cuda_driver *drv, int arch,
+		    const char *dir, struct nvrtc_cache **out);
+
+/* Unloads every module (the context they were loaded in must be current
+ * on the calling thread) and frees the cache. Accepts NULL. */
+void nvrtc_cache_free(struct nvrtc_cache *c);
+
+/*
+ * The CUBIN of src for the cache's architecture: read from the cache
+ * directory when a valid file is there, else compiled and written there.
+ * *image is malloc'd and the caller's; *size its bytes. Fails as
+ * nvrtc_compile() does; disk trouble only counts (disk_errors).
+ */
+int nvrtc_cache_image(struct nvrtc_cache *c, const struct nvrtc_source *src,
+		      void **image, size_t *size);
+
+/*
+ * The kernel func of src: the module of src is loaded once (from memory,
+ * disk or a compile, in that order) into the context current on the
+ * calling thread, and stays until the cache is freed. Fails with
+ * CEP_EINVAL when the cache has no driver, CEP_EUNSUPPORTED when the module
+ * has no kernel func (the message names both), the driver's error from
+ * cuModuleLoadData, or as nvrtc_cache_image() does.
+ */
+int nvrtc_cache_function(struct nvrtc_cache *c, const struct nvrtc_source *src,
+			 const char *func, CUfunction *out);
+
+/* Copies the counters into *out. */
+void nvrtc_cache_stats(struct nvrtc_cache *c, struct nvrtc_stats *out);
+
+/* The path of src's file in the cache directory, into buf (len bytes).
+ * Returns 0, or CEP_ENOENT when the cache has no directory, or
+ * CEP_ENAMETOOLONG. */
+int nvrtc_cache_path(struct nvrtc_cache *c, const struct nvrtc_source *src, char *buf,
+		     size_t len);
+
+/* Why the cache directory is not used ("" when it is, or when there is
+ * none); valid for the cache's life. */
+const char *nvrtc_cache_disk_note(struct nvrtc_cache *c);
+
+/*
+ * The default cache directory into buf (len bytes): /var/cache/cudaep for
+ * root, else $XDG_CACHE_HOME/cudaep, else $HOME/.cache/cudaep. Returns 0,
+ * CEP_ENOENT when neither variable is set for a user, or CEP_ENAMETOOLONG.
+ */
+int nvrtc_cache_dir_default(char *buf, size_t len);
+
+#endif
