@@ -20,7 +20,11 @@
 
 #include "common/error.h"
 #include "common/log.h"
-#include "daemon/server.h"
+#include "alloc/account.h"
+#include "common/container_of.h"
+#include "proto/cep_limits.h"
+#include "common/stats.h"
+#include "gpu/backend.h"
 
 /* group_try(): fewer than two runs are left to merge. */
 #define BATCH_TOO_FEW 2
@@ -67,13 +71,17 @@ struct batch_group {
 	char work_msg[CEP_MAX_STATUS_MSG];
 };
 
-void batcher_init(struct batcher *b, struct server *s)
+void batcher_init(struct batcher *b, uv_loop_t *loop, struct backend *be,
+		  struct account *account, struct stats *st, uint32_t window_us, uint32_t max)
 {
 	memset(b, 0, sizeof(*b));
-	b->s = s;
-	b->window_ns = (uint64_t)s->cfg.batch_window_us * 1000;
+	b->loop = loop;
+	b->backend = be;
+	b->account = account;
+	b->stats = st;
+	b->window_ns = (uint64_t)window_us * 1000;
 	/* A configuration not made by config_init() (tests): the default. */
-	b->max = s->cfg.batch_max ? s->cfg.batch_max : 32;
+	b->max = max ? max : 32;
 }
 
 /* ------------------------------------------------------------------ timer */
@@ -147,7 +155,7 @@ static void group_free(struct batch_group *g)
 			break;
 		}
 	}
-	stats_gauge_add(&g->b->s->stats, STATS_GAUGE_BATCH_GROUPS, -1);
+	stats_gauge_add(g->b->stats, STATS_GAUGE_BATCH_GROUPS, -1);
 	group_lanes_free(g);
 	if (g->armed)
 		timer_set(g, 0);
@@ -172,11 +180,10 @@ void batch_group_unref(struct batch_group *g)
 static int group_new(struct batcher *b, engine_session *es, cep_priority priority,
 		     struct batch_group **out)
 {
-	struct server *s = b->s;
 	struct engine_session_options o = {
 		.precision = engine_session_precision(es),
 		.priority = priority,
-		.account = s->account,
+		.account = b->account,
 		/* Runs of many clients share it: only the global limit counts. */
 		.owner = ALLOC_OWNER_SHARED,
 		.max_batch = (int)b->max,
@@ -205,12 +212,12 @@ static int group_new(struct batcher *b, engine_session *es, cep_priority priorit
 		goto fail;
 	}
 	for (i = 0; i < BATCH_LANES; i++) {
-		ret = engine_session_new(engine_session_model(es), s->backend, &o,
+		ret = engine_session_new(engine_session_model(es), b->backend, &o,
 					 &g->lane[i].es);
 		if (ret < 0)
 			goto fail;
 	}
-	ret = uv_poll_init(s->loop, &g->poll, g->tfd);
+	ret = uv_poll_init(b->loop, &g->poll, g->tfd);
 	if (ret != 0) {
 		ret = cep__set_error(CEP_EINTERNAL, "watching a batch window: %s",
 				     uv_strerror(ret));
@@ -231,7 +238,7 @@ static int group_new(struct batcher *b, engine_session *es, cep_priority priorit
 	g->priority = priority;
 	g->next = b->groups;
 	b->groups = g;
-	stats_gauge_add(&s->stats, STATS_GAUGE_BATCH_GROUPS, 1);
+	stats_gauge_add(b->stats, STATS_GAUGE_BATCH_GROUPS, 1);
 	*out = g;
 	return 0;
 fail:
@@ -310,7 +317,7 @@ static void group_alone_finish(struct batch_group *g)
 	size_t k, n = g->n_alone;
 
 	g->n_alone = 0;
-	stats_count(&g->b->s->stats, STATS_COUNTER_BATCH_ALONE, n);
+	stats_count(g->b->stats, STATS_COUNTER_BATCH_ALONE, n);
 	for (k = 0; k < n; k++)
 		member_finish(g->alone[k], BATCH_ALONE);
 }
@@ -320,7 +327,7 @@ static void group_alone_finish(struct batch_group *g)
  * ones the engine refused on their own). */
 static void group_done(struct batch_group *g, int ret, const char *msg)
 {
-	struct stats *st = &g->b->s->stats;
+	struct stats *st = g->b->stats;
 	size_t k, n = g->n_batch;
 
 	g->n_batch = 0;
@@ -431,7 +438,7 @@ static void group_after(uv_work_t *w, int status)
 {
 	struct batch_group *g = container_of(w, struct batch_group, work);
 
-	stats_gauge_add(&g->b->s->stats, STATS_GAUGE_JOBS, -1);
+	stats_gauge_add(g->b->stats, STATS_GAUGE_JOBS, -1);
 	g->busy = false;
 	if (status != 0 && g->work_ret == 0) {
 		g->work_ret = CEP_ECANCELED;
@@ -447,10 +454,10 @@ static void group_after(uv_work_t *w, int status)
  * warm and the backend queues work, else on the thread pool. */
 static void group_submit(struct batch_group *g)
 {
-	struct server *s = g->b->s;
+	struct batcher *b = g->b;
 	int ret;
 
-	if (s->backend->caps & BACKEND_CAP_ASYNC) {
+	if (b->backend->caps & BACKEND_CAP_ASYNC) {
 		cep__clear_error();
 		ret = group_try(g, ENGINE_SUBMIT_WARM);
 		if (ret != ENGINE_RUN_COLD) {
@@ -462,10 +469,10 @@ static void group_submit(struct batch_group *g)
 	g->work_msg[0] = '\0';
 	/* What the engine refused so far goes now, not after the planning. */
 	group_alone_finish(g);
-	ret = uv_queue_work(s->loop, &g->work, group_work, group_after);
+	ret = uv_queue_work(b->loop, &g->work, group_work, group_after);
 	if (ret == 0) {
 		g->busy = true;
-		stats_gauge_add(&s->stats, STATS_GAUGE_JOBS, 1);
+		stats_gauge_add(b->stats, STATS_GAUGE_JOBS, 1);
 		return;
 	}
 	log_warning("uv_queue_work: %s; a batch runs alone", uv_strerror(ret));
@@ -477,7 +484,7 @@ static void group_submit(struct batch_group *g)
  * run alone. */
 static void group_flush(struct batch_group *g)
 {
-	struct stats *st = &g->b->s->stats;
+	struct stats *st = g->b->stats;
 	uint32_t max = g->b->max;
 	int lane;
 
@@ -523,7 +530,7 @@ bool batch_add(struct batch_group *g, struct batch_member *m)
 	g->tail = m;
 	g->n_wait++;
 	g->rows_wait += m->rows;
-	stats_gauge_add(&g->b->s->stats, STATS_GAUGE_BATCH_WAITING, 1);
+	stats_gauge_add(g->b->stats, STATS_GAUGE_BATCH_WAITING, 1);
 	group_kick(g);
 	return true;
 }
@@ -549,7 +556,7 @@ bool batch_member_cancel(struct batch_member *m)
 			g->tail = prev;
 		g->n_wait--;
 		g->rows_wait -= m->rows;
-		stats_gauge_add(&g->b->s->stats, STATS_GAUGE_BATCH_WAITING, -1);
+		stats_gauge_add(g->b->stats, STATS_GAUGE_BATCH_WAITING, -1);
 		m->group = NULL;
 		m->next = NULL;
 		if (!g->head && g->armed)

@@ -37,7 +37,9 @@
 
 #include "engine/engine.h"
 
-struct server;
+struct account;
+struct backend;
+struct stats;
 struct batch_group;
 
 /* How a member's run left its group (batch_member's done). */
@@ -61,17 +63,23 @@ struct batch_member {
 	                                     * cancelled */
 };
 
-/* The groups of a server; in struct server. */
+/* The groups of a daemon; in struct server. */
 struct batcher {
-	struct server *s;
+	uv_loop_t *loop;                    /* watches the windows */
+	struct backend *backend;            /* the groups' engine sessions run here */
+	struct account *account;            /* charged to its shared owner */
+	struct stats *stats;
 	struct batch_group *groups;         /* live ones */
 	uint64_t window_ns;                 /* batch_window_us, in ns */
 	uint32_t max;                       /* batch_max: runs, and rows */
 };
 
-/* Initializes b for server s with its configuration; nothing to close
- * (every group goes with the last session that uses it). */
-void batcher_init(struct batcher *b, struct server *s);
+/* Initializes b (caller memory) for groups on loop and be, charged to
+ * account and counted in st, with batch_window_us window_us and batch_max
+ * max (0: 32); nothing to close (every group goes with the last session
+ * that uses it). */
+void batcher_init(struct batcher *b, uv_loop_t *loop, struct backend *be,
+		  struct account *account, struct stats *st, uint32_t window_us, uint32_t max);
 
 /*
  * The group of sessions of engine session es's model and precision and of

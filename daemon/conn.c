@@ -1,9 +1,9 @@
 /*
- * conn.c — a client connection: reading packets with their fds off a
- * SOCK_SEQPACKET socket, handing each to dispatch_packet(), sending the
- * response or queueing it, and tearing down everything the client owned
- * (see conn.h). libuv cannot carry SEQPACKET through uv_pipe_t, so the raw
- * non-blocking fd is watched with a uv_poll_t embedded in struct conn.
+ * conn.c — a client's transport (conn.h): reading packets with their fds
+ * off a SOCK_SEQPACKET socket, sending responses or queueing them, and
+ * the orderly close. libuv cannot carry SEQPACKET through uv_pipe_t, so
+ * the raw non-blocking fd is watched with a uv_poll_t embedded in struct
+ * conn.
  */
 #include "daemon/conn.h"
 
@@ -11,130 +11,105 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "client/cudaep.h"
-#include "daemon/dispatch.h"
+#include "common/container_of.h"
 #include "common/error.h"
-#include "daemon/fairq.h"
 #include "common/log.h"
-#include "daemon/server.h"
+#include "common/stats.h"
+#include "proto/cep_limits.h"
 
 static void conn_on_poll(uv_poll_t *h, int status, int events);
-static int conn_queue(struct conn *c, const uint8_t *buf, size_t len, int fd);
-static int conn_take_fds(struct conn *c, struct msghdr *msg, int *fds,
-			 unsigned *flags);
 
-/* id 0: the next client id. */
-static int conn_alloc(struct server *s, int fd, uint64_t id, pid_t pid, uid_t uid,
-		      gid_t gid, bool admin, struct conn **out)
+int conn_open(struct conn *c, const struct conn_env *env, int fd, uint64_t id)
 {
-	struct conn *c = calloc(1, sizeof(*c));
-
-	*out = NULL;
-	if (c == NULL)
-		return CEP_ENOMEM;
-	c->server = s;
-	c->fd = fd;
-	c->id = id != 0 ? id : s->next_client_id++;
-	c->pid = pid;
-	c->uid = uid;
-	c->gid = gid;
-	c->admin = admin;
-	c->connected_ns = uv_hrtime();
-	region_table_init(&c->regions, &s->regions);
-	c->regions.client_id = c->id;
-	session_table_init(&c->sessions, &s->sessions, c->id);
-	c->fence.fd = -1;
-	c->fence.page_fd = -1;
-	*out = c;
-	return 0;
-}
-
-/* conn_new() and conn_adopt(). */
-static int conn_open(struct server *s, int fd, uint64_t id, pid_t pid, uid_t uid,
-		     gid_t gid, bool admin, struct conn **out)
-{
-	struct conn *c;
 	int ret;
 
-	*out = NULL;
-	ret = conn_alloc(s, fd, id, pid, uid, gid, admin, &c);
-	if (ret != 0) {
-		close(fd);
-		return ret;
-	}
+	memset(c, 0, sizeof(*c));
+	c->env = env;
+	c->fd = fd;
+	c->id = id;
+	if (fd < 0)
+		return 0;
 	/* libuv's codes are negated errnos on Linux, as CEP_E* codes are. */
-	ret = uv_poll_init(s->loop, &c->poll, fd);
+	ret = uv_poll_init(env->loop, &c->poll, fd);
 	if (ret != 0) {
-		free(c);
 		close(fd);
+		c->fd = -1;
 		return ret;
 	}
-	server__conn_link(s, c);
 	c->poll_events = UV_READABLE | UV_DISCONNECT;
 	ret = uv_poll_start(&c->poll, c->poll_events, conn_on_poll);
 	if (ret != 0) {
-		/* The handle exists: c goes in its close callback. */
-		conn_free(c);
-		return ret;
+		/* Closed as any other; the owner waits for the callback. */
+		c->state = CONN_BROKEN;
+		return 0;
 	}
-	*out = c;
 	return 0;
 }
 
-int conn_new(struct server *s, int fd, pid_t pid, uid_t uid, gid_t gid,
-	     bool admin, struct conn **out)
+/* What to poll for follows from the state: read unless held, paused or on
+ * the way out, write while something is queued; a broken connection
+ * polls for anything, so that the next turn reports it gone. */
+static void conn_poll_update(struct conn *c)
 {
-	return conn_open(s, fd, 0, pid, uid, gid, admin, out);
-}
+	int events = 0;
 
-int conn_adopt(struct server *s, int fd, uint64_t id, pid_t pid, uid_t uid,
-	       gid_t gid, bool admin, struct conn **out)
-{
-	const struct conn *c;
-
-	*out = NULL;
-	for (c = s->conns; c != NULL; c = c->next)
-		if (c->id == id)
-			break;
-	if (id == 0 || id >= s->next_client_id || c != NULL) {
-		close(fd);
-		return cep__set_error(CEP_EINVAL, "client id %llu cannot be handed over "
-				      "(the next id is %llu)", (unsigned long long)id,
-				      (unsigned long long)s->next_client_id);
+	if (c->fd < 0 || c->state == CONN_GONE || c->state == CONN_CLOSING)
+		return;
+	if (c->state == CONN_BROKEN) {
+		events = UV_WRITABLE | UV_READABLE | UV_DISCONNECT;
+	} else if (c->state == CONN_DRAINING) {
+		/* Writable: flush what is queued, then end. */
+		events = UV_WRITABLE;
+	} else {
+		if (c->state == CONN_OPEN && !c->read_paused && c->hold == CONN_READ)
+			events |= UV_READABLE | UV_DISCONNECT;
+		else if (c->state == CONN_OPEN && c->hold == CONN_HELD_WATCHED)
+			events |= UV_DISCONNECT;
+		if (c->out_head != NULL)
+			events |= UV_WRITABLE;
 	}
-	return conn_open(s, fd, id, pid, uid, gid, admin, out);
+	if (events == c->poll_events)
+		return;
+	c->poll_events = events;
+	if (events == 0)
+		uv_poll_stop(&c->poll);
+	else
+		uv_poll_start(&c->poll, events, conn_on_poll);
 }
 
-int conn_queue_adopt(struct conn *c, const uint8_t *buf, size_t len, int fd)
+/* The peer is gone: reported on the next turn (conn_on_poll). */
+static void conn_break(struct conn *c)
 {
-	return conn_queue(c, buf, len, fd);
+	if (c->state != CONN_OPEN && c->state != CONN_DRAINING)
+		return;
+	c->state = CONN_BROKEN;
+	conn_poll_update(c);
 }
 
-int conn_new_detached(struct server *s, uid_t uid, gid_t gid, pid_t pid,
-		      struct conn **out)
+/* Reports c gone to its owner: from the poll callback only. */
+static void conn_gone(struct conn *c)
 {
-	bool admin = server_peer_admin(s, uid, gid, NULL, 0);
-	int ret;
+	if (c->state == CONN_GONE || c->state == CONN_CLOSING)
+		return;
+	c->state = CONN_GONE;
+	if (c->poll_events != 0) {
+		uv_poll_stop(&c->poll);
+		c->poll_events = 0;
+	}
+	c->env->ops->gone(c);
+}
 
-	ret = conn_alloc(s, -1, 0, pid, uid, gid, admin, out);
-	if (ret != 0)
-		return ret;
-	server__conn_link(s, *out);
-	return 0;
+void conn_hold(struct conn *c, enum conn_hold hold)
+{
+	c->hold = hold;
+	conn_poll_update(c);
 }
 
 /* ------------------------------------------------------------- teardown */
-
-static void conn_on_close(uv_handle_t *h)
-{
-	struct conn *c = container_of(h, struct conn, poll);
-
-	close(c->fd);
-	stats_gauge_add(&c->server->stats, STATS_GAUGE_CONNECTIONS, -1);
-	free(c);
-}
 
 static void conn_queue_drop(struct conn *c)
 {
@@ -146,90 +121,69 @@ static void conn_queue_drop(struct conn *c)
 			close(o->fd);
 		free(o);
 	}
-	stats_gauge_add(&c->server->stats, STATS_GAUGE_SEND_QUEUE,
-			-(int64_t)c->out_count);
+	stats_gauge_add(c->env->stats, STATS_GAUGE_SEND_QUEUE, -(int64_t)c->out_count);
 	c->out_head = NULL;
 	c->out_tail = NULL;
 	c->out_count = 0;
 }
 
-void conn_free(struct conn *c)
+static void conn_on_close(uv_handle_t *h)
 {
-	if (c == NULL || c->closing)
-		return;
-	if (c->batch_waiting)
-		dispatch_batch_drop(c);
-	/* Runs waiting for their turn never start now; the ones on the
-	 * device are waited for. */
-	fairq_conn_cancel(c->server, c);
-	if (c->busy || c->dispatching || c->fence.inflight > 0) {
-		/* Its job may be reading its regions or running one of its
-		 * sessions right now, and queued runs still copy into its
-		 * regions: wait for them (conn_job_done(), fence.c). */
-		c->free_deferred = true;
-		if (c->poll_events != 0) {
-			uv_poll_stop(&c->poll);
-			c->poll_events = 0;
-		}
-		return;
-	}
-	c->closing = true;
-	log_printf(c->hello_done ? LOG_INFO : LOG_DEBUG,
-		   "client %llu disconnected after %llu requests: released "
-		   "%u regions (%llu bytes) and %u sessions",
-		   (unsigned long long)c->id, (unsigned long long)c->requests,
-		   c->regions.ids.count, (unsigned long long)c->regions.bytes,
-		   c->sessions.ids.count);
-	session_table_close(&c->sessions);
-	region_table_close(&c->regions);
-	fence_close(c->server, c);
-	dispatch_job_free(c->job);
-	c->job = NULL;
+	struct conn *c = container_of(h, struct conn, poll);
+
+	close(c->fd);
+	c->fd = -1;
+	c->closed(c);
+}
+
+void conn_close(struct conn *c, void (*closed)(struct conn *c))
+{
+	c->state = CONN_CLOSING;
+	c->closed = closed;
 	conn_queue_drop(c);
-	server__conn_unlink(c->server, c);
 	if (c->fd < 0) {
-		free(c);
+		closed(c);
 		return;
 	}
 	uv_close((uv_handle_t *)&c->poll, conn_on_close);
 }
 
-/* What to poll for follows from the state: read unless paused or on the
- * way out, write while something is queued. */
-static void conn_poll_update(struct conn *c)
+/* Moves the fds of msg's SCM_RIGHTS messages into fds (CEP_MAX_FDS slots)
+ * and returns how many; any beyond that are closed and flagged. */
+static int conn_take_fds(struct conn *c, struct msghdr *msg, int *fds, unsigned *flags)
 {
-	int events = 0;
+	struct cmsghdr *cm;
+	int nfds = 0, n, i, fd;
 
-	if (c->closing || c->free_deferred)
-		return;
-	if (!c->read_paused && !c->close_after_flush && !c->busy)
-		events |= UV_READABLE | UV_DISCONNECT;
-	else if (c->batch_waiting)
-		/* Its run waits for others to be merged with: a client that
-		 * goes away meanwhile is dropped from the batch at once. */
-		events |= UV_DISCONNECT;
-	if (c->out_head != NULL)
-		events |= UV_WRITABLE;
-	if (events == c->poll_events)
-		return;
-	c->poll_events = events;
-	if (events == 0)
-		uv_poll_stop(&c->poll);
-	else
-		uv_poll_start(&c->poll, events, conn_on_poll);
+	for (cm = CMSG_FIRSTHDR(msg); cm != NULL; cm = CMSG_NXTHDR(msg, cm)) {
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		n = (int)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+		for (i = 0; i < n; i++) {
+			memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+			if (nfds < CEP_MAX_FDS) {
+				fds[nfds++] = fd;
+				continue;
+			}
+			close(fd);
+			stats_count(c->env->stats, STATS_COUNTER_FDS_RECEIVED, 1);
+			stats_count(c->env->stats, STATS_COUNTER_FDS_CLOSED, 1);
+			*flags |= CONN_FDS_TRUNCATED;
+		}
+	}
+	return nfds;
 }
 
 /*
  * Closing a Unix socket with packets still unread makes the peer's next
  * recv fail with ECONNRESET, before the replies we did send: a client
  * would see that instead of, say, the reason its Hello was refused. So an
- * orderly close first stops the peer from sending more (its sends now fail
+ * orderly end first stops the peer from sending more (its sends now fail
  * with EPIPE), reads and drops whatever it sent meanwhile (closing any
- * fds), then frees c.
+ * fds), then reports c gone.
  */
-static void conn_close_orderly(struct conn *c)
+static void conn_end_orderly(struct conn *c)
 {
-	struct server *s = c->server;
 	union {
 		struct cmsghdr align;
 		char buf[CMSG_SPACE(sizeof(int) * CEP_MAX_FDS)];
@@ -242,7 +196,7 @@ static void conn_close_orderly(struct conn *c)
 	if (c->fd >= 0)
 		shutdown(c->fd, SHUT_RD);
 	for (n = 0; c->fd >= 0 && n < 4096; n++) {
-		iov.iov_base = s->in_buf;
+		iov.iov_base = c->env->in_buf;
 		iov.iov_len = CEP_MAX_PACKET + 1;
 		memset(&msg, 0, sizeof(msg));
 		msg.msg_iov = &iov;
@@ -255,42 +209,19 @@ static void conn_close_orderly(struct conn *c)
 		nfds = conn_take_fds(c, &msg, fds, &flags);
 		for (i = 0; i < nfds; i++)
 			close(fds[i]);
-		stats_count(&s->stats, STATS_COUNTER_FDS_RECEIVED,
-			    (uint64_t)nfds);
-		stats_count(&s->stats, STATS_COUNTER_FDS_CLOSED,
-			    (uint64_t)nfds);
+		stats_count(c->env->stats, STATS_COUNTER_FDS_RECEIVED, (uint64_t)nfds);
+		stats_count(c->env->stats, STATS_COUNTER_FDS_CLOSED, (uint64_t)nfds);
 	}
-	conn_free(c);
+	conn_gone(c);
 }
 
-void conn_job_begin(struct conn *c)
+void conn_drain(struct conn *c)
 {
-	c->busy = true;
-	conn_poll_update(c);
-}
-
-void conn_job_done(struct conn *c)
-{
-	c->busy = false;
-	if (c->free_deferred) {
-		c->free_deferred = false;
-		conn_free(c);
+	if (c->state != CONN_OPEN)
 		return;
-	}
-	conn_poll_update(c);
-	/* Packets may have arrived meanwhile; level-triggered polling reports
-	 * them on the next iteration. */
-}
-
-void conn_shutdown(struct conn *c)
-{
-	if (c->closing)
-		return;
-	if (c->fd < 0 || c->out_head == NULL) {
-		conn_close_orderly(c);
-		return;
-	}
-	c->close_after_flush = true;
+	c->state = CONN_DRAINING;
+	/* Even with nothing queued the next turn ends it (the socket is
+	 * writable); never under the caller. */
 	conn_poll_update(c);
 }
 
@@ -301,11 +232,11 @@ static int conn_queue(struct conn *c, const uint8_t *buf, size_t len, int fd)
 	struct conn_out *o = malloc(sizeof(*o) + len);
 
 	if (o == NULL) {
-		log_err("client %llu: no memory to queue a response; closing "
-			"the connection", (unsigned long long)c->id);
+		log_err("client %llu: no memory to queue a response; closing the connection",
+			(unsigned long long)c->id);
 		if (fd >= 0)
 			close(fd);
-		conn_free(c);
+		conn_break(c);
 		return CEP_ENOMEM;
 	}
 	o->next = NULL;
@@ -318,8 +249,10 @@ static int conn_queue(struct conn *c, const uint8_t *buf, size_t len, int fd)
 		c->out_head = o;
 	c->out_tail = o;
 	c->out_count++;
-	stats_count(&c->server->stats, STATS_COUNTER_RESPONSES_QUEUED, 1);
-	stats_gauge_add(&c->server->stats, STATS_GAUGE_SEND_QUEUE, 1);
+	stats_count(c->env->stats, STATS_COUNTER_RESPONSES_QUEUED, 1);
+	stats_gauge_add(c->env->stats, STATS_GAUGE_SEND_QUEUE, 1);
+	if (c->out_count > CONN_QUEUE_HIGH)
+		c->read_paused = true;
 	conn_poll_update(c);
 	return 0;
 }
@@ -352,14 +285,12 @@ static int conn_send_one(struct conn *c, const uint8_t *buf, size_t len, int fd)
 		n = sendmsg(c->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
 	while (n < 0 && errno == EINTR);
 	if (n >= 0) {
-		stats_count(&c->server->stats, STATS_COUNTER_BYTES_SENT,
-			    (uint64_t)n);
+		stats_count(c->env->stats, STATS_COUNTER_BYTES_SENT, (uint64_t)n);
 		return 1;
 	}
 	if (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS)
 		return 0;
-	log_debug("client %llu: send: %s", (unsigned long long)c->id,
-		  strerror(errno));
+	log_debug("client %llu: send: %s", (unsigned long long)c->id, strerror(errno));
 	return cep__from_errno(errno);
 }
 
@@ -367,10 +298,10 @@ int conn_send_fd(struct conn *c, const uint8_t *buf, size_t len, int fd)
 {
 	int ret;
 
-	if (c->fd < 0 || c->closing) {
+	if (c->fd < 0 || (c->state != CONN_OPEN && c->state != CONN_DRAINING)) {
 		if (fd >= 0)
 			close(fd);
-		return 0;
+		return c->fd < 0 || c->state == CONN_CLOSING ? 0 : CEP_EPIPE;
 	}
 	if (c->out_head == NULL) {
 		ret = conn_send_one(c, buf, len, fd);
@@ -383,7 +314,7 @@ int conn_send_fd(struct conn *c, const uint8_t *buf, size_t len, int fd)
 		if (ret < 0) {
 			if (fd >= 0)
 				close(fd);
-			conn_free(c);
+			conn_break(c);
 			return ret;
 		}
 	}
@@ -405,20 +336,20 @@ static void conn_flush(struct conn *c)
 		if (ret == 0)
 			break;
 		if (ret < 0) {
-			conn_free(c);
+			conn_break(c);
 			return;
 		}
 		c->out_head = o->next;
 		if (c->out_head == NULL)
 			c->out_tail = NULL;
 		c->out_count--;
-		stats_gauge_add(&c->server->stats, STATS_GAUGE_SEND_QUEUE, -1);
+		stats_gauge_add(c->env->stats, STATS_GAUGE_SEND_QUEUE, -1);
 		if (o->fd >= 0)
 			close(o->fd);
 		free(o);
 	}
-	if (c->out_head == NULL && c->close_after_flush) {
-		conn_close_orderly(c);
+	if (c->out_head == NULL && c->state == CONN_DRAINING) {
+		conn_end_orderly(c);
 		return;
 	}
 	if (c->read_paused && c->out_count <= CONN_QUEUE_LOW)
@@ -428,55 +359,22 @@ static void conn_flush(struct conn *c)
 
 /* ------------------------------------------------------------------ read */
 
-/* Moves the fds of msg's SCM_RIGHTS messages into fds (CEP_MAX_FDS slots)
- * and returns how many; any beyond that are closed and flagged. */
-static int conn_take_fds(struct conn *c, struct msghdr *msg, int *fds,
-			 unsigned *flags)
-{
-	struct cmsghdr *cm;
-	int nfds = 0, n, i, fd;
-
-	for (cm = CMSG_FIRSTHDR(msg); cm != NULL; cm = CMSG_NXTHDR(msg, cm)) {
-		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
-			continue;
-		n = (int)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
-		for (i = 0; i < n; i++) {
-			memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int),
-			       sizeof(int));
-			if (nfds < CEP_MAX_FDS) {
-				fds[nfds++] = fd;
-				continue;
-			}
-			close(fd);
-			stats_count(&c->server->stats,
-				    STATS_COUNTER_FDS_RECEIVED, 1);
-			stats_count(&c->server->stats, STATS_COUNTER_FDS_CLOSED,
-				    1);
-			*flags |= DISPATCH_FDS_TRUNCATED;
-		}
-	}
-	return nfds;
-}
-
 static void conn_read(struct conn *c)
 {
-	struct server *s = c->server;
 	union {
 		struct cmsghdr align;
 		char buf[CMSG_SPACE(sizeof(int) * CEP_MAX_FDS)];
 	} ctl;
 	struct iovec iov;
 	struct msghdr msg;
-	int fds[CEP_MAX_FDS], nfds, i, ret;
+	int fds[CEP_MAX_FDS], nfds, i;
 	unsigned flags;
-	size_t out_len;
 	ssize_t n;
 
 	for (i = 0; i < CONN_READ_BURST; i++) {
-		if (c->closing || c->close_after_flush || c->read_paused ||
-		    c->busy || c->free_deferred)
+		if (c->state != CONN_OPEN || c->read_paused || c->hold != CONN_READ)
 			return;
-		iov.iov_base = s->in_buf;
+		iov.iov_base = c->env->in_buf;
 		iov.iov_len = CEP_MAX_PACKET + 1;
 		memset(&msg, 0, sizeof(msg));
 		msg.msg_iov = &iov;
@@ -490,76 +388,36 @@ static void conn_read(struct conn *c)
 			return;
 		if (n < 0) {
 			log_printf(errno == ECONNRESET ? LOG_DEBUG : LOG_NOTICE,
-				   "client %llu: recvmsg: %s",
-				   (unsigned long long)c->id, strerror(errno));
-			conn_free(c);
+				   "client %llu: recvmsg: %s", (unsigned long long)c->id,
+				   strerror(errno));
+			conn_gone(c);
 			return;
 		}
 		flags = 0;
 		nfds = conn_take_fds(c, &msg, fds, &flags);
 		if (n == 0 && nfds == 0) {
 			/* The peer closed its end (or died). */
-			conn_free(c);
+			conn_gone(c);
 			return;
 		}
 		if (msg.msg_flags & MSG_CTRUNC)
-			flags |= DISPATCH_FDS_TRUNCATED;
+			flags |= CONN_FDS_TRUNCATED;
 		if ((msg.msg_flags & MSG_TRUNC) || n > CEP_MAX_PACKET)
-			flags |= DISPATCH_OVERSIZED;
-		stats_count(&s->stats, STATS_COUNTER_BYTES_RECEIVED,
-			    (uint64_t)n);
-		c->dispatching = true;
-		ret = dispatch_packet(s, c, s->in_buf, (size_t)n, fds, nfds,
-				      flags, s->out_buf, &out_len);
-		c->dispatching = false;
-		if (c->free_deferred) {
-			/* It went while its request was served (a send of
-			 * another run's error failed): nobody to answer. It
-			 * goes now, or after its job and runs in flight. */
-			c->free_deferred = false;
-			conn_free(c);
+			flags |= CONN_OVERSIZED;
+		stats_count(c->env->stats, STATS_COUNTER_BYTES_RECEIVED, (uint64_t)n);
+		if (!c->env->ops->packet(c, c->env->in_buf, (size_t)n, fds, nfds, flags))
 			return;
-		}
-		if (ret == DISPATCH_DEFERRED) {
-			/* Nothing more is read until the job is done. */
-			conn_poll_update(c);
-			return;
-		}
-		/* A Hello reply carries the fence page. */
-		if (conn_send_fd(c, s->out_buf, out_len,
-				 fence_fd_take(&c->fence)) != 0)
-			return;
-		if (ret == DISPATCH_CLOSE) {
-			c->close_after_flush = true;
-			if (c->out_head == NULL)
-				conn_close_orderly(c);
-			else
-				conn_poll_update(c);
-			return;
-		}
-		if (c->out_count > CONN_QUEUE_HIGH) {
-			c->read_paused = true;
-			conn_poll_update(c);
-			return;
-		}
 	}
 }
-
-static void conn_on_poll_io(struct conn *c, int status, int events);
 
 static void conn_on_poll(uv_poll_t *h, int status, int events)
 {
 	struct conn *c = container_of(h, struct conn, poll);
-	struct server *s = c->server;
 
-	conn_on_poll_io(c, status, events);
-	/* Its requests may have finished runs (making room) or queued some:
-	 * waiting runs of any connection may start now. */
-	fairq_pump(s);
-}
-
-static void conn_on_poll_io(struct conn *c, int status, int events)
-{
+	if (c->state == CONN_BROKEN) {
+		conn_gone(c);
+		return;
+	}
 	if (status < 0) {
 		/* libuv reports POLLERR as UV_EBADF: on a Unix socket that is
 		 * a peer that went away with data unread (killed), which is
@@ -570,20 +428,79 @@ static void conn_on_poll_io(struct conn *c, int status, int events)
 		else
 			log_notice("client %llu: poll: %s", (unsigned long long)c->id,
 				   uv_strerror(status));
-		conn_free(c);
+		conn_gone(c);
 		return;
 	}
-	if (c->busy && (events & UV_DISCONNECT)) {
-		/* Watched while busy only for a run that waits, or waited, in
-		 * a batch window (nothing is read meanwhile): the peer is gone. */
+	if (c->hold == CONN_HELD_WATCHED && (events & UV_DISCONNECT)) {
+		/* Watched while held only for a run that waits in a batch
+		 * window (nothing is read meanwhile): the peer is gone. */
 		log_info("client %llu went away with a run pending", (unsigned long long)c->id);
-		conn_free(c);
+		conn_gone(c);
 		return;
 	}
 	if (events & UV_WRITABLE)
 		conn_flush(c);
 	/* A hang-up is read like data: what the peer sent before it went is
 	 * still answered (into the void), then the zero-length read ends it. */
-	if (!c->closing && (events & (UV_READABLE | UV_DISCONNECT)))
+	if (c->state == CONN_OPEN && (events & (UV_READABLE | UV_DISCONNECT)))
 		conn_read(c);
+}
+
+/* ---------------------------------------------------------------- handover */
+
+void conn_save(const struct conn *c, struct handover_build *b, HvClient *hc)
+{
+	const struct conn_out *o;
+	size_t k;
+
+	hc->fd = handover_keep_fd(b, c->fd);
+	hc->close_after_flush = c->state == CONN_DRAINING;
+	hc->out = handover_alloc(b, sizeof(*hc->out) * c->out_count);
+	for (o = c->out_head, k = 0; hc->out != NULL && o != NULL && k < c->out_count;
+	     o = o->next, k++) {
+		HvOut *ho = handover_alloc(b, sizeof(*ho));
+
+		if (ho == NULL)
+			return;
+		cudaepd__handover__out__init(ho);
+		ho->data.data = (uint8_t *)o->data;
+		ho->data.len = o->len;
+		ho->fd = handover_keep_fd(b, o->fd);
+		hc->out[hc->n_out++] = ho;
+	}
+}
+
+int conn_restore(struct conn *c, const struct conn_env *env, struct handover *h,
+		 const HvClient *hc)
+{
+	struct stat sb;
+	size_t i;
+	int fd, ret;
+
+	fd = handover_fd_take(h, hc->fd, "a client's socket");
+	if (fd >= 0 && (fstat(fd, &sb) != 0 || !S_ISSOCK(sb.st_mode))) {
+		log_warning("handover: fd %d of client %llu is not a socket", fd,
+			    (unsigned long long)hc->id);
+		close(fd);
+		fd = -1;
+	}
+	if (fd < 0)
+		return cep__set_error(CEP_EINVAL, "its socket did not come over");
+	ret = conn_open(c, env, fd, hc->id);
+	if (ret != 0)
+		return ret;
+	for (i = 0; i < hc->n_out && c->state == CONN_OPEN; i++) {
+		const HvOut *o = hc->out[i];
+
+		fd = handover_fd_take(h, o->fd, "an fd of a queued response");
+		if (o->data.len == 0 || o->data.len > CEP_MAX_PACKET) {
+			if (fd >= 0)
+				close(fd);
+			continue;
+		}
+		(void)conn_queue(c, o->data.data, o->data.len, fd);
+	}
+	if (hc->close_after_flush)
+		conn_drain(c);
+	return 0;
 }

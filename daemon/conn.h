@@ -1,14 +1,18 @@
 /*
- * conn.h — one client connection of cudaepd: its peer identity from
- * SO_PEERCRED, the Hello state, the regions and sessions it owns, and, for
- * a real socket, the libuv poll handle that reads its packets and the
- * queue of responses the socket has not taken yet.
+ * conn.h — the transport of one client: its SOCK_SEQPACKET socket,
+ * packets read with their fds, responses sent or queued while the socket
+ * is full, and an orderly close.
  *
- * Whatever a connection owns is released when it goes, whether the client
- * closed it, died, broke the protocol or the daemon is stopping, once its
- * runs in flight have completed (until then it is only no longer read). A
- * detached connection has no socket: tests and the fuzzer create one and
- * feed it packets through dispatch_packet() (dispatch.h).
+ * A connection knows bytes and fds, not requests: each packet goes to the
+ * layer above through conn_ops.packet, and the end of the peer (it closed,
+ * died, or a send to it failed) through conn_ops.gone, which is only ever
+ * called from the connection's own poll callback, at the top of a loop
+ * turn: never under a caller of conn_send(). The owner stops the reading
+ * while it works on a request (conn_hold()) and ends the transport with
+ * conn_close(), whose callback says when its memory may go.
+ *
+ * A detached connection has no socket (tests and the fuzzer): it reads
+ * nothing and drops what is sent to it.
  */
 #ifndef CEPD_CONN_H
 #define CEPD_CONN_H
@@ -16,17 +20,39 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <sys/types.h>
 
 #include <uv.h>
 
-#include "daemon/access.h"
-#include "proto/cep_limits.h"
-#include "daemon/fence.h"
-#include "daemon/region.h"
-#include "daemon/session.h"
+#include "daemon/handover.h"
 
-struct server;
+struct stats;
+struct conn;
+
+/* Flags of conn_ops.packet, from what recvmsg(2) reported. */
+#define CONN_OVERSIZED     0x1u /* the packet was over CEP_MAX_PACKET */
+#define CONN_FDS_TRUNCATED 0x2u /* more fds were sent than arrived */
+
+struct conn_ops {
+	/*
+	 * A packet of len bytes arrived with nfds fds (the callee takes all
+	 * of them) and flags. The callee sends its response (conn_send_fd())
+	 * and returns whether to read on; false when it held the connection
+	 * or started its close.
+	 */
+	bool (*packet)(struct conn *c, const uint8_t *buf, size_t len, int *fds, int nfds,
+		       unsigned flags);
+	/* The peer is gone (or a send to it failed, or a draining connection
+	 * has flushed): the owner tears down and calls conn_close(). */
+	void (*gone)(struct conn *c);
+};
+
+/* What every connection of a daemon shares; in struct server. */
+struct conn_env {
+	uv_loop_t *loop;
+	struct stats *stats;
+	uint8_t *in_buf;                /* CEP_MAX_PACKET + 1 bytes */
+	const struct conn_ops *ops;
+};
 
 /* A response waiting for the socket. */
 struct conn_out {
@@ -44,113 +70,89 @@ struct conn_out {
 #define CONN_QUEUE_HIGH  64
 #define CONN_QUEUE_LOW   16
 
+enum conn_state {
+	CONN_OPEN,                      /* read and written */
+	CONN_DRAINING,                  /* not read; gone once its queue is sent */
+	CONN_BROKEN,                    /* the peer is gone: gone is reported
+	                                 * on the next turn */
+	CONN_GONE,                      /* gone was reported */
+	CONN_CLOSING,                   /* conn_close(): its handle closes */
+};
+
+/* How the owner holds a connection's reading (conn_hold()). */
+enum conn_hold {
+	CONN_READ,                      /* read packets */
+	CONN_HELD,                      /* read nothing until released */
+	CONN_HELD_WATCHED,              /* read nothing, but report a hang-up */
+};
+
 struct conn {
 	uv_poll_t poll;                 /* socket only; container_of */
-	struct server *server;
-	struct conn *prev, *next;       /* in server->conns */
+	const struct conn_env *env;
 	int fd;                         /* the socket; -1 when detached */
-	uint64_t id;                    /* client id: global, never reused */
-	pid_t pid;                      /* peer credentials */
-	uid_t uid;
-	gid_t gid;
-	bool admin;                     /* sees every client */
-	bool hello_done;                /* a Hello was accepted */
-	bool close_after_flush;         /* close once the queue is sent */
+	uint64_t id;                    /* its client's, for the log */
+	enum conn_state state;
+	enum conn_hold hold;
 	bool read_paused;               /* the queue is too long to read more */
-	bool closing;                   /* torn down, waiting for its handle */
-	bool busy;                      /* a job of its request is running */
-	bool dispatching;               /* inside dispatch_packet(), which may
-	                                 * finish runs and so fail a send */
-	bool free_deferred;             /* gone; free it when the job ends */
-	bool batch_waiting;             /* busy with a run waiting in a batch
-	                                 * window (batch.h): its going away is
-	                                 * watched, to drop the run at once */
 	int poll_events;                /* UV_* events polled now */
-	char name[CEP_MAX_CLIENT_NAME]; /* from Hello, printable */
-	uint64_t requests;              /* packets received */
-	uint64_t connected_ns;          /* uv_hrtime() at creation */
-	struct region_table regions;    /* owned */
-	struct session_table sessions;  /* owned */
 	struct conn_out *out_head;      /* responses waiting for the socket */
 	struct conn_out *out_tail;
 	uint32_t out_count;             /* entries in that queue */
-	struct job *job;                /* its job slot (dispatch_session.c),
-	                                 * allocated on first use, owned */
-	struct access_killed killed;    /* its sessions an admin killed */
-	uint64_t kill_pending;          /* a killed session its job still
-	                                 * uses, unloaded when the job ends;
-	                                 * 0: none */
-	struct fence fence;             /* its fence page and runs in flight */
+	void (*closed)(struct conn *c); /* conn_close()'s callback */
 };
 
 /*
- * Creates the connection of an accepted socket fd (non-blocking) with its
- * peer's credentials and starts reading it on s->loop. Takes fd in every
- * case. Returns 0 with *out owned by s (it frees itself when it closes),
- * or CEP_ENOMEM or a libuv failure mapped to CEP_E*.
+ * Opens c (caller memory, which must stay until c is closed) on socket fd
+ * (non-blocking; -1: detached) for the client id, and starts reading.
+ * Takes fd in every case. Returns 0, or a libuv error mapped to CEP_E*
+ * (c then needs no close: its fd is closed and nothing was started).
  */
-int conn_new(struct server *s, int fd, pid_t pid, uid_t uid, gid_t gid,
-	     bool admin, struct conn **out);
+int conn_open(struct conn *c, const struct conn_env *env, int fd, uint64_t id);
 
 /*
- * As conn_new(), for a connection a previous image of the daemon handed
- * over (daemon/handover.h): it keeps its client id, which must be below
- * s->next_client_id (set from the handover first) and not taken. Takes fd
- * in every case. Returns 0 with *out owned by s, CEP_EINVAL for an id
- * that cannot be, or as conn_new().
+ * Sets how c is read: a request's work off the loop holds it (CONN_HELD),
+ * a run waiting in a batch window holds it but wants a hang-up reported
+ * (CONN_HELD_WATCHED), and CONN_READ reads again (packets that arrived
+ * meanwhile are reported on the next turn).
  */
-int conn_adopt(struct server *s, int fd, uint64_t id, pid_t pid, uid_t uid,
-	       gid_t gid, bool admin, struct conn **out);
-
-/* Queues one encoded response (len bytes of buf, with fd attached when
- * fd >= 0) that the previous image had queued for c's socket, behind any
- * queued now. Takes fd in every case. Returns 0, or CEP_ENOMEM after
- * which c has been torn down. */
-int conn_queue_adopt(struct conn *c, const uint8_t *buf, size_t len, int fd);
+void conn_hold(struct conn *c, enum conn_hold hold);
 
 /*
- * Creates a connection without a socket, as if a peer with these
- * credentials had connected (admin per server_peer_admin() without
- * supplementary groups). Returns 0 with *out owned by the caller until
- * conn_free() (or server_free()), or CEP_ENOMEM.
+ * Sends one encoded response, with fd attached (SCM_RIGHTS) when fd >= 0,
+ * queueing it when the socket is full. Takes fd in every case. Returns 0,
+ * or a CEP_E* code when the peer is gone or nothing could be queued: c is
+ * then broken and gone is reported on the next turn. A detached
+ * connection, or one on its way out, drops the bytes and returns 0.
  */
-int conn_new_detached(struct server *s, uid_t uid, gid_t gid, pid_t pid,
-		      struct conn **out);
-
-/*
- * Tears c down now: releases its sessions, regions and fence page (closing
- * their fds), drops unsent responses and takes it out of the server. A
- * detached connection is freed at once; a socket's memory and fd go in its
- * handle's close callback. While a job of c is running (c->busy), or runs
- * of c are in flight, which may still use its sessions and regions, c
- * only stops being read, and the teardown happens when the last of them
- * ends. Accepts NULL and a connection already closing.
- */
-void conn_free(struct conn *c);
-
-/* Marks c busy with a job that was not started by its own request (a
- * waiting run's submission, dispatch_session.c): c is not read until
- * conn_job_done(). */
-void conn_job_begin(struct conn *c);
-
-/* Marks the end of c's job (c->busy): c reads again, or, when it went
- * away while the job ran, is freed now. */
-void conn_job_done(struct conn *c);
-
-/* Stops reading c and frees it once its queued responses are sent (or at
- * once when none are). For server_stop(). */
-void conn_shutdown(struct conn *c);
-
-/*
- * Sends one encoded response to c's socket, queueing it when the socket is
- * full. Returns 0, or a CEP_E* code after which c has been torn down (the
- * peer is gone, or no memory to queue). A detached connection discards the
- * bytes and returns 0.
- */
+int conn_send_fd(struct conn *c, const uint8_t *buf, size_t len, int fd);
 int conn_send(struct conn *c, const uint8_t *buf, size_t len);
 
-/* conn_send() with fd attached (SCM_RIGHTS) when fd >= 0. Takes fd in
- * every case: it is closed once sent, queued or dropped. */
-int conn_send_fd(struct conn *c, const uint8_t *buf, size_t len, int fd);
+/* Stops reading c; once its queued responses are sent (at once when none
+ * are), the peer is shut out orderly and gone is reported. For the end of
+ * a Hello of another protocol version, and for the daemon's stop. */
+void conn_drain(struct conn *c);
+
+/*
+ * Ends c: drops what it had queued and closes its socket. closed(c) is
+ * called once c's memory may go: at once for a detached connection,
+ * from its handle's close callback otherwise. Once per connection.
+ */
+void conn_close(struct conn *c, void (*closed)(struct conn *c));
+
+/* ---------------------------------------------------------------- handover */
+
+/* Puts c's socket, whether it was draining and the responses it had not
+ * sent yet into hc. */
+void conn_save(const struct conn *c, struct handover_build *b, HvClient *hc);
+
+/*
+ * Opens c on hc's socket from h (checked to be a socket) as conn_open()
+ * does, queues the responses hc had not sent and drains it if it was
+ * draining. Returns 0, or CEP_EINVAL (no socket came over) or as
+ * conn_open(); a response that cannot be queued breaks c (it is then
+ * reported gone).
+ */
+int conn_restore(struct conn *c, const struct conn_env *env, struct handover *h,
+		 const HvClient *hc);
 
 #endif

@@ -30,11 +30,11 @@
 
 #include "alloc/account.h"
 #include "alloc/arena.h"
-#include "daemon/conn.h"
+#include "daemon/client.h"
 #include "client/cudaep.h"
 #include "daemon/dispatch_priv.h"
 #include "common/error.h"
-#include "daemon/server.h"
+#include "gpu/backend.h"
 
 /* MemoryEntry.owner's size in proto/cudaep.options, NUL included. */
 #define MEMORY_OWNER_MAX 32
@@ -85,14 +85,14 @@ static bool client_visible(const struct req *r, uint64_t client)
 
 static void regions_add(struct mem_list *l)
 {
-	const struct server *s = l->r->s;
-	const struct region_limits *lim = &s->regions.limits;
-	struct conn *c;
+	const struct dispatch *d = l->r->d;
+	const struct region_limits *lim = &d->regions->limits;
+	struct client *c;
 	char *owner;
 
-	mem_add(l, "total", "regions", s->regions.bytes, s->regions.bytes_peak,
+	mem_add(l, "total", "regions", d->regions->bytes, d->regions->bytes_peak,
 		lim->bytes_total);
-	for (c = s->conns; c != NULL; c = c->next) {
+	for (c = d->clients->head; c != NULL; c = c->next) {
 		if (!client_visible(l->r, c->id))
 			continue;
 		owner = reqarena_printf(l->r->arena, MEMORY_OWNER_MAX, "client:%llu",
@@ -108,7 +108,7 @@ static void regions_add(struct mem_list *l)
 
 static void arena_add(struct mem_list *l)
 {
-	struct arena *a = l->r->s->backend->arena;
+	struct arena *a = l->r->d->backend->arena;
 	struct arena_stats st;
 
 	if (a == NULL)
@@ -199,11 +199,11 @@ int dispatch__memory(struct req *r)
 		return out_of_arena();
 	regions_add(&l);
 	arena_add(&l);
-	account_totals(r->s->account, &total);
+	account_totals(r->d->account, &total);
 	usage_add(&l, "total", &total, true);
-	ret = account_uid_visit(r->s->account, uid_visit, &l);
+	ret = account_uid_visit(r->d->account, uid_visit, &l);
 	if (ret == 0)
-		ret = account_visit(r->s->account, owner_visit, &l);
+		ret = account_visit(r->d->account, owner_visit, &l);
 	if (ret != 0)
 		return ret;
 	if (l.oom)
@@ -220,7 +220,7 @@ int dispatch__memory(struct req *r)
 int dispatch__trim(struct req *r)
 {
 	Cudaep__V1__TrimReply *rep = &r->body->trim;
-	struct arena *a = r->s->backend->arena;
+	struct arena *a = r->d->backend->arena;
 	struct arena_stats before, after;
 	int ret;
 

@@ -1,11 +1,15 @@
 /*
  * dispatch_priv.h — what the request handlers of cudaepd share: the
- * request being served, the reply bodies, and the one encoder of
- * responses. dispatch.c serves the session-less and admin requests,
- * dispatch_memory.c Memory and Trim, dispatch_session.c the sessions
- * (LoadModel, SessionInfo, Run, Unload),
- * whose slow parts run off the event loop, access.c KillSession. Internal
- * to daemon/.
+ * request being served, the reply bodies, the one encoder of responses
+ * (dispatch_reply.c) and a client's job on the thread pool
+ * (dispatch_job.c). Internal to daemon/dispatch*.c.
+ *
+ * The files, from the bottom: dispatch_reply.c (encoding, the fds of a
+ * request, names), dispatch_job.c (work off the loop and its reply),
+ * then the handlers: dispatch_load.c (LoadModel, SessionInfo, Unload),
+ * dispatch_run.c (Run), dispatch_admin.c (Status, Clients, Sessions,
+ * Stats, KillSession), dispatch_memory.c (Memory, Trim); dispatch.c on
+ * top decodes, checks and routes, and serves the session-less requests.
  */
 #ifndef CEPD_DISPATCH_PRIV_H
 #define CEPD_DISPATCH_PRIV_H
@@ -14,13 +18,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <uv.h>
+
 #include "cudaep.pb-c.h"
 
+#include "daemon/dispatch.h"
 #include "daemon/reqarena.h"
+#include "daemon/run.h"
 
-struct server;
-struct conn;
-struct fence_run;
+struct client;
+struct session;
 
 /* The reply bodies; one lives on dispatch_packet()'s stack. */
 union reply_body {
@@ -43,8 +50,8 @@ union reply_body {
 
 /* One request being served. */
 struct req {
-	struct server *s;
-	struct conn *c;
+	struct dispatch *d;
+	struct client *c;
 	struct reqarena *arena;
 	Cudaep__V1__Response *resp;
 	union reply_body *body;
@@ -56,6 +63,8 @@ struct req {
 /* What a handler returns when its reply will be sent later, from the
  * completion of work it queued off the loop. */
 #define DISPATCH__DEFERRED 1
+
+/* ------------------------------------------------------------------ reply */
 
 /* Hands fd i of the request to a handler, which owns it from then on. */
 int dispatch__take_fd(struct req *r, int i);
@@ -72,33 +81,121 @@ void dispatch__name_copy(char *dst, size_t size, const char *src);
  * outputs need), and the message is this thread's cep__set_error() text.
  * A response too large for a packet becomes an error itself.
  */
-void dispatch__response_encode(Cudaep__V1__Response *resp, int code,
-			       uint8_t *out, size_t *out_len);
+void dispatch__response_encode(Cudaep__V1__Response *resp, int code, uint8_t *out,
+			       size_t *out_len);
 
-/* The session handlers (dispatch_session.c). Each returns 0 with the reply
- * set in r->resp, DISPATCH__DEFERRED, or an error. */
+/* The session id of c's, or the error of a request naming it: unknown (or
+ * killed: access_session_gone()), not restored after a recovery, or
+ * without a model. */
+int dispatch__session_get(struct client *c, uint64_t id, struct session **out);
+
+/* -------------------------------------------------------------------- job */
+
+enum job_kind {
+	JOB_LOAD = 1,                 /* a LoadModel */
+	JOB_RUN,                      /* a Run without a fence */
+	JOB_FENCED,                   /* a cold step of a run with a fence:
+	                               * its state says which (run.h) */
+};
+
+/* A Run tensor as the job keeps it: the request arena is gone by the time
+ * the job runs. */
+struct job_tensor {
+	char name[CEP_MAX_TENSOR_NAME];
+	uint64_t region_id;
+	uint64_t offset;              /* bytes into the region */
+	int64_t dims[CEP_MAX_RANK];   /* inputs: the shape given */
+};
+
+/* A client's work off the event loop; one per client (its job slot),
+ * allocated on first use and reused: a warm Run allocates nothing. */
+struct job {
+	uv_work_t work;               /* the thread pool's; container_of */
+	struct dispatch *d;
+	struct client *c;             /* the owner, CLIENT_JOB while it runs */
+	uint64_t req_id;
+	enum job_kind kind;
+	bool describe;                /* JOB_FENCED: describe it (it waits
+	                               * after), else submit it */
+	bool queued;                  /* JOB_FENCED: a waiting run whose turn
+	                               * came, answered when it arrived */
+	int ret;                      /* the result: 0 or a CEP_E* code */
+	char msg[CEP_MAX_STATUS_MSG]; /* the worker thread's error message */
+	uint64_t start_ns;            /* uv_hrtime() at arrival */
+	void (*work_fn)(struct job *j);  /* off the loop */
+	void (*after_fn)(struct job *j); /* back on the loop */
+	struct {
+		int model_fd;         /* owned while the job lasts; -1: none */
+		int dir_fd;           /* owned likewise; -1: none */
+		const void *bytes;    /* a region slice instead of model_fd */
+		size_t len;
+		char name[CEP_MAX_OBJ_NAME];
+		struct engine_session_options opts;
+		bool batching;        /* SessionOptions.batching */
+		uint64_t session_id;  /* taken on the loop; its table entry
+		                       * waits for es */
+		engine_session *es;   /* the result, until a session owns it */
+	} load;
+	struct {
+		struct session *sess;
+		size_t n_in, n_out;
+		struct engine_input in[CEP_MAX_IO];
+		struct engine_output out[CEP_MAX_IO];
+		struct job_tensor tin[CEP_MAX_IO];
+		struct job_tensor tout[CEP_MAX_IO];
+		struct run *r;        /* JOB_FENCED: its record */
+	} run;
+};
+
+/* c's job slot, made on first use and reset for a request of id req_id
+ * of kind kind. Returns 0 with *out or CEP_ENOMEM. */
+int dispatch__job_get(struct dispatch *d, struct client *c, uint64_t req_id,
+		      enum job_kind kind, struct job **out);
+
+/* The id of the session that c's work (a job, or a run in a batch
+ * window) uses, 0 when c is idle. */
+uint64_t dispatch__job_session(const struct client *c);
+
+/*
+ * Runs j->work_fn on the thread pool, then j->after_fn on the loop; c is
+ * CLIENT_JOB meanwhile (not read). Returns 0, or the libuv error after
+ * which nothing was queued (the caller works on the loop instead).
+ */
+int dispatch__job_queue(struct job *j);
+
+/*
+ * The end of j on the loop when its reply is due: builds it with finish
+ * (which returns the request's result, as a handler does), sends it, ends
+ * c's work (reading it again) and then tells j->run.r, when finish left
+ * it there, that its reply went (run_replied()); a job whose work failed
+ * on a lost context begins the recovery.
+ */
+void dispatch__job_reply(struct job *j, int (*finish)(struct job *j, struct req *r));
+
+/* Closes *fd (a request's fd a job kept), counting it; -1 afterwards. */
+void dispatch__fd_close(struct dispatch *d, int *fd);
+
+/* --------------------------------------------------------------- handlers */
+
+/* Each returns 0 with the reply set in r->resp, DISPATCH__DEFERRED, or an
+ * error. */
 int dispatch__load_model(struct req *r, const Cudaep__V1__LoadModel *m);
 int dispatch__session_info(struct req *r, const Cudaep__V1__SessionInfo *m);
-int dispatch__run(struct req *r, const Cudaep__V1__Run *m);
 int dispatch__unload(struct req *r, const Cudaep__V1__Unload *m);
-
-/* Submits fr, a waiting run whose turn has come (fairq.c), for its
- * connection, which is neither busy nor serving a request: on the loop
- * when its plan is warm, else as the connection's job on the thread pool.
- * A run that cannot be queued fails through its fence. */
-void dispatch__queued_start(struct server *s, struct fence_run *fr);
-
-/* The id of the session that c's running job loads or runs, 0 when c has
- * no job running (dispatch_session.c). */
-uint64_t dispatch__job_session(const struct conn *c);
-
-/* KillSession (access.c): admins only, else CEP_EPERM. */
+int dispatch__run(struct req *r, const Cudaep__V1__Run *m);
+int dispatch__status(struct req *r);
+int dispatch__clients(struct req *r);
+int dispatch__sessions(struct req *r);
+int dispatch__stats(struct req *r);
 int dispatch__kill_session(struct req *r, const Cudaep__V1__KillSession *m);
-
-/* The memory requests (dispatch_memory.c): Memory lists the regions, the
- * device arena and the account's owners; Trim (admins only, else
- * CEP_EPERM) unmaps the arena's idle granules and releases its pool. */
 int dispatch__memory(struct req *r);
 int dispatch__trim(struct req *r);
+
+/* An array of n message pointers, each pointing at a zeroed struct of
+ * size bytes, all in r's arena; NULL when it is out of room. */
+void **dispatch__alloc_list(struct req *r, size_t n, size_t size);
+
+/* The out-of-arena error of a reply being built. */
+int dispatch__out_of_arena(void);
 
 #endif

@@ -6,36 +6,55 @@
  * served next, and a lane that gets a run started passes the turn to the
  * one after it. A new lane joins just before the turn, so it is served
  * after every lane that waited before it. The records themselves
- * (struct fence_run) are the connection's, made once: queuing links them
- * and allocates nothing.
+ * (struct run) are their client's, made once: queuing links them and
+ * allocates nothing.
  */
 #include "daemon/fairq.h"
 
-#include "daemon/conn.h"
 #include "client/cudaep.h"
-#include "daemon/dispatch_priv.h"
-#include "daemon/fence.h"
-#include "daemon/server.h"
+#include "common/stats.h"
+#include "daemon/config.h"
+#include "daemon/session.h"
 
-_Static_assert(CONFIG_RUNS_IN_FLIGHT_MAX == FENCE_RUNS,
+#include <string.h>
+
+_Static_assert(CONFIG_RUNS_IN_FLIGHT_MAX == RUN_RECORDS,
 	       "max_runs_in_flight is capped at the records of a connection");
 
-uint32_t fairq_bound(const struct server *s)
+void fairq_init(struct fairq *q, uint32_t bound, struct stats *st,
+		const struct fairq_ops *ops, void *ctx)
 {
-	uint32_t n = s->cfg.max_runs_in_flight;
-
-	return n == 0 || n > FENCE_RUNS ? FENCE_RUNS : n;
+	memset(q, 0, sizeof(*q));
+	q->bound = bound;
+	q->stats = st;
+	q->ops = ops;
+	q->ctx = ctx;
 }
 
-bool fairq_applies(const struct server *s, const struct conn *c)
+uint32_t fairq_bound_of(uint32_t n)
 {
-	return c->fd >= 0 && (s->backend->caps & BACKEND_CAP_ASYNC);
+	return n == 0 || n > RUN_RECORDS ? RUN_RECORDS : n;
 }
 
-bool fairq_must_wait(const struct server *s, const struct conn *c)
+void fairq_lanes_init(struct fairq_lanes *l, void *owner)
 {
-	return fairq_applies(s, c) &&
-	       (c->fence.waiting > 0 || c->fence.submitted >= fairq_bound(s));
+	int cls;
+
+	memset(l, 0, sizeof(*l));
+	l->owner = owner;
+	for (cls = 0; cls < FAIRQ_CLASSES; cls++)
+		l->lane[cls].of = l;
+}
+
+bool fairq_below_bound(const struct fairq *q, const struct run_table *t)
+{
+	return t->on_device < q->bound;
+}
+
+bool fairq_must_wait(const struct fairq *q, const struct fairq_lanes *l,
+		     const struct run_table *t)
+{
+	return l->waiting > 0 || !fairq_below_bound(q, t);
 }
 
 static enum fairq_class class_of(const struct session *sess)
@@ -84,11 +103,9 @@ static void ring_leave(struct fairq *q, enum fairq_class cls, struct fairq_lane 
 
 /* Takes r out of its lane (prev: the run before it, or NULL for the
  * head), and the lane out of its ring once empty. */
-static void lane_unlink(struct server *s, struct fairq_lane *l, struct fence_run *prev,
-			struct fence_run *r)
+static void lane_unlink(struct fairq *q, struct fairq_lane *l, struct run *prev,
+			struct run *r)
 {
-	struct fence *f = &r->c->fence;
-
 	if (prev == NULL)
 		l->head = r->next;
 	else
@@ -97,107 +114,96 @@ static void lane_unlink(struct server *s, struct fairq_lane *l, struct fence_run
 		l->tail = prev;
 	r->next = NULL;
 	if (l->head == NULL)
-		ring_leave(&s->fairq, (enum fairq_class)r->cls, l);
-	f->waiting--;
-	s->fairq.waiting--;
-	stats_gauge_add(&s->stats, STATS_GAUGE_RUNS_WAITING, -1);
+		ring_leave(q, (enum fairq_class)r->cls, l);
+	l->of->waiting--;
+	q->waiting--;
+	stats_gauge_add(q->stats, STATS_GAUGE_RUNS_WAITING, -1);
 }
 
-void fairq_push(struct server *s, struct fence_run *r)
+void fairq_push(struct fairq *q, struct fairq_lanes *ls, struct run *r)
 {
 	enum fairq_class cls = class_of(r->sess);
-	struct fairq_lane *l = &r->c->fence.lanes[cls];
+	struct fairq_lane *l = &ls->lane[cls];
 
-	r->cls = (uint8_t)cls;
+	run_wait(r, (uint8_t)cls);
 	r->next = NULL;
-	l->c = r->c;
 	if (l->head == NULL) {
 		l->head = r;
-		ring_join(&s->fairq, cls, l);
+		ring_join(q, cls, l);
 	} else {
 		l->tail->next = r;
 	}
 	l->tail = r;
-	r->c->fence.waiting++;
-	s->fairq.waiting++;
-	stats_count(&s->stats, STATS_COUNTER_RUNS_QUEUED, 1);
-	stats_gauge_add(&s->stats, STATS_GAUGE_RUNS_WAITING, 1);
+	ls->waiting++;
+	q->waiting++;
+	stats_count(q->stats, STATS_COUNTER_RUNS_QUEUED, 1);
+	stats_gauge_add(q->stats, STATS_GAUGE_RUNS_WAITING, 1);
 }
 
 /* ------------------------------------------------------------------- turns */
 
-/* Whether c may have a run started now: below its bound, and not running
- * a request's work (which may use the same session on another thread), in
- * the middle of one of its requests, or on its way out. */
-static bool conn_can_start(const struct server *s, const struct conn *c)
+/* One pass over the ring of cls from its turn: each lane whose client can
+ * start a run starts one. Returns whether any did. */
+static bool class_pass(struct fairq *q, enum fairq_class cls)
 {
-	return c->fence.submitted < fairq_bound(s) && !c->busy && !c->dispatching &&
-	       !c->free_deferred && !c->closing;
-}
-
-/* One pass over the ring of cls from its turn: each lane whose connection
- * can start a run starts one. Returns whether any did. */
-static bool class_pass(struct server *s, enum fairq_class cls)
-{
-	struct fairq *q = &s->fairq;
 	uint32_t i, n = q->lanes[cls];
 	struct fairq_lane *l;
-	struct fence_run *r;
+	struct run *r;
 	bool started = false;
 
 	for (i = 0; i < n && q->turn[cls] != NULL; i++) {
 		l = q->turn[cls];
 		q->turn[cls] = l->next;
-		if (!conn_can_start(s, l->c))
+		if (!q->ops->can_start(q->ctx, l->of->owner))
 			continue;
 		r = l->head;
-		lane_unlink(s, l, NULL, r);
-		dispatch__queued_start(s, r);
+		lane_unlink(q, l, NULL, r);
+		q->ops->start(q->ctx, l->of->owner, r);
 		started = true;
 	}
 	return started;
 }
 
-void fairq_pump(struct server *s)
+void fairq_pump(struct fairq *q)
 {
 	int cls;
 
-	if (s->fairq.waiting == 0)
+	if (q->waiting == 0)
 		return;
 	/* A class is served until none of its lanes can start a run, so that
-	 * a connection's high-priority runs go before its normal ones. */
+	 * a client's high-priority runs go before its normal ones. */
 	for (cls = 0; cls < FAIRQ_CLASSES; cls++)
-		while (s->fairq.waiting > 0 && class_pass(s, (enum fairq_class)cls))
+		while (q->waiting > 0 && class_pass(q, (enum fairq_class)cls))
 			;
 }
 
 /* ---------------------------------------------------------------- cancels */
 
-void fairq_conn_cancel(struct server *s, struct conn *c)
+void fairq_cancel(struct fairq *q, struct fairq_lanes *ls)
 {
 	struct fairq_lane *l;
-	struct fence_run *r;
+	struct run *r;
 	int cls;
 
-	for (cls = 0; cls < FAIRQ_CLASSES && c->fence.waiting > 0; cls++) {
-		l = &c->fence.lanes[cls];
+	for (cls = 0; cls < FAIRQ_CLASSES && ls->waiting > 0; cls++) {
+		l = &ls->lane[cls];
 		while ((r = l->head) != NULL) {
-			lane_unlink(s, l, NULL, r);
-			fence_run_drop(r);
+			lane_unlink(q, l, NULL, r);
+			run_drop(r);
 		}
 	}
 }
 
-uint32_t fairq_session_fail(struct server *s, struct conn *c, const struct session *sess,
-			    int code, const char *msg)
+uint32_t fairq_fail(struct fairq *q, struct fairq_lanes *ls, const struct session *sess,
+		    int code, const char *msg)
 {
-	struct fence_run *r, *prev, *next;
+	struct run *r, *prev, *next;
 	struct fairq_lane *l;
 	uint32_t n = 0;
 	int cls;
 
-	for (cls = 0; cls < FAIRQ_CLASSES && c->fence.waiting > 0; cls++) {
-		l = &c->fence.lanes[cls];
+	for (cls = 0; cls < FAIRQ_CLASSES && ls->waiting > 0; cls++) {
+		l = &ls->lane[cls];
 		prev = NULL;
 		for (r = l->head; r != NULL; r = next) {
 			next = r->next;
@@ -205,10 +211,21 @@ uint32_t fairq_session_fail(struct server *s, struct conn *c, const struct sessi
 				prev = r;
 				continue;
 			}
-			lane_unlink(s, l, prev, r);
-			fence_run_fail(r, code, msg);
+			lane_unlink(q, l, prev, r);
+			run_fail(r, code, msg);
 			n++;
 		}
 	}
+	return n;
+}
+
+uint32_t fairq_fail_all(struct fairq *q, int code, const char *msg)
+{
+	uint32_t n = 0;
+	int cls;
+
+	for (cls = 0; cls < FAIRQ_CLASSES; cls++)
+		while (q->turn[cls] != NULL)
+			n += fairq_fail(q, q->turn[cls]->of, NULL, code, msg);
 	return n;
 }

@@ -7,42 +7,52 @@
  * dead driver's fds close with the old image and its device memory goes,
  * and the new image opens a fresh context and takes everything over.
  *
- * What goes over, in a memfd named by $CUDAEPD_HANDOVER_FD (serialised as
- * proto/handover.proto, parsed with protobuf-c like any request): the
+ * This module is the frame, not the content: it builds the message's
+ * parts, writes it with the model files into a memfd named by
+ * $CUDAEPD_HANDOVER_FD, carries the fds it names across the exec, and in
+ * the new image reads it back and hands out those fds. What goes over is
+ * each stateful module's own business, saved and restored by it with
+ * x_save()/x_restore() (server.c, client.c, conn.c, fence.c, region.c,
+ * session.c, access.c), as proto/handover.proto lays it out: the
  * listening socket; every connection with its socket, credentials, name,
- * Hello state, request count, fence page (its memfd and last sequence
- * number: what the client saw stays valid), regions (same ids, memfds
- * mapped and pinned again), sessions (same ids, names and options; the
- * model loaded again from its file's bytes, kept by engine_model, and its
- * external data's directory fd; the weights uploaded again; a batching
- * session joins its group again), killed sessions, and the responses its
- * socket had not taken (bytes and fds); the id counters, the stats
- * counters (gauges are recomputed by re-creating the objects; their peaks
- * and totals carry over), the start time, and each session's Run count
- * (so that the test build's fault trigger does not fire again).
+ * Hello state, request count, fence page, regions, sessions (the model
+ * loaded again from its file's bytes, kept by engine_model, and its
+ * external data's directory fd), killed sessions, and the responses its
+ * socket had not taken; the id counters, the stats counters, the start
+ * time, and each session's Run count.
  *
- * Not handed over: runs in flight (the recovery failed them through
- * their fences before the exec) and runs waiting in the fair queue for
- * their turn (failed the same way, with the same context-lost error:
- * their client runs them again).
+ * Not handed over: runs in flight and runs waiting for their turn (the
+ * recovery failed them through their fences before the exec).
  *
  * fds travel as their numbers: the old image clears FD_CLOEXEC on the
- * ones listed and sets it on every other (the driver's among them), so
- * exactly those cross the exec. The new image checks each one's type
- * (a socket, a listening socket, a sealed memfd of the right size, a
- * directory) before it takes it; one that fails is logged and its object
- * left behind (the client's requests naming it get CEP errors). A
- * handover that cannot be read at all is logged, every fd it could have
- * passed is closed (clients see the disconnect instead of hanging), and
- * the daemon starts fresh.
+ * ones kept and sets it on every other (the driver's among them), so
+ * exactly those cross the exec. The new image notes every fd it inherited
+ * and hands each out once, to the object the message names it for, which
+ * checks its type before taking it; what nothing took is closed. A
+ * handover that cannot be read at all is logged, every inherited fd is
+ * closed (clients see the disconnect instead of hanging) and the daemon
+ * starts fresh.
  */
 #ifndef CEPD_HANDOVER_H
 #define CEPD_HANDOVER_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
-struct server;
-struct handover;
+#include "handover.pb-c.h"
+
+#include "engine/engine.h"
+
+typedef Cudaepd__Handover__Handover HvHandover;
+typedef Cudaepd__Handover__Listener HvListener;
+typedef Cudaepd__Handover__Client HvClient;
+typedef Cudaepd__Handover__Region HvRegion;
+typedef Cudaepd__Handover__Session HvSession;
+typedef Cudaepd__Handover__Model HvModel;
+typedef Cudaepd__Handover__Out HvOut;
+typedef Cudaepd__Handover__Counter HvCounter;
+typedef Cudaepd__Handover__Gauge HvGauge;
 
 /* The environment variable naming the handover memfd (internal: set only
  * by cudaepd for its own next image). */
@@ -51,46 +61,80 @@ struct handover;
 /* Bumped when the message changes meaning; a new image refuses another. */
 #define HANDOVER_VERSION 1
 
-/*
- * The old image: writes s's state into a memfd, marks every fd but 0, 1,
- * 2 and the ones handed over close-on-exec and re-executes /proc/self/exe
- * with s's command line (server_set_args()). fault_ns is uv_hrtime() when
- * the loss was noticed, runs_failed the runs the recovery failed and why
- * the loss's message, for the new image's log line. No run may be in
- * flight or waiting and no job running. Makes no backend call. Returns
- * only on failure, with a CEP_E* code after logging why (s is as it was;
- * nothing can be served on its lost backend).
- */
-int handover_exec(struct server *s, uint64_t fault_ns, uint32_t runs_failed,
-		  const char *why);
+/* ================================================================ old image */
+
+/* A message being built: its parts, the fds it keeps and the models it
+ * names. */
+struct handover_build;
+
+/* Starts a message. Returns 0 with *out (handover_build_free()), or
+ * CEP_ENOMEM. */
+int handover_build_new(struct handover_build **out);
+
+/* Frees b and every part allocated from it. Accepts NULL. */
+void handover_build_free(struct handover_build *b);
+
+/* A zeroed part of bytes bytes, freed with b; NULL when out of memory,
+ * which b remembers (handover_exec() then refuses). */
+void *handover_alloc(struct handover_build *b, size_t bytes);
+
+/* Carries fd over: returns the number the message holds for it (never 0,
+ * 1 or 2, which mean none: such an fd is moved up first), or 0 for fd < 0
+ * or when it cannot be kept (out of memory, remembered). */
+int32_t handover_keep_fd(struct handover_build *b, int fd);
+
+/* Names model m's file in the message: 1 + its index, added when new, or
+ * 0 for a model without its file's bytes (it cannot be loaded again). */
+uint32_t handover_model(struct handover_build *b, const engine_model *m);
 
 /*
- * The new image, first thing in main() before anything opens an fd: when
- * $CUDAEPD_HANDOVER_FD is set, unsets it, notes every inherited fd (marking
- * it close-on-exec) and reads and parses the handover. Returns the
- * handover, owned by the caller (handover_free(), or given to the server:
- * server->handover), or NULL: no handover, or one that could not be read
- * (logged; every inherited fd is closed then, and the daemon starts
- * fresh).
+ * Writes m (its models filled in from b) into a memfd, marks every fd but
+ * 0, 1, 2 and the ones b keeps close-on-exec and re-executes
+ * /proc/self/exe with argv. summary is logged just before. Makes no
+ * backend call. Returns only on failure, with a CEP_E* code and a message
+ * (the process is as it was, but for the fds' close-on-exec flags).
+ */
+int handover_exec(struct handover_build *b, HvHandover *m, char **argv, const char *summary);
+
+/* ================================================================ new image */
+
+struct handover;
+
+/*
+ * First thing in main(), before anything opens an fd: when
+ * $CUDAEPD_HANDOVER_FD is set, unsets it, notes every inherited fd
+ * (marking it close-on-exec) and reads the handover. Returns it, owned by
+ * the caller (handover_free(), or given to the server), or NULL: no
+ * handover, or one that could not be read (logged; every inherited fd is
+ * closed then, and the daemon starts fresh).
  */
 struct handover *handover_take(void);
 
 /*
- * For server_listen(): takes the handover's listening socket into s
- * (listen_fd, socket_path, activated, unlink_socket). Returns 1 when it
- * did, 0 when s has no handover or its listener is not a listening Unix
- * SOCK_SEQPACKET socket (logged; the caller binds as usual).
+ * Reads the handover in memfd (taken in every case), as handover_take()
+ * does after noting the inherited fds; for tests and the fuzzer, with
+ * every fd that the message names to be handed out taken from fds (n of
+ * them; nothing else is noted). Returns 0 with *out, or a CEP_E* code
+ * with a message saying what is wrong (fds are not closed then).
  */
-int handover_listener(struct server *s);
+int handover_read_fd(int memfd, const int *fds, size_t n, struct handover **out);
+
+/* The message read. */
+const HvHandover *handover_msg(const struct handover *h);
+
+/* Takes fd, which the message names as what: it must be one the new image
+ * inherited and not taken yet. Returns it, or -1 (logged) when it cannot
+ * be; an fd below 3 means none and returns -1 silently. */
+int handover_fd_take(struct handover *h, int32_t fd, const char *what);
 
 /*
- * Once s listens with its handles started: re-creates every connection,
- * fence page, region and session of s->handover, restores the counters,
- * counts and logs the recovery, and frees the handover (closing every fd
- * it did not take). Objects that cannot be re-created are logged and left
- * out. Does nothing without a handover. Cannot fail as a whole.
+ * The bytes (*bytes, *len, owned by h) and external-data directory
+ * (*dir_fd, owned by h; -1: none) of model file i (1-based, as sessions
+ * name it), read from the memfd once. Returns 0, or a CEP_E* code with a
+ * message saying why it cannot be had.
  */
-void handover_restore(struct server *s);
+int handover_model_get(struct handover *h, uint32_t i, const void **bytes, size_t *len,
+		       int *dir_fd);
 
 /* Frees h and closes every inherited fd nothing took. Accepts NULL. */
 void handover_free(struct handover *h);

@@ -17,9 +17,9 @@
  *      are refused with CEP_EAGAIN ("cudaepd is restoring its sessions
  *      ...; run again in a moment"), or with CEP_ECONTEXT if they arrive
  *      before the recovery begins.
- *   2. It waits until no job of any connection is using the backend on
- *      the thread pool (their work fails quickly on a lost context); a
- *      run waiting in a batch window is flushed then, meeting the loss.
+ *   2. It waits until no client's work is using the backend on the
+ *      thread pool (their work fails quickly on a lost context); a run
+ *      waiting in a batch window is flushed then, meeting the loss.
  *   3. On the loop it fails every run in flight of every client whose
  *      completion will never come: the fence slot gets CEP_ECONTEXT and
  *      the client its error on the socket, "the device context was lost
@@ -28,7 +28,8 @@
  *      loss (its fence written) succeeds. Runs waiting in the fair queue
  *      for their turn (fairq.h) are NOT carried over: they fail the same
  *      way, through their fences, and their clients run them again.
- *   4. It hands its state to a new image of itself (handover.h): execve()
+ *   4. The server hands its state to a new image of itself (the handover
+ *      callback; handover.h): execve()
  *      of /proc/self/exe with the same command line and the state in a
  *      memfd; every fd but stdio and the ones handed over closes with the
  *      old image (the dead context's memory goes with them). No backend
@@ -59,7 +60,14 @@
 #ifndef CEPD_RECOVER_H
 #define CEPD_RECOVER_H
 
-struct server;
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+struct backend;
+struct fairq;
+struct run_queue;
 
 /* How often a health query runs while runs are in flight. */
 #define RECOVER_HEALTH_MS 50
@@ -68,22 +76,58 @@ struct server;
  * CEP_FAULT_INJECT builds. */
 #define RECOVER_INJECT_NAME "cudaep-inject-fault"
 
-/* Opens the recovery's timers on s->loop (server_listen()). Returns 0 or a
+/* What the recovery asks of the layer above (the server). */
+struct recover_ops {
+	/* Whether no client's work uses the backend on the thread pool. */
+	bool (*idle)(void *ctx);
+	/* Every run is settled: hand over to a new image (fault_ns is
+	 * uv_hrtime() when the loss was noticed, runs_failed the runs it
+	 * failed, why the loss). Returns only when that failed. */
+	void (*handover)(void *ctx, uint64_t fault_ns, uint32_t runs_failed, const char *why);
+	/* The handover failed: stop, so that the service manager restarts
+	 * the daemon with status 1. */
+	void (*stop)(void *ctx);
+};
+
+/* The recovery's state; in struct server. */
+struct recover {
+	uv_loop_t *loop;                /* NULL until recover_start() */
+	struct backend *backend;        /* whose context may be lost */
+	struct run_queue *runs;         /* settled by the recovery */
+	struct fairq *fairq;            /* its waiting runs fail */
+	const struct recover_ops *ops;
+	void *ctx;
+	bool recovering;                /* the context is lost; the daemon is
+	                                 * handing over to a new image */
+	uint64_t t0;                    /* uv_hrtime() when that began */
+	bool live;                      /* the two timers are open */
+	uv_timer_t timer;               /* runs the recovery from the loop */
+	uv_timer_t health;              /* asks the backend whether its
+	                                 * context still works while runs are
+	                                 * in flight */
+};
+
+/* Initializes rc (caller memory) for backend be, its runs and fair queue,
+ * reporting through ops with ctx. */
+void recover_init(struct recover *rc, struct backend *be, struct run_queue *runs,
+		  struct fairq *fairq, const struct recover_ops *ops, void *ctx);
+
+/* Opens the recovery's timers on loop (server_listen()). Returns 0 or a
  * libuv error. */
-int recover_start(struct server *s);
+int recover_start(struct recover *rc, uv_loop_t *loop);
 
 /* Closes them; with the loop's last handles (once no run is in flight).
  * Safe to call more than once. */
-void recover_stop(struct server *s);
+void recover_stop(struct recover *rc);
 
 /*
  * Says that something may have found the backend lost: begins a recovery
- * when backend_lost(s->backend) (logging why at warning level), or, with
- * one under way, lets it go on now that a job may have ended. The work
- * itself runs from a timer of the loop, never inside the caller. Does
- * nothing for a server without a loop.
+ * when backend_lost() (logging why at warning level), or, with one under
+ * way, lets it go on now that some work may have ended. The work itself
+ * runs from a timer of the loop, never inside the caller. Does nothing
+ * before recover_start().
  */
-void recover_note(struct server *s);
+void recover_note(struct recover *rc);
 
 /*
  * For requests that need the backend (Run, LoadModel, RegisterRegion;
@@ -93,6 +137,6 @@ void recover_note(struct server *s);
  * CEP_ECONTEXT with the loss's message when the backend is lost and the
  * recovery has not begun (it is begun now).
  */
-int recover_refuse(struct server *s, const char *what);
+int recover_refuse(struct recover *rc, const char *what);
 
 #endif

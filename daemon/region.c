@@ -336,3 +336,38 @@ int region_slice_check(const struct region *r, uint64_t offset,
 		*ptr = (char *)r->addr + offset;
 	return 0;
 }
+
+/* ---------------------------------------------------------------- handover */
+
+int region_save(const struct region_table *t, struct handover_build *b, HvClient *hc)
+{
+	const struct region *r;
+	uint32_t i;
+
+	hc->regions = handover_alloc(b, sizeof(*hc->regions) * t->ids.count);
+	for (i = 0; hc->regions != NULL && i < t->ids.count; i++) {
+		HvRegion *hr = handover_alloc(b, sizeof(*hr));
+
+		if (hr == NULL)
+			return CEP_ENOMEM;
+		r = t->ids.items[i];
+		cudaepd__handover__region__init(hr);
+		hr->id = r->id;
+		hr->fd = handover_keep_fd(b, r->fd);
+		hr->size = r->size;
+		hr->name = (char *)r->name;
+		hc->regions[hc->n_regions++] = hr;
+	}
+	return hc->regions != NULL ? 0 : CEP_ENOMEM;
+}
+
+int region_restore(struct region_table *t, struct handover *h, const HvRegion *hr)
+{
+	struct region *r;
+	int fd;
+
+	fd = handover_fd_take(h, hr->fd, "a region");
+	if (fd < 0)
+		return cep__set_error(CEP_EINVAL, "its memfd did not come over");
+	return region_table_adopt(t, fd, hr->size, hr->name, hr->id, &r);
+}

@@ -23,6 +23,7 @@
 #include "proto/cep_limits.h"
 #include "daemon/idtable.h"
 #include "common/stats.h"
+#include "daemon/handover.h"
 
 struct region {
 	uint64_t id;                 /* global, never reused; first (idtable.h) */
@@ -134,5 +135,15 @@ int region_span_check(uint64_t size, uint64_t offset, uint64_t bytes);
  * success *ptr (if not NULL) is the slice's address in the daemon. */
 int region_slice_check(const struct region *r, uint64_t offset,
 		       uint64_t bytes, void **ptr);
+
+/* ---------------------------------------------------------------- handover */
+
+/* Puts every region of t (id, memfd, size, name) into hc. Returns 0 or
+ * CEP_ENOMEM (b remembers it). */
+int region_save(const struct region_table *t, struct handover_build *b, HvClient *hc);
+
+/* Takes region hr of handover h into t with its id (region_table_adopt()
+ * checks its memfd). Returns 0 or an error saying why it could not. */
+int region_restore(struct region_table *t, struct handover *h, const HvRegion *hr);
 
 #endif

@@ -1,8 +1,10 @@
 /*
- * server.c — cudaepd's listening side: the socket (systemd's, or bound at
- * the configured or default path), accepting connections with their peer
- * credentials, the connection list, signals and the orderly shutdown (see
- * server.h). Requests themselves are conn.c's and dispatch.c's business.
+ * server.c — one cudaepd (server.h): making its parts and wiring their
+ * callbacks, the listening socket (systemd's, or bound at the configured
+ * or default path), accepting clients with their peer credentials,
+ * signals, timers, the configuration's reload and the orderly shutdown.
+ * Requests themselves are dispatch.c's business, a client's transport
+ * conn.c's; the handover's orchestration is server_handover.c's.
  */
 #include "daemon/server.h"
 
@@ -19,16 +21,15 @@
 
 #include <systemd/sd-daemon.h>
 
-#include "daemon/access.h"
 #include "alloc/arena.h"
-#include "proto/cep_limits.h"
-#include "daemon/conn.h"
 #include "client/cudaep.h"
-#include "daemon/dispatch.h"
-#include "daemon/handover.h"
+#include "common/container_of.h"
+#include "common/error.h"
 #include "common/log.h"
-#include "daemon/recover.h"
 #include "common/sockpath.h"
+#include "daemon/handover.h"
+#include "daemon/listener.h"
+#include "proto/cep_limits.h"
 
 /* The request arena: its preallocated block serves every ordinary request;
  * the limit bounds what a hostile 64 KiB packet can make protobuf-c
@@ -51,6 +52,7 @@ enum {
 	SERVER_H_TRIM_TIMER = 1u << 5,
 	SERVER_H_SIGHUP = 1u << 6,
 	SERVER_H_WATCHDOG = 1u << 7,
+	SERVER_H_PUMP = 1u << 8,
 };
 
 int server_backend_open(const struct config *cfg, const char *driver_lib,
@@ -88,6 +90,155 @@ int server_backend_open(const struct config *cfg, const char *driver_lib,
 	return backend_host_new(0, out);
 }
 
+/* ------------------------------------------------------------------ wiring */
+
+/* A packet of a client's connection: served, answered, and told whether
+ * to read on. */
+static bool on_packet(struct conn *cn, const uint8_t *buf, size_t len, int *fds, int nfds,
+		      unsigned flags)
+{
+	struct client *c = container_of(cn, struct client, conn);
+	struct server *s = container_of(cn->env, struct server, clients.conn_env);
+	size_t out_len;
+	int ret;
+
+	ret = dispatch_packet(&s->d, c, buf, len, fds, nfds, flags, s->out_buf, &out_len);
+	if (ret == DISPATCH_DEFERRED)
+		return false;
+	/* A Hello reply carries the fence page. */
+	if (conn_send_fd(cn, s->out_buf, out_len, fence_page_fd_take(&c->page)) != 0)
+		return false;
+	if (ret == DISPATCH_CLOSE) {
+		conn_drain(cn);
+		return false;
+	}
+	return true;
+}
+
+static void on_gone(struct conn *cn)
+{
+	client_close(container_of(cn, struct client, conn));
+}
+
+static const struct conn_ops conn_ops = {
+	.packet = on_packet,
+	.gone = on_gone,
+};
+
+static void on_run_finished(void *ctx, void *owner, const struct run_done *d)
+{
+	struct server *s = ctx;
+
+	dispatch_run_done(owner, d);
+	/* A run that failed on a lost context is how most recoveries begin
+	 * (a cheap check of a flag otherwise). */
+	recover_note(&s->recover);
+}
+
+static void on_runs_idle(void *ctx, void *owner)
+{
+	client_runs_idle(owner);
+}
+
+static void on_runs_drained(void *ctx)
+{
+	struct server *s = ctx;
+
+	/* Nothing is in flight that a lost context could strand. */
+	recover_stop(&s->recover);
+}
+
+static const struct run_queue_ops run_ops = {
+	.finished = on_run_finished,
+	.idle = on_runs_idle,
+	.drained = on_runs_drained,
+};
+
+static bool on_can_start(void *ctx, void *owner)
+{
+	struct server *s = ctx;
+
+	return client_can_start(owner, &s->fairq);
+}
+
+static void on_start(void *ctx, void *owner, struct run *r)
+{
+	struct server *s = ctx;
+
+	dispatch_queued_start(&s->d, owner, r);
+}
+
+static const struct fairq_ops fairq_ops = {
+	.can_start = on_can_start,
+	.start = on_start,
+};
+
+static bool on_recover_idle(void *ctx)
+{
+	struct server *s = ctx;
+	const struct client *c;
+
+	for (c = s->clients.head; c != NULL; c = c->next)
+		if (c->work != CLIENT_IDLE)
+			return false;
+	return true;
+}
+
+static void on_recover_handover(void *ctx, uint64_t fault_ns, uint32_t runs_failed,
+				const char *why)
+{
+	(void)server_handover(ctx, fault_ns, runs_failed, why);
+}
+
+static void on_recover_stop(void *ctx)
+{
+	struct server *s = ctx;
+
+	s->exit_status = 1;
+	server_stop(s);
+}
+
+static const struct recover_ops recover_ops = {
+	.idle = on_recover_idle,
+	.handover = on_recover_handover,
+	.stop = on_recover_stop,
+};
+
+static void server_stop_timer_close(struct server *s);
+
+static void on_client_released(struct client_list *l)
+{
+	struct server *s = container_of(l, struct server, clients);
+
+	if (s->stopping && l->n_sock == 0)
+		server_stop_timer_close(s);
+}
+
+/* Fills in what the request handlers use. */
+static void dispatch_wire(struct server *s)
+{
+	s->d = (struct dispatch){
+		.cfg = &s->cfg,
+		.backend = s->backend,
+		.account = s->account,
+		.stats = &s->stats,
+		.models = s->models,
+		.batches = &s->batches,
+		.fairq = &s->fairq,
+		.runs = &s->runs,
+		.regions = &s->regions,
+		.sessions = &s->sessions,
+		.clients = &s->clients,
+		.access = &s->access,
+		.recover = &s->recover,
+		.arena = &s->arena,
+		.loop = s->loop,
+		.out_buf = s->out_buf,
+		.socket_path = s->socket_path,
+		.start_ns = &s->start_ns,
+	};
+}
+
 int server_new(const struct config *cfg, struct server **out)
 {
 	struct region_limits limits;
@@ -100,7 +251,6 @@ int server_new(const struct config *cfg, struct server **out)
 		return CEP_ENOMEM;
 	s->cfg = *cfg;
 	s->listen_fd = -1;
-	s->next_client_id = 1;
 	s->start_ns = uv_hrtime();
 	s->euid = geteuid();
 	stats_init(&s->stats);
@@ -109,8 +259,7 @@ int server_new(const struct config *cfg, struct server **out)
 	limits.bytes_total = cfg->region_bytes_total;
 	region_pool_init(&s->regions, &limits, &s->stats);
 	session_pool_init(&s->sessions, &s->stats);
-	fence_queue_init(&s->fences);
-	batcher_init(&s->batches, s);
+	client_list_init(&s->clients);
 	ret = reqarena_init(&s->arena, ARENA_BLOCK, ARENA_LIMIT);
 	if (ret != 0)
 		goto fail;
@@ -120,11 +269,19 @@ int server_new(const struct config *cfg, struct server **out)
 	ret = account_new(&s->account);
 	if (ret != 0)
 		goto fail;
+	run_queue_init(&s->runs, s->backend, &s->stats, &run_ops, s);
+	fairq_init(&s->fairq, fairq_bound_of(cfg->max_runs_in_flight), &s->stats, &fairq_ops, s);
+	batcher_init(&s->batches, NULL, s->backend, s->account, &s->stats, cfg->batch_window_us,
+		     cfg->batch_max);
+	recover_init(&s->recover, s->backend, &s->runs, &s->fairq, &recover_ops, s);
 	/* Without a configured limit the device's memory is the limit, so
 	 * that running out is a clear CEP_ELIMIT rather than a failed map. */
 	account_limit_set_global(s->account, cfg->memory_limit != 0 ?
 				 cfg->memory_limit : s->backend->device_memory);
-	access_limits_set(s, cfg);
+	s->access.clients = &s->clients;
+	s->access.account = s->account;
+	s->access.stats = &s->stats;
+	access_limits_set(&s->access, cfg);
 	/* Regions are pinned for the device and charged to their client. */
 	s->regions.backend = s->backend;
 	s->regions.account = s->account;
@@ -137,6 +294,17 @@ int server_new(const struct config *cfg, struct server **out)
 		ret = CEP_ENOMEM;
 		goto fail;
 	}
+	s->clients.conn_env = (struct conn_env){
+		.loop = NULL, .stats = &s->stats, .in_buf = s->in_buf, .ops = &conn_ops,
+	};
+	s->clients.regions = &s->regions;
+	s->clients.sessions = &s->sessions;
+	s->clients.runs = &s->runs;
+	s->clients.fairq = &s->fairq;
+	s->clients.account = s->account;
+	s->clients.stats = &s->stats;
+	s->clients.released = on_client_released;
+	dispatch_wire(s);
 	*out = s;
 	return 0;
 fail:
@@ -146,12 +314,20 @@ fail:
 
 void server_free(struct server *s)
 {
+	struct client *c, *next;
+
 	if (s == NULL)
 		return;
-	/* Queued runs still write into the connections' regions. */
-	fence_drain(s);
-	while (s->conns != NULL)
-		conn_free(s->conns);
+	/* Runs that wait for their turn would never land; queued runs still
+	 * write into the clients' regions. */
+	for (c = s->clients.head; c != NULL; c = c->next)
+		fairq_cancel(&s->fairq, &c->lanes);
+	if (s->backend != NULL)
+		run_queue_drain(&s->runs);
+	for (c = s->clients.head; c != NULL; c = next) {
+		next = c->next;
+		client_close(c);
+	}
 	if (s->listen_fd >= 0)
 		close(s->listen_fd);
 	handover_free(s->handover);
@@ -159,7 +335,8 @@ void server_free(struct server *s)
 	backend_free(s->backend);
 	account_free(s->account);
 	reqarena_close(&s->arena);
-	fence_queue_close(&s->fences);
+	if (s->backend != NULL)
+		run_queue_close(&s->runs);
 	free(s->in_buf);
 	free(s->out_buf);
 	free(s);
@@ -182,55 +359,25 @@ bool server_peer_admin(const struct server *s, uid_t uid, gid_t gid,
 	return false;
 }
 
+void server_backend_replace(struct server *s, struct backend *be)
+{
+	backend_free(s->backend);
+	s->backend = be;
+	s->runs.backend = be;
+	s->batches.backend = be;
+	s->recover.backend = be;
+	s->regions.backend = be;
+	s->d.backend = be;
+}
+
+int server_client_detached(struct server *s, uid_t uid, gid_t gid, pid_t pid,
+			   struct client **out)
+{
+	return client_new(&s->clients, -1, pid, uid, gid,
+			  server_peer_admin(s, uid, gid, NULL, 0), out);
+}
+
 /* ------------------------------------------------------------ connections */
-
-void server__conn_link(struct server *s, struct conn *c)
-{
-	/* Appended, so that admin listings run oldest first. */
-	c->next = NULL;
-	c->prev = s->conns_tail;
-	if (s->conns_tail != NULL)
-		s->conns_tail->next = c;
-	else
-		s->conns = c;
-	s->conns_tail = c;
-	s->n_conns++;
-	if (c->fd >= 0)
-		s->n_sock_conns++;
-	stats_count(&s->stats, STATS_COUNTER_CONNECTIONS_ACCEPTED, 1);
-	stats_gauge_add(&s->stats, STATS_GAUGE_CONNECTIONS, 1);
-}
-
-static void server_stop_timer_close(struct server *s);
-
-void server__conn_unlink(struct server *s, struct conn *c)
-{
-	if (c->prev != NULL)
-		c->prev->next = c->next;
-	else
-		s->conns = c->next;
-	if (c->next != NULL)
-		c->next->prev = c->prev;
-	else
-		s->conns_tail = c->prev;
-	c->prev = NULL;
-	c->next = NULL;
-	s->n_conns--;
-	if (c->fd >= 0)
-		s->n_sock_conns--;
-	/* Its sessions are gone, so nothing is charged to it any more; the
-	 * entry and its limit go with it. */
-	if (s->account != NULL)
-		(void)account_forget(s->account, (struct alloc_owner){ c->id, 0 });
-	stats_count(&s->stats, STATS_COUNTER_CONNECTIONS_CLOSED, 1);
-	/* A socket's connection leaves the gauge when its fd is closed
-	 * (conn.c), so that a reader who sees the gauge drop sees the fd
-	 * gone too. */
-	if (c->fd < 0)
-		stats_gauge_add(&s->stats, STATS_GAUGE_CONNECTIONS, -1);
-	if (s->stopping && s->n_sock_conns == 0)
-		server_stop_timer_close(s);
-}
 
 /* Whether a peer with only its primary gid known is in admin_group by one
  * of its supplementary groups (SO_PEERGROUPS, Linux 4.13+). */
@@ -309,7 +456,7 @@ static void server_accept_one(struct server *s, int fd)
 	char msg[CEP_MAX_STATUS_MSG];
 	struct ucred cr;
 	socklen_t len = sizeof(cr);
-	struct conn *c;
+	struct client *c;
 	bool admin;
 	int ret;
 
@@ -319,7 +466,7 @@ static void server_accept_one(struct server *s, int fd)
 		close(fd);
 		return;
 	}
-	if (s->n_conns >= s->cfg.max_connections) {
+	if (s->clients.n >= s->cfg.max_connections) {
 		stats_count(&s->stats, STATS_COUNTER_CONNECTIONS_REFUSED, 1);
 		log_notice("refused a connection from pid %d uid %u: %u "
 			   "connections is the limit", (int)cr.pid,
@@ -330,7 +477,7 @@ static void server_accept_one(struct server *s, int fd)
 		server_refuse(s, fd, msg);
 		return;
 	}
-	if (access_connection_check(s, cr.uid, cr.pid) != 0) {
+	if (access_connection_check(&s->access, cr.uid, cr.pid) != 0) {
 		/* A copy: the refusal sets the thread's error from it. */
 		snprintf(msg, sizeof(msg), "%s", cep_last_error());
 		server_refuse(s, fd, msg);
@@ -339,7 +486,7 @@ static void server_accept_one(struct server *s, int fd)
 	admin = server_peer_admin(s, cr.uid, cr.gid, NULL, 0);
 	if (!admin && s->cfg.admin_gid >= 0)
 		admin = peer_groups_admin(s, fd, cr.uid, cr.gid);
-	ret = conn_new(s, fd, cr.pid, cr.uid, cr.gid, admin, &c);
+	ret = client_new(&s->clients, fd, cr.pid, cr.uid, cr.gid, admin, &c);
 	if (ret != 0) {
 		log_err("cannot serve a connection from pid %d: %s",
 			(int)cr.pid, cep_strerror(ret));
@@ -394,193 +541,6 @@ static void server_on_accept_timer(uv_timer_t *t)
 
 	if (!s->stopping)
 		uv_poll_start(&s->listen_poll, UV_READABLE, server_on_accept);
-}
-
-/* ----------------------------------------------------------------- socket */
-
-static int socket_addr(struct sockaddr_un *addr, const char *path)
-{
-	memset(addr, 0, sizeof(*addr));
-	addr->sun_family = AF_UNIX;
-	if (strlen(path) >= sizeof(addr->sun_path)) {
-		log_err("socket path %s is too long", path);
-		return CEP_ENAMETOOLONG;
-	}
-	strcpy(addr->sun_path, path);
-	return 0;
-}
-
-/* Creates the socket's directory when it is missing (one level: its parent
- * is expected to exist, as /run and $XDG_RUNTIME_DIR do). */
-static int socket_dir_make(const char *path, mode_t mode)
-{
-	char dir[CONFIG_PATH_MAX];
-	char *slash;
-
-	snprintf(dir, sizeof(dir), "%s", path);
-	slash = strrchr(dir, '/');
-	if (slash == NULL || slash == dir)
-		return 0;
-	*slash = '\0';
-	if (mkdir(dir, mode) == 0) {
-		log_info("created %s", dir);
-		return 0;
-	}
-	if (errno == EEXIST)
-		return 0;
-	log_err("cannot create the socket directory %s: %s", dir,
-		strerror(errno));
-	return cep__from_errno(errno);
-}
-
-/*
- * Makes path free for bind(): nothing there is fine; a socket nobody
- * answers on is a dead daemon's and is removed; a socket that answers
- * belongs to a live daemon and anything else is not ours to replace.
- */
-static int socket_path_claim(const char *path)
-{
-	struct sockaddr_un addr;
-	struct stat sb;
-	int fd, ret, err;
-
-	if (lstat(path, &sb) != 0) {
-		if (errno == ENOENT)
-			return 0;
-		log_err("cannot inspect %s: %s", path, strerror(errno));
-		return cep__from_errno(errno);
-	}
-	if (!S_ISSOCK(sb.st_mode)) {
-		log_err("%s exists and is not a socket; refusing to replace "
-			"it", path);
-		return CEP_EEXIST;
-	}
-	ret = socket_addr(&addr, path);
-	if (ret != 0)
-		return ret;
-	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0) {
-		log_err("socket: %s", strerror(errno));
-		return cep__from_errno(errno);
-	}
-	ret = connect(fd, (struct sockaddr *)&addr, sizeof(addr));
-	err = errno;
-	close(fd);
-	if (ret == 0 || err == EAGAIN || err == EINPROGRESS) {
-		/* EAGAIN: a full backlog, which only a live daemon has. */
-		log_err("another cudaepd is already serving %s", path);
-		return CEP_EBUSY;
-	}
-	if (err != ECONNREFUSED) {
-		log_err("%s is in use (%s); refusing to replace it", path,
-			strerror(err));
-		return cep__from_errno(err);
-	}
-	if (unlink(path) != 0 && errno != ENOENT) {
-		log_err("cannot remove the stale socket %s: %s", path,
-			strerror(errno));
-		return cep__from_errno(errno);
-	}
-	log_notice("removed the stale socket %s of a daemon that is gone",
-		   path);
-	return 0;
-}
-
-static int socket_bind(struct server *s, bool system_wide)
-{
-	const char *path = s->socket_path;
-	struct sockaddr_un addr;
-	int fd = -1, ret;
-
-	ret = socket_addr(&addr, path);
-	if (ret != 0)
-		return ret;
-	ret = socket_dir_make(path, system_wide ? 0755 : 0700);
-	if (ret != 0)
-		return ret;
-	ret = socket_path_claim(path);
-	if (ret != 0)
-		return ret;
-	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0) {
-		ret = cep__from_errno(errno);
-		log_err("socket: %s", strerror(errno));
-		return ret;
-	}
-	if (bind(fd, (struct sockaddr *)&addr, sizeof(addr)) != 0) {
-		ret = cep__from_errno(errno);
-		log_err("cannot bind %s: %s", path, strerror(errno));
-		close(fd);
-		return ret;
-	}
-	s->unlink_socket = true;
-	s->listen_fd = fd;
-	/* Permissions are set before listen(): until then nobody can
-	 * connect, so there is no moment with the wrong ones. */
-	if (chmod(path, s->cfg.socket_mode) != 0) {
-		ret = cep__from_errno(errno);
-		log_err("cannot chmod %s to %04o: %s", path,
-			s->cfg.socket_mode, strerror(errno));
-		return ret;
-	}
-	if (s->cfg.socket_gid >= 0 &&
-	    chown(path, (uid_t)-1, (gid_t)s->cfg.socket_gid) != 0) {
-		ret = cep__from_errno(errno);
-		log_err("cannot give %s to group %s: %s", path,
-			s->cfg.socket_group, strerror(errno));
-		return ret;
-	}
-	if (listen(fd, SOMAXCONN) != 0) {
-		ret = cep__from_errno(errno);
-		log_err("cannot listen on %s: %s", path, strerror(errno));
-		return ret;
-	}
-	return 0;
-}
-
-/* Takes the socket systemd passed: 1 when there is one, 0 when not
- * activated, or an error. */
-static int socket_activated(struct server *s)
-{
-	struct sockaddr_un addr;
-	socklen_t len = sizeof(addr);
-	int n, fd = SD_LISTEN_FDS_START, fl;
-
-	n = sd_listen_fds(1);
-	if (n < 0) {
-		log_err("LISTEN_FDS: %s", strerror(-n));
-		return n;
-	}
-	if (n == 0)
-		return 0;
-	if (n > 1) {
-		log_err("systemd passed %d sockets; cudaepd takes one", n);
-		return CEP_EINVAL;
-	}
-	if (sd_is_socket_unix(fd, SOCK_SEQPACKET, 1, NULL, 0) <= 0) {
-		log_err("the socket systemd passed is not a listening "
-			"SOCK_SEQPACKET Unix socket (check "
-			"ListenSequentialPacket= in cudaepd.socket)");
-		return CEP_EINVAL;
-	}
-	fl = fcntl(fd, F_GETFL);
-	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) != 0 ||
-	    fcntl(fd, F_SETFD, FD_CLOEXEC) != 0) {
-		log_err("cannot set up the socket systemd passed: %s",
-			strerror(errno));
-		return cep__from_errno(errno);
-	}
-	s->listen_fd = fd;
-	s->activated = true;
-	if (getsockname(fd, (struct sockaddr *)&addr, &len) == 0 &&
-	    len > offsetof(struct sockaddr_un, sun_path) &&
-	    addr.sun_path[0] != '\0')
-		snprintf(s->socket_path, sizeof(s->socket_path), "%.*s",
-			 (int)sizeof(addr.sun_path), addr.sun_path);
-	else
-		snprintf(s->socket_path, sizeof(s->socket_path),
-			 "(socket from systemd)");
-	return 1;
 }
 
 /* ---------------------------------------------------------------- handles */
@@ -647,14 +607,14 @@ static void server_on_signal(uv_signal_t *h, int signum)
 static void server_on_stop_timer(uv_timer_t *t)
 {
 	struct server *s = container_of(t, struct server, stop_timer);
-	struct conn *c, *next;
+	struct client *c, *next;
 
 	log_warning("%u connections did not drain in %d ms; dropping them",
-		    s->n_sock_conns, STOP_GRACE_MS);
-	for (c = s->conns; c != NULL; c = next) {
+		    s->clients.n_sock, STOP_GRACE_MS);
+	for (c = s->clients.head; c != NULL; c = next) {
 		next = c->next;
-		if (c->fd >= 0)
-			conn_free(c);
+		if (c->conn.fd >= 0)
+			client_close(c);
 	}
 	server_stop_timer_close(s);
 }
@@ -715,7 +675,7 @@ int server_reload(struct server *s)
 {
 	struct config nc;
 	struct region_limits limits;
-	struct conn *c;
+	struct client *c;
 	char *msg = NULL;
 	size_t msg_len = 0;
 	FILE *err;
@@ -762,12 +722,12 @@ int server_reload(struct server *s)
 	account_limit_set_global(s->account, nc.memory_limit != 0 ?
 				 nc.memory_limit : s->backend->device_memory);
 	s->cfg.client_memory_limit = nc.client_memory_limit;
-	for (c = s->conns; c != NULL; c = c->next)
+	for (c = s->clients.head; c != NULL; c = c->next)
 		if (c->sessions.ids.count > 0)
 			(void)account_limit_set(s->account,
 						(struct alloc_owner){ c->id, 0 },
 						nc.client_memory_limit);
-	access_limits_set(s, &nc);
+	access_limits_set(&s->access, &nc);
 	s->cfg.admin_gid = nc.admin_gid;
 	memcpy(s->cfg.admin_group, nc.admin_group, sizeof(nc.admin_group));
 	if (s->cfg.trim_idle_ms != nc.trim_idle_ms) {
@@ -775,12 +735,22 @@ int server_reload(struct server *s)
 		if ((s->handles & SERVER_H_TRIM_TIMER) && trim_timer_apply(s) != 0)
 			log_warning("cannot restart the idle trim timer");
 	}
-	/* A larger bound lets waiting runs start now. */
+	/* A larger bound lets waiting runs start at the loop's next turn. */
 	s->cfg.max_runs_in_flight = nc.max_runs_in_flight;
-	fairq_pump(s);
+	s->fairq.bound = fairq_bound_of(nc.max_runs_in_flight);
 	log_notice("configuration reloaded%s%s", nc.file[0] ? " from " : "",
 		   nc.file);
 	return 0;
+}
+
+/* The top of each loop turn, after every callback of the last one: the
+ * one place that starts runs waiting for their turn, so that none starts
+ * under a request being served. */
+static void server_on_pump(uv_prepare_t *h)
+{
+	struct server *s = container_of(h, struct server, pump);
+
+	fairq_pump(&s->fairq);
 }
 
 static int server_handles_start(struct server *s)
@@ -792,10 +762,17 @@ static int server_handles_start(struct server *s)
 	if (ret != 0)
 		return ret;
 	s->handles |= SERVER_H_LISTEN;
-	ret = fence_queue_start(s);
+	ret = run_queue_start(&s->runs, s->loop);
 	if (ret != 0)
 		return ret;
-	ret = recover_start(s);
+	ret = recover_start(&s->recover, s->loop);
+	if (ret != 0)
+		return ret;
+	uv_prepare_init(s->loop, &s->pump);
+	s->handles |= SERVER_H_PUMP;
+	/* Never what keeps a stopping loop alive. */
+	uv_unref((uv_handle_t *)&s->pump);
+	ret = uv_prepare_start(&s->pump, server_on_pump);
 	if (ret != 0)
 		return ret;
 	ret = uv_poll_start(&s->listen_poll, UV_READABLE, server_on_accept);
@@ -861,7 +838,8 @@ static void server_trim_timer_close(struct server *s)
 
 static void server_handles_close(struct server *s)
 {
-	fence_queue_stop(s);
+	run_queue_stop(&s->runs);
+	server_handle_close(s, SERVER_H_PUMP, (uv_handle_t *)&s->pump, server_on_handle_close);
 	server_listener_close(s);
 	server_stop_timer_close(s);
 	server_trim_timer_close(s);
@@ -882,13 +860,18 @@ int server_listen(struct server *s, uv_loop_t *loop)
 	int ret;
 
 	s->loop = loop;
+	s->clients.conn_env.loop = loop;
+	s->batches.loop = loop;
+	s->d.loop = loop;
 	/* systemd and root put the socket in /run/cudaep; LISTEN_FDS must be
 	 * looked at before sd_listen_fds() unsets it. */
 	system_wide = geteuid() == 0 || getenv("INVOCATION_ID") != NULL ||
 		      getenv("LISTEN_FDS") != NULL;
-	ret = handover_listener(s);
-	if (ret == 0)
-		ret = socket_activated(s);
+	ret = server_listener_restore(s);
+	if (ret == 0) {
+		ret = listener_activated(&s->listen_fd, s->socket_path, sizeof(s->socket_path));
+		s->activated = ret == 1;
+	}
 	if (ret < 0)
 		goto fail;
 	if (ret == 0) {
@@ -904,7 +887,10 @@ int server_listen(struct server *s, uv_loop_t *loop)
 				goto fail;
 			}
 		}
-		ret = socket_bind(s, system_wide);
+		ret = listener_bind(s->socket_path, system_wide, s->cfg.socket_mode,
+				    s->cfg.socket_gid, s->cfg.socket_group, &s->listen_fd);
+		if (s->listen_fd >= 0)
+			s->unlink_socket = true;
 		if (ret != 0)
 			goto fail;
 	}
@@ -918,7 +904,7 @@ int server_listen(struct server *s, uv_loop_t *loop)
 		   s->socket_path, s->activated ? " (socket activation)" : "",
 		   s->handover != NULL ? " (handed over)" : "",
 		   s->backend->iface.name, s->backend->iface.device);
-	handover_restore(s);
+	server_restore(s);
 	return 0;
 fail:
 	server_handles_close(s);
@@ -927,15 +913,16 @@ fail:
 
 void server_stop(struct server *s)
 {
-	struct conn *c, *next;
+	struct client *c, *next;
 
 	if (s->stopping)
 		return;
 	s->stopping = true;
 	sd_notify(0, "STOPPING=1");
-	log_notice("stopping: closing %u connections", s->n_sock_conns);
+	log_notice("stopping: closing %u connections", s->clients.n_sock);
 	/* Its handle stays until the runs in flight have completed. */
-	fence_queue_stop(s);
+	run_queue_stop(&s->runs);
+	server_handle_close(s, SERVER_H_PUMP, (uv_handle_t *)&s->pump, server_on_handle_close);
 	server_listener_close(s);
 	server_trim_timer_close(s);
 	server_handle_close(s, SERVER_H_SIGTERM, (uv_handle_t *)&s->sigterm,
@@ -947,12 +934,12 @@ void server_stop(struct server *s)
 	server_handle_close(s, SERVER_H_WATCHDOG,
 			    (uv_handle_t *)&s->watchdog_timer,
 			    server_on_handle_close);
-	for (c = s->conns; c != NULL; c = next) {
+	for (c = s->clients.head; c != NULL; c = next) {
 		next = c->next;
-		if (c->fd >= 0)
-			conn_shutdown(c);
+		if (c->conn.fd >= 0)
+			conn_drain(&c->conn);
 	}
-	if (s->n_sock_conns == 0)
+	if (s->clients.n_sock == 0)
 		server_stop_timer_close(s);
 	else if (s->handles & SERVER_H_STOP_TIMER)
 		uv_timer_start(&s->stop_timer, server_on_stop_timer,

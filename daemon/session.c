@@ -143,3 +143,67 @@ void session_run_end(struct session_table *t, struct session *s)
 	t->unloaded_held--;
 	session_destroy(t, s);
 }
+
+/* ---------------------------------------------------------------- handover */
+
+int session_save(const struct session_table *t, struct handover_build *b, HvClient *hc)
+{
+	const struct session *sess;
+	uint32_t i;
+
+	hc->sessions = handover_alloc(b, sizeof(*hc->sessions) * t->ids.count);
+	for (i = 0; hc->sessions != NULL && i < t->ids.count; i++) {
+		HvSession *hs = handover_alloc(b, sizeof(*hs));
+
+		if (hs == NULL)
+			return CEP_ENOMEM;
+		sess = t->ids.items[i];
+		cudaepd__handover__session__init(hs);
+		hs->id = sess->id;
+		hs->name = (char *)sess->name;
+		hs->model = sess->engine != NULL ?
+			    handover_model(b, engine_session_model(sess->engine)) : 0;
+		hs->runs = sess->runs;
+		hs->run_requests = sess->run_requests;
+		hs->loaded_ns = sess->loaded_ns;
+		hs->precision = (uint32_t)sess->opts.precision;
+		hs->priority = (uint32_t)sess->opts.priority;
+		hs->memory_limit = sess->opts.memory_limit;
+		hs->batching = sess->batch != NULL;
+		hs->batched_runs = sess->batched_runs;
+		hs->restore_err = sess->engine != NULL ? 0 :
+				  sess->restore_err != 0 ? sess->restore_err : CEP_ECONTEXT;
+		hc->sessions[hc->n_sessions++] = hs;
+	}
+	return hc->sessions != NULL ? 0 : CEP_ENOMEM;
+}
+
+int session_restore(struct session_table *t, const HvSession *hs, uint64_t now_ns,
+		    struct session **out)
+{
+	struct session *sess;
+	int ret;
+
+	*out = NULL;
+	ret = session_table_adopt(t, hs->id, hs->name,
+				  hs->loaded_ns <= now_ns ? hs->loaded_ns : now_ns, &sess);
+	if (ret != 0)
+		return ret;
+	sess->runs = hs->runs;
+	sess->run_requests = hs->run_requests;
+	sess->batched_runs = hs->batched_runs;
+	sess->opts.precision = (cep_precision)hs->precision;
+	sess->opts.priority = (cep_priority)hs->priority;
+	sess->opts.memory_limit = hs->memory_limit;
+	*out = sess;
+	if (hs->precision > CEP_PRECISION_BF16 || hs->priority > CEP_PRIORITY_LOW)
+		ret = cep__set_error(CEP_EINVAL, "its options (precision %u, priority %u) are "
+				     "not ones cudaepd has", hs->precision, hs->priority);
+	else if (hs->model == 0 && hs->restore_err < 0 && hs->restore_err > -4096)
+		ret = cep__set_error(hs->restore_err, "an earlier recovery could not restore it");
+	else if (hs->model == 0)
+		ret = cep__set_error(CEP_ECONTEXT, "its model file did not come over");
+	if (ret != 0)
+		sess->restore_err = ret;
+	return ret;
+}

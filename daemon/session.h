@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "daemon/batch.h"
+#include "daemon/handover.h"
 #include "proto/cep_limits.h"
 #include "engine/engine.h"
 #include "daemon/idtable.h"
@@ -115,5 +116,23 @@ int session_table_remove(struct session_table *t, uint64_t id);
  * run of an unloaded session frees it. */
 void session_run_begin(struct session *s);
 void session_run_end(struct session_table *t, struct session *s);
+
+/* ---------------------------------------------------------------- handover */
+
+/* Puts every session of t into hc: id, name, options, counts, whether it
+ * batched, and its model's file (handover_model()). Returns 0 or
+ * CEP_ENOMEM (b remembers it). */
+int session_save(const struct session_table *t, struct handover_build *b, HvClient *hc);
+
+/*
+ * Takes session hs into t with its id, name, counts and options (its
+ * engine session is the caller's to open: the model must be loaded again).
+ * Returns 0 with *out; or, when hs cannot be opened again (options
+ * cudaepd does not have, an earlier recovery's failure, no model), the
+ * error with *out kept in t and its restore_err set (its requests are
+ * answered with the reason); or the table's error with *out NULL.
+ */
+int session_restore(struct session_table *t, const HvSession *hs, uint64_t now_ns,
+		    struct session **out);
 
 #endif

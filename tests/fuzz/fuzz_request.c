@@ -27,7 +27,7 @@
 
 #include "proto/cep_limits.h"
 #include "daemon/config.h"
-#include "daemon/conn.h"
+#include "daemon/client.h"
 #include "daemon/dispatch.h"
 #include "common/log.h"
 #include "daemon/server.h"
@@ -124,7 +124,7 @@ static void response_check(size_t len)
 	cudaep__v1__response__free_unpacked(r, NULL);
 }
 
-static void hello(struct conn *c)
+static void hello(struct client *c)
 {
 	Cudaep__V1__Request q = CUDAEP__V1__REQUEST__INIT;
 	Cudaep__V1__Hello h = CUDAEP__V1__HELLO__INIT;
@@ -137,7 +137,7 @@ static void hello(struct conn *c)
 	q.body_case = CUDAEP__V1__REQUEST__BODY_HELLO;
 	q.hello = &h;
 	len = cudaep__v1__request__pack(&q, buf);
-	FUZZ_CHECK(dispatch_packet(srv, c, buf, len, NULL, 0, 0, out,
+	FUZZ_CHECK(dispatch_packet(&srv->d, c, buf, len, NULL, 0, 0, out,
 				   &out_len) == 0);
 	response_check(out_len);
 	FUZZ_CHECK(c->hello_done);
@@ -147,7 +147,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct conn *c;
+	struct client *c;
 	size_t pos = 1, len, out_len;
 	unsigned flags;
 	uint8_t ctl;
@@ -156,7 +156,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size == 0)
 		return 0;
 	FUZZ_CHECK(server_new(&cfg, &srv) == 0);
-	FUZZ_CHECK(conn_new_detached(srv, (data[0] & 2) ? 0 : 40001, 40001,
+	FUZZ_CHECK(server_client_detached(srv, (data[0] & 2) ? 0 : 40001, 40001,
 				     4242, &c) == 0);
 	if (data[0] & 1)
 		hello(c);
@@ -178,7 +178,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			flags |= DISPATCH_OVERSIZED;
 		if (ctl & 16)
 			flags |= DISPATCH_FDS_TRUNCATED;
-		ret = dispatch_packet(srv, c, data + pos, len, fds, nfds, flags,
+		ret = dispatch_packet(&srv->d, c, data + pos, len, fds, nfds, flags,
 				      out, &out_len);
 		response_check(out_len);
 		pos += len;
@@ -186,9 +186,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (ret == DISPATCH_CLOSE)
 			break;
 	}
-	conn_free(c);
+	client_close(c);
 
-	FUZZ_CHECK(srv->n_conns == 0);
+	FUZZ_CHECK(srv->clients.n == 0);
 	FUZZ_CHECK(srv->regions.count == 0 && srv->regions.bytes == 0);
 	FUZZ_CHECK(srv->sessions.count == 0);
 	FUZZ_CHECK(srv->stats.gauges[STATS_GAUGE_CONNECTIONS].current == 0);

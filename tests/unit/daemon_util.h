@@ -22,7 +22,7 @@
 
 #include "proto/cep_limits.h"
 #include "daemon/config.h"
-#include "daemon/conn.h"
+#include "daemon/client.h"
 #include "client/cudaep.h"
 #include "daemon/dispatch.h"
 #include "common/log.h"
@@ -49,11 +49,11 @@ static TU_UNUSED struct server *tu_server(const struct config *cfg)
 	return s;
 }
 
-static TU_UNUSED struct conn *tu_conn(struct server *s, uid_t uid)
+static TU_UNUSED struct client *tu_conn(struct server *s, uid_t uid)
 {
-	struct conn *c = NULL;
+	struct client *c = NULL;
 
-	cr_assert_eq(conn_new_detached(s, uid, uid, 4242, &c), 0);
+	cr_assert_eq(server_client_detached(s, uid, uid, 4242, &c), 0);
 	return c;
 }
 
@@ -61,7 +61,7 @@ static TU_UNUSED struct conn *tu_conn(struct server *s, uid_t uid)
  * cudaep__v1__response__free_unpacked(resp, NULL)). *dret gets
  * dispatch_packet()'s return when not NULL. */
 static TU_UNUSED Cudaep__V1__Response *
-tu_raw(struct server *s, struct conn *c, const void *buf, size_t len,
+tu_raw(struct server *s, struct client *c, const void *buf, size_t len,
        int *fds, int nfds, unsigned flags, int *dret)
 {
 	static uint8_t out[CEP_MAX_PACKET];
@@ -69,7 +69,7 @@ tu_raw(struct server *s, struct conn *c, const void *buf, size_t len,
 	size_t out_len = 0;
 	int ret;
 
-	ret = dispatch_packet(s, c, buf, len, fds, nfds, flags, out, &out_len);
+	ret = dispatch_packet(&s->d, c, buf, len, fds, nfds, flags, out, &out_len);
 	if (dret != NULL)
 		*dret = ret;
 	cr_assert(out_len > 0 && out_len <= CEP_MAX_PACKET);
@@ -81,7 +81,7 @@ tu_raw(struct server *s, struct conn *c, const void *buf, size_t len,
 
 /* Packs q and dispatches it; see tu_raw(). */
 static TU_UNUSED Cudaep__V1__Response *
-tu_call(struct server *s, struct conn *c, Cudaep__V1__Request *q, int *fds,
+tu_call(struct server *s, struct client *c, Cudaep__V1__Request *q, int *fds,
 	int nfds, int *dret)
 {
 	static uint8_t buf[CEP_MAX_PACKET];
@@ -125,7 +125,7 @@ static TU_UNUSED void tu_expect_ok(Cudaep__V1__Response *resp)
 static TU_UNUSED uint64_t tu_next_id = 1;
 
 static TU_UNUSED Cudaep__V1__Response *tu_hello_v(struct server *s,
-						   struct conn *c,
+						   struct client *c,
 						   uint32_t version,
 						   const char *name, int *dret)
 {
@@ -140,7 +140,7 @@ static TU_UNUSED Cudaep__V1__Response *tu_hello_v(struct server *s,
 	return tu_call(s, c, &q, NULL, 0, dret);
 }
 
-static TU_UNUSED void tu_hello(struct server *s, struct conn *c)
+static TU_UNUSED void tu_hello(struct server *s, struct client *c)
 {
 	Cudaep__V1__Response *r = tu_hello_v(s, c, CEP_PROTOCOL_VERSION,
 					     "unit", NULL);
@@ -150,7 +150,7 @@ static TU_UNUSED void tu_hello(struct server *s, struct conn *c)
 }
 
 static TU_UNUSED Cudaep__V1__Response *tu_ping(struct server *s,
-					       struct conn *c, uint64_t payload,
+					       struct client *c, uint64_t payload,
 					       int *fds, int nfds)
 {
 	Cudaep__V1__Request q = CUDAEP__V1__REQUEST__INIT;
@@ -164,7 +164,7 @@ static TU_UNUSED Cudaep__V1__Response *tu_ping(struct server *s,
 }
 
 static TU_UNUSED Cudaep__V1__Response *tu_register(struct server *s,
-						   struct conn *c,
+						   struct client *c,
 						   uint64_t size, int *fds,
 						   int nfds)
 {
@@ -180,7 +180,7 @@ static TU_UNUSED Cudaep__V1__Response *tu_register(struct server *s,
 }
 
 static TU_UNUSED Cudaep__V1__Response *tu_release(struct server *s,
-						  struct conn *c, uint64_t id)
+						  struct client *c, uint64_t id)
 {
 	Cudaep__V1__Request q = CUDAEP__V1__REQUEST__INIT;
 	Cudaep__V1__ReleaseRegion m = CUDAEP__V1__RELEASE_REGION__INIT;
@@ -208,7 +208,7 @@ static TU_UNUSED int tu_memfd(size_t size, bool sealed)
 }
 
 /* Registers a fresh sealed memfd of size bytes; returns the region id. */
-static TU_UNUSED uint64_t tu_region(struct server *s, struct conn *c,
+static TU_UNUSED uint64_t tu_region(struct server *s, struct client *c,
 				    uint64_t size)
 {
 	int fd = tu_memfd(size, true);

@@ -24,7 +24,7 @@
 #include "tests/unit/onnxb.h"
 
 #include "daemon/fairq.h"
-#include "daemon/fence.h"
+#include "daemon/run.h"
 #include "client/internal.h"
 
 #pragma GCC diagnostic ignored "-Wunused-function"
@@ -80,13 +80,13 @@ static struct {
 static void gate_fn(void *arg)
 {
 	struct ticket *t = arg;
-	const struct fence_run *r = t->arg;
+	const struct run *r = t->arg;
 
 	pthread_mutex_lock(&g.lock);
 	while (!g.open || g.done != t->no)
 		pthread_cond_wait(&g.moved, &g.lock);
 	if (g.log_on && g.n_log < sizeof(g.log) / sizeof(g.log[0]))
-		g.log[g.n_log++] = r->c->id << 32 | r->seq;
+		g.log[g.n_log++] = ((const struct client *)r->table->owner)->id << 32 | r->seq;
 	pthread_mutex_unlock(&g.lock);
 	t->fn(t->arg);
 	pthread_mutex_lock(&g.lock);
@@ -186,7 +186,7 @@ static void stop(void)
 	gate_set(true);
 	uv_async_send(&d.stop);
 	cr_assert_eq(pthread_join(d.thread, NULL), 0);
-	cr_assert_eq(d.s->n_conns, 0);
+	cr_assert_eq(d.s->clients.n, 0);
 	cr_assert_eq(d.s->fairq.waiting, 0);
 	cr_assert_eq(d.s->stats.gauges[STATS_GAUGE_RUNS_WAITING].current, 0);
 	cr_assert_eq(d.s->stats.gauges[STATS_GAUGE_RUNS_IN_FLIGHT].current, 0);

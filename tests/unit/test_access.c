@@ -71,7 +71,7 @@ static int model_fd(void)
 	return fd;
 }
 
-static Cudaep__V1__Response *load_resp(struct conn *c)
+static Cudaep__V1__Response *load_resp(struct client *c)
 {
 	Cudaep__V1__Request q = CUDAEP__V1__REQUEST__INIT;
 	Cudaep__V1__LoadModel m = CUDAEP__V1__LOAD_MODEL__INIT;
@@ -84,7 +84,7 @@ static Cudaep__V1__Response *load_resp(struct conn *c)
 	return tu_call(srv, c, &q, &fd, 1, NULL);
 }
 
-static uint64_t load(struct conn *c)
+static uint64_t load(struct client *c)
 {
 	Cudaep__V1__Response *r = load_resp(c);
 	uint64_t id;
@@ -96,7 +96,7 @@ static uint64_t load(struct conn *c)
 }
 
 /* LoadModel from bytes [0, 64) of region reg. */
-static Cudaep__V1__Response *load_from_region(struct conn *c, uint64_t reg)
+static Cudaep__V1__Response *load_from_region(struct client *c, uint64_t reg)
 {
 	Cudaep__V1__Request q = CUDAEP__V1__REQUEST__INIT;
 	Cudaep__V1__LoadModel m = CUDAEP__V1__LOAD_MODEL__INIT;
@@ -114,7 +114,7 @@ static Cudaep__V1__Response *load_from_region(struct conn *c, uint64_t reg)
 
 /* A Run of batch rows: x at offset 0 of region in_reg, y at offset 1024
  * of region out_reg. */
-static Cudaep__V1__Response *run(struct conn *c, uint64_t sess,
+static Cudaep__V1__Response *run(struct client *c, uint64_t sess,
 				 uint64_t in_reg, uint64_t out_reg, int batch)
 {
 	Cudaep__V1__Request q = CUDAEP__V1__REQUEST__INIT;
@@ -146,7 +146,7 @@ static Cudaep__V1__Response *run(struct conn *c, uint64_t sess,
 }
 
 /* Runs sess on fresh random inputs in region reg of c and checks y. */
-static void run_checked(struct conn *c, uint64_t sess, uint64_t reg, int batch)
+static void run_checked(struct client *c, uint64_t sess, uint64_t reg, int batch)
 {
 	struct region *rg = region_table_find(&c->regions, reg);
 	float *x, *y, want[16 * OUT];
@@ -175,7 +175,7 @@ static void expect_ok(Cudaep__V1__Response *resp)
 }
 
 /* SessionInfo, Unload or KillSession naming id. */
-static Cudaep__V1__Response *by_id(struct conn *c,
+static Cudaep__V1__Response *by_id(struct client *c,
 				   Cudaep__V1__Request__BodyCase body,
 				   uint64_t id)
 {
@@ -196,7 +196,7 @@ static Cudaep__V1__Response *by_id(struct conn *c,
 	return tu_call(srv, c, &q, NULL, 0, NULL);
 }
 
-static Cudaep__V1__Response *simple(struct conn *c,
+static Cudaep__V1__Response *simple(struct client *c,
 				    Cudaep__V1__Request__BodyCase body)
 {
 	Cudaep__V1__Request q = CUDAEP__V1__REQUEST__INIT;
@@ -210,7 +210,7 @@ static Cudaep__V1__Response *simple(struct conn *c,
 }
 
 /* A counter's value through a Stats request, as a client reads it. */
-static uint64_t counter(struct conn *c, const char *name)
+static uint64_t counter(struct client *c, const char *name)
 {
 	Cudaep__V1__Response *r = simple(c, CUDAEP__V1__REQUEST__BODY_STATS);
 	uint64_t v = UINT64_MAX;
@@ -268,7 +268,7 @@ static void expect_same(const char *what, Cudaep__V1__Response *theirs,
 }
 
 /* Whether a MemoryReply has an entry of owner. */
-static bool memory_has(struct conn *c, const char *owner)
+static bool memory_has(struct client *c, const char *owner)
 {
 	Cudaep__V1__Response *r = simple(c, CUDAEP__V1__REQUEST__BODY_MEMORY);
 	bool seen = false;
@@ -284,7 +284,7 @@ static bool memory_has(struct conn *c, const char *owner)
 
 Test(access, another_connections_ids_answer_as_unknown_ones)
 {
-	struct conn *a, *askers[2];
+	struct client *a, *askers[2];
 	uint64_t sa, ra, ghost_s, ghost_r;
 	char owner[32];
 	int k;
@@ -299,7 +299,7 @@ Test(access, another_connections_ids_answer_as_unknown_ones)
 	sa = load(a);
 	run_checked(a, sa, ra, 3);
 	for (k = 0; k < 2; k++) {
-		struct conn *b = askers[k];
+		struct client *b = askers[k];
 		uint64_t sb, rb;
 		Cudaep__V1__Response *r;
 
@@ -364,7 +364,7 @@ Test(access, another_connections_ids_answer_as_unknown_ones)
 
 Test(access, kill_session_is_for_admins_and_tells_the_owner)
 {
-	struct conn *a, *b, *root, *grp;
+	struct client *a, *b, *root, *grp;
 	Cudaep__V1__Response *r;
 	struct account_usage u;
 	struct config cfg;
@@ -378,7 +378,7 @@ Test(access, kill_session_is_for_admins_and_tells_the_owner)
 	a = tu_conn(srv, 40001);
 	b = tu_conn(srv, 40002);
 	root = tu_conn(srv, 0);
-	cr_assert_eq(conn_new_detached(srv, 40003, 40500, 1, &grp), 0);
+	cr_assert_eq(server_client_detached(srv, 40003, 40500, 1, &grp), 0);
 	tu_hello(srv, a);
 	tu_hello(srv, b);
 	tu_hello(srv, root);
@@ -438,7 +438,7 @@ Test(access, kill_session_is_for_admins_and_tells_the_owner)
 Test(access, a_connection_remembers_its_last_killed_sessions)
 {
 	uint64_t ids[ACCESS_KILLED_MAX + 1];
-	struct conn *a, *root;
+	struct client *a, *root;
 	Cudaep__V1__Response *r;
 	char want[64];
 	int i;
@@ -495,7 +495,7 @@ Test(access, config_keys)
 
 Test(access, uid_limits_count_every_connection_of_the_uid)
 {
-	struct conn *a1, *a2, *b;
+	struct client *a1, *a2, *b;
 	struct config cfg;
 	uint64_t s1, s2, r1, r2;
 	int fd, fds;
@@ -514,11 +514,11 @@ Test(access, uid_limits_count_every_connection_of_the_uid)
 	tu_hello(srv, b);
 
 	/* Connections: the accept path asks this before serving one. */
-	cr_assert_eq(access_connection_check(srv, 40001, 77), CEP_ELIMIT);
+	cr_assert_eq(access_connection_check(&srv->access, 40001, 77), CEP_ELIMIT);
 	cr_assert_str_eq(cep_last_error(), "too many connections for uid 40001: its "
 			 "processes hold 2, the limit (uid_max_connections) is 2; "
 			 "close one and try again");
-	cr_assert_eq(access_connection_check(srv, 40002, 78), 0);
+	cr_assert_eq(access_connection_check(&srv->access, 40002, 78), 0);
 	cr_assert_eq(counter(b, "uid_connections_refused"), 1);
 
 	/* Regions: 2 + 1 over two connections, then one more is refused and
@@ -553,11 +553,11 @@ Test(access, uid_limits_count_every_connection_of_the_uid)
 
 	/* A reload lifts the session limit at once; what is held stays. */
 	cfg.uid_max_sessions = 0;
-	access_limits_set(srv, &cfg);
+	access_limits_set(&srv->access, &cfg);
 	(void)load(a1);
 	(void)load(a1);
 	cfg.uid_max_sessions = 1;
-	access_limits_set(srv, &cfg);
+	access_limits_set(&srv->access, &cfg);
 	cr_assert_eq(srv->sessions.count, 5);
 	tu_expect_error(load_resp(a1), CEP_ELIMIT, "(uid_max_sessions) is 1");
 	server_free(srv);
@@ -565,14 +565,14 @@ Test(access, uid_limits_count_every_connection_of_the_uid)
 
 Test(access, uid_max_bytes_counts_regions_registered_before_any_session)
 {
-	struct conn *a1, *a2;
+	struct client *a1, *a2;
 	struct config cfg;
 	int fd;
 
 	config_init(&cfg);
 	cfg.uid_max_bytes = 6000;
 	srv = tu_server(&cfg);
-	access_limits_set(srv, &cfg);
+	access_limits_set(&srv->access, &cfg);
 	a1 = tu_conn(srv, 40005);
 	a2 = tu_conn(srv, 40005);
 	tu_hello(srv, a1);
@@ -587,7 +587,7 @@ Test(access, uid_max_bytes_counts_regions_registered_before_any_session)
 
 Test(access, uid_max_bytes_counts_the_sessions_of_all_its_connections)
 {
-	struct conn *a1, *a2, *b, *root;
+	struct client *a1, *a2, *b, *root;
 	struct account_usage u;
 	struct config cfg;
 	uint64_t s1, s2, sb, r1, r2, rb, used;
@@ -617,7 +617,7 @@ Test(access, uid_max_bytes_counts_the_sessions_of_all_its_connections)
 	 * uid, on another connection, cannot plan the same batch. */
 	cr_assert_eq(u.current[ALLOC_ROLE_PINNED], 2 * 4096, "both regions of the uid count");
 	cfg.uid_max_bytes = used + used / 2 + u.current[ALLOC_ROLE_PINNED];
-	access_limits_set(srv, &cfg);
+	access_limits_set(&srv->access, &cfg);
 	s2 = load(a2);
 	{
 		char want[96];
@@ -643,8 +643,8 @@ Test(access, uid_max_bytes_counts_the_sessions_of_all_its_connections)
 	cr_assert(memory_has(a1, "uid:40001"));
 	cr_assert(!memory_has(b, "uid:40001"));
 	cr_assert(memory_has(root, "uid:40001") && memory_has(root, "uid:40002"));
-	conn_free(a1);
-	conn_free(a2);
+	client_close(a1);
+	client_close(a2);
 	cr_assert_eq(account_uid_usage_get(srv->account, 40001, &u), CEP_ENOENT,
 		     "the uid outlived its connections");
 	cr_assert(!memory_has(root, "uid:40001"));

@@ -19,7 +19,7 @@ static void quiet(void)
 
 TestSuite(dispatch, .init = quiet);
 
-static Cudaep__V1__Response *simple(struct server *s, struct conn *c,
+static Cudaep__V1__Response *simple(struct server *s, struct client *c,
 				    Cudaep__V1__Request__BodyCase body)
 {
 	Cudaep__V1__Request q = CUDAEP__V1__REQUEST__INIT;
@@ -33,7 +33,7 @@ static Cudaep__V1__Response *simple(struct server *s, struct conn *c,
 	return tu_call(s, c, &q, NULL, 0, NULL);
 }
 
-static Cudaep__V1__Response *session_req(struct server *s, struct conn *c,
+static Cudaep__V1__Response *session_req(struct server *s, struct client *c,
 					 Cudaep__V1__Request__BodyCase body,
 					 uint64_t id)
 {
@@ -59,7 +59,7 @@ static Cudaep__V1__Response *session_req(struct server *s, struct conn *c,
 Test(dispatch, hello_is_required_first)
 {
 	Cudaep__V1__Response *r;
-	struct conn *c;
+	struct client *c;
 
 	srv = tu_server(NULL);
 	c = tu_conn(srv, 40001);
@@ -91,7 +91,7 @@ Test(dispatch, hello_is_required_first)
 
 Test(dispatch, hello_version_mismatch_closes)
 {
-	struct conn *c;
+	struct client *c;
 	int dret = 0;
 
 	srv = tu_server(NULL);
@@ -106,13 +106,13 @@ Test(dispatch, hello_version_mismatch_closes)
 
 Test(dispatch, client_ids_are_never_reused)
 {
-	struct conn *a, *b;
+	struct client *a, *b;
 	uint64_t first;
 
 	srv = tu_server(NULL);
 	a = tu_conn(srv, 40001);
 	first = a->id;
-	conn_free(a);
+	client_close(a);
 	b = tu_conn(srv, 40001);
 	cr_assert_gt(b->id, first);
 	server_free(srv);
@@ -121,7 +121,7 @@ Test(dispatch, client_ids_are_never_reused)
 Test(dispatch, long_client_name_is_cut_and_made_printable)
 {
 	char name[200];
-	struct conn *c;
+	struct client *c;
 
 	memset(name, 'n', sizeof(name) - 1);
 	name[sizeof(name) - 1] = '\0';
@@ -140,7 +140,7 @@ Test(dispatch, long_client_name_is_cut_and_made_printable)
 Test(dispatch, ping_echoes_payload_and_id)
 {
 	Cudaep__V1__Response *r;
-	struct conn *c;
+	struct client *c;
 
 	srv = tu_server(NULL);
 	c = tu_conn(srv, 40001);
@@ -155,7 +155,7 @@ Test(dispatch, ping_echoes_payload_and_id)
 
 Test(dispatch, fd_on_ping_is_refused_and_closed)
 {
-	struct conn *c;
+	struct client *c;
 	int fd;
 
 	srv = tu_server(NULL);
@@ -170,7 +170,7 @@ Test(dispatch, fd_on_ping_is_refused_and_closed)
 
 Test(dispatch, fds_before_hello_are_closed)
 {
-	struct conn *c;
+	struct client *c;
 	int fd;
 
 	srv = tu_server(NULL);
@@ -187,7 +187,7 @@ Test(dispatch, fds_before_hello_are_closed)
 Test(dispatch, register_sealed_memfd_maps_it)
 {
 	struct region *reg;
-	struct conn *c;
+	struct client *c;
 	uint64_t id;
 	char *mine;
 	int fd;
@@ -223,7 +223,7 @@ Test(dispatch, register_sealed_memfd_maps_it)
 
 Test(dispatch, register_unsealed_memfd_is_refused)
 {
-	struct conn *c;
+	struct client *c;
 	int fd, before;
 
 	srv = tu_server(NULL);
@@ -241,7 +241,7 @@ Test(dispatch, register_unsealed_memfd_is_refused)
 
 Test(dispatch, register_size_mismatch_names_both_sizes)
 {
-	struct conn *c;
+	struct client *c;
 	int fd;
 
 	srv = tu_server(NULL);
@@ -261,7 +261,7 @@ Test(dispatch, register_size_mismatch_names_both_sizes)
 
 Test(dispatch, register_needs_exactly_one_fd)
 {
-	struct conn *c;
+	struct client *c;
 	int fds[2];
 
 	srv = tu_server(NULL);
@@ -282,7 +282,7 @@ Test(dispatch, register_needs_exactly_one_fd)
 Test(dispatch, region_count_limit)
 {
 	struct config cfg;
-	struct conn *c;
+	struct client *c;
 	int fd;
 
 	config_init(&cfg);
@@ -303,7 +303,7 @@ Test(dispatch, region_count_limit)
 Test(dispatch, region_bytes_per_client_limit)
 {
 	struct config cfg;
-	struct conn *a, *b;
+	struct client *a, *b;
 	int fd;
 
 	config_init(&cfg);
@@ -327,7 +327,7 @@ Test(dispatch, region_bytes_total_limit)
 {
 	Cudaep__V1__Response *r;
 	struct config cfg;
-	struct conn *a, *b;
+	struct client *a, *b;
 	uint64_t id;
 	int fd;
 
@@ -354,7 +354,7 @@ Test(dispatch, region_bytes_total_limit)
 Test(dispatch, release_own_unknown_and_others)
 {
 	Cudaep__V1__Response *r;
-	struct conn *a, *b;
+	struct client *a, *b;
 	uint64_t ida, idb;
 	char want[64];
 
@@ -390,7 +390,7 @@ Test(dispatch, garbage_is_ebadmsg_and_the_next_request_is_served)
 {
 	static const uint8_t junk[] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0x0a };
 	Cudaep__V1__Response *r;
-	struct conn *c;
+	struct client *c;
 	int dret = -1;
 
 	srv = tu_server(NULL);
@@ -412,7 +412,7 @@ Test(dispatch, garbage_is_ebadmsg_and_the_next_request_is_served)
 Test(dispatch, garbage_with_fds_closes_them)
 {
 	static const uint8_t junk[] = { 0x0b, 0x0c };
-	struct conn *c;
+	struct client *c;
 	int fds[2];
 
 	srv = tu_server(NULL);
@@ -433,7 +433,7 @@ Test(dispatch, request_without_body)
 	static const uint8_t unknown[] = { 0x08, 0x09, 0x98, 0x06, 0x01 };
 	static const uint8_t empty[] = { 0x08, 0x0a };
 	Cudaep__V1__Response *r;
-	struct conn *c;
+	struct client *c;
 
 	srv = tu_server(NULL);
 	c = tu_conn(srv, 40001);
@@ -453,7 +453,7 @@ Test(dispatch, request_without_body)
 Test(dispatch, oversized_packet)
 {
 	Cudaep__V1__Response *r;
-	struct conn *c;
+	struct client *c;
 	int fd;
 
 	srv = tu_server(NULL);
@@ -474,7 +474,7 @@ Test(dispatch, truncated_fds)
 	Cudaep__V1__Ping p = CUDAEP__V1__PING__INIT;
 	uint8_t buf[64];
 	Cudaep__V1__Response *r;
-	struct conn *c;
+	struct client *c;
 	size_t len;
 	int fds[2];
 
@@ -502,7 +502,7 @@ Test(dispatch, pathological_packet_is_refused_without_malloc_storm)
 	 * refused as malformed; either way the daemon answers and goes on. */
 	static uint8_t pkt[CEP_MAX_PACKET];
 	Cudaep__V1__Response *r;
-	struct conn *c;
+	struct client *c;
 	size_t n = 0, body;
 
 	srv = tu_server(NULL);
@@ -533,7 +533,7 @@ Test(dispatch, pathological_packet_is_refused_without_malloc_storm)
 
 /* ---------------------------------------------------------------- models */
 
-static Cudaep__V1__Response *load_model(struct server *s, struct conn *c,
+static Cudaep__V1__Response *load_model(struct server *s, struct client *c,
 					int source, bool dir, uint64_t region,
 					uint64_t off, uint64_t bytes,
 					int *fds, int nfds)
@@ -558,7 +558,7 @@ static Cudaep__V1__Response *load_model(struct server *s, struct conn *c,
 
 Test(dispatch, load_model_errors_close_fds)
 {
-	struct conn *c;
+	struct client *c;
 	int fds[2], before;
 
 	srv = tu_server(NULL);
@@ -590,7 +590,7 @@ Test(dispatch, load_model_errors_close_fds)
 
 Test(dispatch, load_model_from_region_checks_the_slice)
 {
-	struct conn *c;
+	struct client *c;
 	uint64_t id;
 	int fd;
 
@@ -623,7 +623,7 @@ Test(dispatch, load_model_from_region_checks_the_slice)
 
 Test(dispatch, sessions_unknown_are_enoent)
 {
-	struct conn *c;
+	struct client *c;
 
 	srv = tu_server(NULL);
 	c = tu_conn(srv, 40001);
@@ -640,7 +640,7 @@ Test(dispatch, sessions_unknown_are_enoent)
 
 /* ------------------------------------------------------------------ admin */
 
-static size_t clients_seen(struct server *s, struct conn *c, uint32_t *total)
+static size_t clients_seen(struct server *s, struct client *c, uint32_t *total)
 {
 	Cudaep__V1__Response *r = simple(s, c, CUDAEP__V1__REQUEST__BODY_CLIENTS);
 	size_t n;
@@ -665,7 +665,7 @@ static size_t regions_entries(const Cudaep__V1__MemoryReply *m)
 
 Test(dispatch, admin_sees_everyone_others_themselves)
 {
-	struct conn *a, *b, *root, *grp;
+	struct client *a, *b, *root, *grp;
 	Cudaep__V1__Response *r;
 	struct session *sess;
 	struct config cfg;
@@ -680,7 +680,7 @@ Test(dispatch, admin_sees_everyone_others_themselves)
 	a = tu_conn(srv, 40001);
 	b = tu_conn(srv, 40002);
 	root = tu_conn(srv, 0);
-	cr_assert_eq(conn_new_detached(srv, 40003, 40500, 1, &grp), 0);
+	cr_assert_eq(server_client_detached(srv, 40003, 40500, 1, &grp), 0);
 	cr_assert(!a->admin && !b->admin && root->admin && grp->admin);
 	tu_hello(srv, a);
 	tu_hello(srv, b);
@@ -740,7 +740,7 @@ Test(dispatch, admin_sees_everyone_others_themselves)
 Test(dispatch, status_reports_the_daemon)
 {
 	Cudaep__V1__Response *r;
-	struct conn *a, *b;
+	struct client *a, *b;
 
 	srv = tu_server(NULL);
 	snprintf(srv->socket_path, sizeof(srv->socket_path), "/tmp/x.sock");
@@ -770,7 +770,7 @@ Test(dispatch, status_reports_the_daemon)
 Test(dispatch, stats_reply_lists_every_counter_and_gauge)
 {
 	Cudaep__V1__Response *r;
-	struct conn *c;
+	struct client *c;
 	size_t i;
 	bool seen = false;
 
@@ -801,7 +801,7 @@ Test(dispatch, stats_reply_lists_every_counter_and_gauge)
 
 Test(dispatch, lists_are_cut_at_the_client_limit)
 {
-	struct conn *root;
+	struct client *root;
 	uint32_t total;
 	int i;
 
@@ -821,7 +821,7 @@ Test(dispatch, conn_teardown_returns_gauges_and_fds_to_baseline)
 {
 	struct stats before;
 	struct session *sess;
-	struct conn *keep, *c;
+	struct client *keep, *c;
 	int fds_before, g;
 
 	srv = tu_server(NULL);
@@ -838,7 +838,7 @@ Test(dispatch, conn_teardown_returns_gauges_and_fds_to_baseline)
 	cr_assert_eq(session_table_add(&c->sessions, "s", 0, &sess), 0);
 	cr_assert_eq(tu_fd_count(), fds_before + 2);
 	cr_assert_eq(srv->stats.gauges[STATS_GAUGE_REGIONS].current, 3);
-	conn_free(c);
+	client_close(c);
 
 	for (g = 0; g < STATS_GAUGE_COUNT; g++)
 		cr_assert_eq(srv->stats.gauges[g].current,
@@ -851,6 +851,6 @@ Test(dispatch, conn_teardown_returns_gauges_and_fds_to_baseline)
 		     srv->stats.counters[STATS_COUNTER_FDS_CLOSED], 1,
 		     "only the kept connection's region fd is still open");
 	cr_assert_eq(srv->regions.bytes, 4096);
-	cr_assert_eq(srv->n_conns, 1);
+	cr_assert_eq(srv->clients.n, 1);
 	server_free(srv);
 }

@@ -16,7 +16,7 @@
 #include "proto/cep_fence.h"
 
 /* y = Gather(x, idx): x [n, 4] float, idx [k] int64. */
-static uint64_t gather_session(struct server *srv, struct conn *c)
+static uint64_t gather_session(struct server *srv, struct client *c)
 {
 	Cudaep__V1__Request q = CUDAEP__V1__REQUEST__INIT;
 	Cudaep__V1__LoadModel lm = CUDAEP__V1__LOAD_MODEL__INIT;
@@ -89,7 +89,7 @@ static size_t run_packet(uint64_t sess, uint64_t reg, int64_t k, uint64_t seq, u
 
 struct fx {
 	struct server *srv;
-	struct conn *c;
+	struct client *c;
 	uint64_t reg, sess;
 	uint8_t *base;           /* the region, as the daemon maps it */
 };
@@ -132,18 +132,18 @@ Test(dispatch_fence, hello_offers_a_registered_fence_page)
 {
 	Cudaep__V1__Response *r;
 	struct server *srv = tu_server(NULL);
-	struct conn *c = tu_conn(srv, 40001);
+	struct client *c = tu_conn(srv, 40001);
 	void *page;
 
 	r = tu_hello_v(srv, c, CEP_PROTOCOL_VERSION, "unit", NULL);
 	tu_expect_ok(r);
 	cr_assert_eq(r->hello->fence_slots, CEP_FENCE_SLOTS);
 	cudaep__v1__response__free_unpacked(r, NULL);
-	cr_assert_not_null(c->fence.slots);
-	page = c->fence.slots;
+	cr_assert_not_null(c->page.slots);
+	page = c->page.slots;
 	cr_assert(backend_host_registered(srv->backend, page,
 					  CEP_FENCE_SLOTS * CEP_FENCE_SLOT_BYTES, NULL));
-	conn_free(c);
+	client_close(c);
 	cr_assert_not(backend_host_registered(srv->backend, page, 1, NULL),
 		      "the page goes with its connection");
 	server_free(srv);
@@ -165,7 +165,7 @@ Test(dispatch_fence, a_run_is_answered_with_shapes_and_signals_its_slot)
 	cr_assert_eq(r->run->outputs[0]->shape[0], 3);
 	cr_assert_eq(r->run->outputs[0]->shape[1], 4);
 	cudaep__v1__response__free_unpacked(r, NULL);
-	slot = &f.c->fence.slots[cep_fence_slot_of(5)];
+	slot = &f.c->page.slots[cep_fence_slot_of(5)];
 	cr_assert_eq(atomic_load(&slot->seq), 5);
 	cr_assert_eq(atomic_load(&slot->status), 0);
 	cr_assert_eq(atomic_load(&slot->request_id), 900);
@@ -191,7 +191,7 @@ Test(dispatch_fence, sequence_numbers_must_grow)
 	tu_expect_error(fx_run(&f, idx, 2, 7, 902), CEP_EINVAL, "not above the last one, 7");
 	tu_expect_error(fx_run(&f, idx, 2, 3, 903), CEP_EINVAL, "not above");
 	ok_free(fx_run(&f, idx, 2, 8 + CEP_FENCE_SLOTS, 904));
-	cr_assert_eq(atomic_load(&f.c->fence.slots[cep_fence_slot_of(8)].seq),
+	cr_assert_eq(atomic_load(&f.c->page.slots[cep_fence_slot_of(8)].seq),
 		     8 + CEP_FENCE_SLOTS, "a later number reuses a slot");
 	server_free(f.srv);
 }
@@ -208,12 +208,12 @@ Test(dispatch_fence, a_run_that_fails_running_reports_through_its_slot)
 	tu_expect_ok(r);
 	cr_assert_eq(r->body_case, CUDAEP__V1__RESPONSE__BODY_RUN, "the reply comes first");
 	cudaep__v1__response__free_unpacked(r, NULL);
-	slot = &f.c->fence.slots[cep_fence_slot_of(11)];
+	slot = &f.c->page.slots[cep_fence_slot_of(11)];
 	cr_assert_eq(atomic_load(&slot->seq), 11);
 	cr_assert_eq(atomic_load(&slot->status), CEP_EINVAL);
 	cr_assert_eq(f.srv->stats.counters[STATS_COUNTER_RUN_ERRORS], 1);
 	ok_free(fx_run(&f, good, 2, 12, 906));
-	cr_assert_eq(atomic_load(&f.c->fence.slots[cep_fence_slot_of(12)].status), 0);
+	cr_assert_eq(atomic_load(&f.c->page.slots[cep_fence_slot_of(12)].status), 0);
 	cr_assert_eq(f.srv->stats.counters[STATS_COUNTER_RUNS], 1);
 	server_free(f.srv);
 }
@@ -248,16 +248,16 @@ Test(dispatch_fence, a_warm_run_with_a_fence_allocates_nothing)
 	memcpy(f.base + 1024, idx, sizeof(idx));
 	for (int i = 0; i < 3; i++) {
 		len = run_packet(f.sess, f.reg, 4, seq++, 1000, pkt);
-		cr_assert_eq(dispatch_packet(f.srv, f.c, pkt, len, NULL, 0, 0, out, &out_len), 0);
+		cr_assert_eq(dispatch_packet(&f.srv->d, f.c, pkt, len, NULL, 0, 0, out, &out_len), 0);
 	}
 	before = allocs;
 	for (int i = 0; i < 50; i++) {
 		len = run_packet(f.sess, f.reg, 4, seq++, 1000, pkt);
-		cr_assert_eq(dispatch_packet(f.srv, f.c, pkt, len, NULL, 0, 0, out, &out_len), 0);
+		cr_assert_eq(dispatch_packet(&f.srv->d, f.c, pkt, len, NULL, 0, 0, out, &out_len), 0);
 	}
 	cr_assert_eq(allocs - before, 0, "50 warm Run requests with a fence made %ld "
 		     "allocator calls", allocs - before);
 	cr_assert_eq(f.srv->stats.counters[STATS_COUNTER_RUNS], 53);
-	cr_assert_eq(atomic_load(&f.c->fence.slots[cep_fence_slot_of(seq - 1)].seq), seq - 1);
+	cr_assert_eq(atomic_load(&f.c->page.slots[cep_fence_slot_of(seq - 1)].seq), seq - 1);
 	server_free(f.srv);
 }

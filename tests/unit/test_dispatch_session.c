@@ -43,7 +43,7 @@ static void reference(const float *x, int batch, float *y)
 		}
 }
 
-static Cudaep__V1__Response *load_fd(struct conn *c, int fd)
+static Cudaep__V1__Response *load_fd(struct client *c, int fd)
 {
 	Cudaep__V1__Request q = CUDAEP__V1__REQUEST__INIT;
 	Cudaep__V1__LoadModel m = CUDAEP__V1__LOAD_MODEL__INIT;
@@ -59,7 +59,7 @@ static Cudaep__V1__Response *load_fd(struct conn *c, int fd)
 }
 
 /* Loads the model through a memfd and returns the session id. */
-static uint64_t load(struct conn *c)
+static uint64_t load(struct client *c)
 {
 	size_t len;
 	uint8_t *bytes = model_bytes(&len);
@@ -86,7 +86,7 @@ struct tref {
 	int64_t shape[4];
 };
 
-static Cudaep__V1__Response *run(struct conn *c, uint64_t sess,
+static Cudaep__V1__Response *run(struct client *c, uint64_t sess,
 				 const struct tref *in, int nin,
 				 const struct tref *out, int nout)
 {
@@ -122,7 +122,7 @@ static Cudaep__V1__Response *run(struct conn *c, uint64_t sess,
 }
 
 /* The mapping of region id of c, as the daemon sees it. */
-static void *region_addr(struct conn *c, uint64_t id)
+static void *region_addr(struct client *c, uint64_t id)
 {
 	struct region *reg = region_table_find(&c->regions, id);
 
@@ -130,7 +130,7 @@ static void *region_addr(struct conn *c, uint64_t id)
 	return reg->addr;
 }
 
-static Cudaep__V1__Response *by_id(struct conn *c,
+static Cudaep__V1__Response *by_id(struct client *c,
 				   Cudaep__V1__Request__BodyCase body,
 				   uint64_t sess)
 {
@@ -150,7 +150,7 @@ static Cudaep__V1__Response *by_id(struct conn *c,
 
 Test(dispatch_session, load_info_run_unload)
 {
-	struct conn *c;
+	struct client *c;
 	Cudaep__V1__Response *r;
 	Cudaep__V1__SessionInfoReply *info;
 	uint64_t sess, reg;
@@ -219,7 +219,7 @@ Test(dispatch_session, load_info_run_unload)
 
 Test(dispatch_session, run_checks_name_the_tensor)
 {
-	struct conn *c;
+	struct client *c;
 	uint64_t sess, reg;
 
 	srv = tu_server(NULL);
@@ -279,7 +279,7 @@ Test(dispatch_session, small_output_reports_the_room_needed)
 	struct tref in = {"x", 0, 0, 120, CEP_DTYPE_FLOAT32, 2, {10, 3}};
 	struct tref out = {"y", 0, 1024, 16, 0, 0, {0}};
 	Cudaep__V1__Response *r;
-	struct conn *c;
+	struct client *c;
 	uint64_t sess;
 
 	srv = tu_server(NULL);
@@ -302,7 +302,7 @@ Test(dispatch_session, small_output_reports_the_room_needed)
 
 Test(dispatch_session, sessions_are_per_connection)
 {
-	struct conn *a, *b;
+	struct client *a, *b;
 	uint64_t sess;
 
 	srv = tu_server(NULL);
@@ -316,7 +316,7 @@ Test(dispatch_session, sessions_are_per_connection)
 	tu_expect_error(by_id(b, CUDAEP__V1__REQUEST__BODY_SESSION_INFO, sess),
 			CEP_ENOENT, "no session");
 	/* Tearing the owner down unloads it. */
-	conn_free(a);
+	client_close(a);
 	cr_assert_eq(srv->stats.gauges[STATS_GAUGE_SESSIONS].current, 0);
 	server_free(srv);
 }
@@ -324,7 +324,7 @@ Test(dispatch_session, sessions_are_per_connection)
 Test(dispatch_session, bad_models_are_clear_errors)
 {
 	static const char junk[] = "\x0a\xff\xff\xff\xff\x0f not a model";
-	struct conn *c;
+	struct client *c;
 	int fd;
 
 	srv = tu_server(NULL);

@@ -295,7 +295,6 @@ Test(fairq, runs_waiting_for_a_killed_session_fail_and_let_go)
 Test(fairq, max_runs_in_flight_key)
 {
 	struct config cfg;
-	struct server s;
 	char err[256];
 
 	config_init(&cfg);
@@ -313,9 +312,7 @@ Test(fairq, max_runs_in_flight_key)
 	cr_assert_eq(config_set(&cfg, "max_runs_in_flight", "", err, sizeof(err)), CEP_EINVAL);
 	cr_assert_eq(cfg.max_runs_in_flight, 0, "a bad value leaves the key as it was");
 	/* 0 bounds nothing but the records. */
-	memset(&s, 0, sizeof(s));
-	s.cfg = cfg;
-	cr_assert_eq(fairq_bound(&s), FENCE_RUNS);
-	s.cfg.max_runs_in_flight = 3;
-	cr_assert_eq(fairq_bound(&s), 3);
+	cr_assert_eq(fairq_bound_of(cfg.max_runs_in_flight), RUN_RECORDS);
+	cr_assert_eq(fairq_bound_of(3), 3);
+	cr_assert_eq(fairq_bound_of(RUN_RECORDS + 1), RUN_RECORDS);
 }

@@ -42,12 +42,14 @@ static struct server *server_uploading(const struct config *cfg)
 {
 	struct server *s = tu_server(cfg);
 
-	backend_free(s->backend);
-	cr_assert_eq(backend_host_new(BACKEND_HOST_UPLOAD_WEIGHTS, &s->backend), 0);
+	struct backend *be;
+
+	cr_assert_eq(backend_host_new(BACKEND_HOST_UPLOAD_WEIGHTS, &be), 0);
+	server_backend_replace(s, be);
 	return s;
 }
 
-static Cudaep__V1__Response *load(struct conn *c)
+static Cudaep__V1__Response *load(struct client *c)
 {
 	Cudaep__V1__Request q = CUDAEP__V1__REQUEST__INIT;
 	Cudaep__V1__LoadModel m = CUDAEP__V1__LOAD_MODEL__INIT;
@@ -69,7 +71,7 @@ static Cudaep__V1__Response *load(struct conn *c)
 	return tu_call(srv, c, &q, fds, 2, NULL);
 }
 
-static uint64_t load_ok(struct conn *c)
+static uint64_t load_ok(struct client *c)
 {
 	Cudaep__V1__Response *r = load(c);
 	uint64_t id;
@@ -80,7 +82,7 @@ static uint64_t load_ok(struct conn *c)
 	return id;
 }
 
-static void unload(struct conn *c, uint64_t id)
+static void unload(struct client *c, uint64_t id)
 {
 	Cudaep__V1__Request q = CUDAEP__V1__REQUEST__INIT;
 	Cudaep__V1__Unload u = CUDAEP__V1__UNLOAD__INIT;
@@ -95,7 +97,7 @@ static void unload(struct conn *c, uint64_t id)
 	cudaep__v1__response__free_unpacked(r, NULL);
 }
 
-static Cudaep__V1__Response *simple(struct conn *c, Cudaep__V1__Request__BodyCase body)
+static Cudaep__V1__Response *simple(struct client *c, Cudaep__V1__Request__BodyCase body)
 {
 	Cudaep__V1__Request q = CUDAEP__V1__REQUEST__INIT;
 	Cudaep__V1__MemoryRequest mem = CUDAEP__V1__MEMORY_REQUEST__INIT;
@@ -127,7 +129,7 @@ static const Cudaep__V1__MemoryEntry *entry(const Cudaep__V1__Response *r,
 }
 
 /* current of (owner, role), 0 when absent. */
-static uint64_t current(struct conn *asker, const char *owner, const char *role)
+static uint64_t current(struct client *asker, const char *owner, const char *role)
 {
 	Cudaep__V1__Response *r = simple(asker, CUDAEP__V1__REQUEST__BODY_MEMORY);
 	const Cudaep__V1__MemoryEntry *e;
@@ -142,7 +144,7 @@ static uint64_t current(struct conn *asker, const char *owner, const char *role)
 
 Test(memory_dispatch, two_clients_share_one_copy)
 {
-	struct conn *a, *b, *root;
+	struct client *a, *b, *root;
 	uint64_t sa, sb, weights, used;
 	Cudaep__V1__Response *r;
 	char owner[32];
@@ -195,7 +197,7 @@ Test(memory_dispatch, two_clients_share_one_copy)
 Test(memory_dispatch, limits_fail_the_load)
 {
 	struct config cfg;
-	struct conn *a;
+	struct client *a;
 
 	config_init(&cfg);
 	cfg.memory_limit = 64 * 1024; /* the table alone is 256 KiB */
@@ -214,7 +216,7 @@ Test(memory_dispatch, limits_fail_the_load)
 Test(memory_dispatch, client_limit_counts_its_sessions)
 {
 	struct config cfg;
-	struct conn *a;
+	struct client *a;
 	struct account_usage u;
 	uint64_t id;
 
@@ -227,7 +229,7 @@ Test(memory_dispatch, client_limit_counts_its_sessions)
 	cr_assert_eq(account_usage_get(srv->account, (struct alloc_owner){ a->id, 0 }, &u), 0);
 	cr_assert_eq(u.limit, 1 << 20, "the client's limit is in place");
 	id = a->id;
-	conn_free(a);
+	client_close(a);
 	cr_assert_eq(account_usage_get(srv->account, (struct alloc_owner){ id, 0 }, &u),
 		     CEP_ENOENT, "a client that went is forgotten");
 	account_totals(srv->account, &u);
@@ -237,7 +239,7 @@ Test(memory_dispatch, client_limit_counts_its_sessions)
 
 Test(memory_dispatch, trim_is_for_admins_and_unmaps_idle)
 {
-	struct conn *a, *root;
+	struct client *a, *root;
 	Cudaep__V1__Response *r;
 	uint64_t sa;
 
@@ -302,7 +304,7 @@ Test(memory_dispatch, idle_trim_unmaps_freed_granules, .timeout = 30)
 	char dir[] = "/tmp/cep-memtrim-XXXXXX", cmd[64];
 	struct config cfg;
 	struct arena_stats st;
-	struct conn *a;
+	struct client *a;
 	uv_loop_t loop;
 
 	cr_assert_not_null(mkdtemp(dir));

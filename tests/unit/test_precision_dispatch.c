@@ -35,7 +35,7 @@ static uint8_t *model_bytes(size_t *len)
 	return onnxb_finish(b, len);
 }
 
-static Cudaep__V1__Response *load(struct conn *c, int precision)
+static Cudaep__V1__Response *load(struct client *c, int precision)
 {
 	Cudaep__V1__Request q = CUDAEP__V1__REQUEST__INIT;
 	Cudaep__V1__LoadModel m = CUDAEP__V1__LOAD_MODEL__INIT;
@@ -55,7 +55,7 @@ static Cudaep__V1__Response *load(struct conn *c, int precision)
 	return tu_call(srv, c, &q, &fd, 1, NULL);
 }
 
-static uint64_t load_ok(struct conn *c, int precision)
+static uint64_t load_ok(struct client *c, int precision)
 {
 	Cudaep__V1__Response *r = load(c, precision);
 	uint64_t id;
@@ -70,7 +70,7 @@ static uint64_t load_ok(struct conn *c, int precision)
 }
 
 /* current of ("shared", "weights") in the Memory reply. */
-static uint64_t shared_weights(struct conn *asker)
+static uint64_t shared_weights(struct client *asker)
 {
 	Cudaep__V1__Request q = CUDAEP__V1__REQUEST__INIT;
 	Cudaep__V1__MemoryRequest mem = CUDAEP__V1__MEMORY_REQUEST__INIT;
@@ -94,7 +94,7 @@ static uint64_t shared_weights(struct conn *asker)
 }
 
 /* The precision the Sessions reply gives session id, -1 if not listed. */
-static int listed_precision(struct conn *asker, uint64_t id)
+static int listed_precision(struct client *asker, uint64_t id)
 {
 	Cudaep__V1__Request q = CUDAEP__V1__REQUEST__INIT;
 	Cudaep__V1__SessionsRequest sr = CUDAEP__V1__SESSIONS_REQUEST__INIT;
@@ -118,12 +118,13 @@ static int listed_precision(struct conn *asker, uint64_t id)
 
 Test(precision_dispatch, sessions_of_each_precision_coexist_and_fp16_weights_are_half)
 {
-	struct conn *a, *b, *c, *root;
+	struct client *a, *b, *c, *root;
 	uint64_t s32, stf, s16a, s16b, sbf, w32;
+	struct backend *be;
 
 	srv = tu_server(NULL);
-	backend_free(srv->backend);
-	cr_assert_eq(backend_host_new(BACKEND_HOST_UPLOAD_WEIGHTS, &srv->backend), 0);
+	cr_assert_eq(backend_host_new(BACKEND_HOST_UPLOAD_WEIGHTS, &be), 0);
+	server_backend_replace(srv, be);
 	a = tu_conn(srv, 42001);
 	b = tu_conn(srv, 42002);
 	c = tu_conn(srv, 42003);

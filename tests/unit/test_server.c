@@ -72,7 +72,7 @@ static void finish(struct running *r)
 	struct stat sb;
 
 	cr_assert_eq(pthread_join(r->thread, NULL), 0);
-	cr_assert_eq(r->s->n_conns, 0);
+	cr_assert_eq(r->s->clients.n, 0);
 	cr_assert_eq(r->s->stats.gauges[STATS_GAUGE_REGIONS].current, 0);
 	server_free(r->s);
 	cr_assert_eq(uv_loop_close(&r->loop), 0, "handles left open");

@@ -58,7 +58,7 @@ Test(warm_daemon, a_cached_run_request_allocates_nothing)
 {
 	static uint8_t pkt[1024], out[CEP_MAX_PACKET];
 	struct server *srv = tu_server(NULL);
-	struct conn *c = tu_conn(srv, 40001);
+	struct client *c = tu_conn(srv, 40001);
 	Cudaep__V1__Request q = CUDAEP__V1__REQUEST__INIT;
 	Cudaep__V1__LoadModel lm = CUDAEP__V1__LOAD_MODEL__INIT;
 	Cudaep__V1__Response *r;
@@ -86,7 +86,7 @@ Test(warm_daemon, a_cached_run_request_allocates_nothing)
 	/* The first run of a shape plans (and allocates); the next ones not. */
 	for (int batch = 1; batch <= 3; batch += 2) {
 		len = run_packet(sess, reg, batch, pkt);
-		cr_assert_eq(dispatch_packet(srv, c, pkt, len, NULL, 0, 0, out,
+		cr_assert_eq(dispatch_packet(&srv->d, c, pkt, len, NULL, 0, 0, out,
 					     &out_len), 0);
 		r = cudaep__v1__response__unpack(NULL, out_len, out);
 		tu_expect_ok(r);
@@ -95,7 +95,7 @@ Test(warm_daemon, a_cached_run_request_allocates_nothing)
 	before = allocs;
 	for (int i = 0; i < 50; i++) {
 		len = run_packet(sess, reg, i % 2 ? 3 : 1, pkt);
-		cr_assert_eq(dispatch_packet(srv, c, pkt, len, NULL, 0, 0, out,
+		cr_assert_eq(dispatch_packet(&srv->d, c, pkt, len, NULL, 0, 0, out,
 					     &out_len), 0);
 	}
 	cr_assert_eq(allocs - before, 0, "50 warm Run requests made %ld "
