@@ -6,8 +6,8 @@
 #include "gpu/cuda/cublaslt.h"
 #include "gpu/cuda/cuda_dl.h"
 
-#include <dlfcn.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,23 +22,18 @@ static const char *const cublaslt_names[] = {
 	"libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so", NULL,
 };
 
-/* Resolves every entry point of an opened library into lib. Returns 0, or
- * CEP_ENOTSUP naming the first one missing. */
-static int cublaslt_resolve(struct cublaslt_lib *lib)
-{
-	void *fn;
+static const struct cuda_dl_sym cublaslt_syms[] = {
+#define CUBLASLT__SYM(name) { #name, offsetof(struct cublaslt_lib, name), false },
+	CUBLASLT_FUNCS(CUBLASLT__SYM)
+#undef CUBLASLT__SYM
+};
 
-#define CUBLASLT__RESOLVE(name)                                                 \
-	fn = dlsym(lib->handle, #name);                                         \
-	if (fn == NULL)                                                         \
-		return cep__set_error(CEP_ENOTSUP, "no cuBLASLt: %s has no %s", \
-				      lib->path, #name);                        \
-	memcpy(&lib->name, &fn, sizeof(fn));
-	CUBLASLT_FUNCS(CUBLASLT__RESOLVE)
-#undef CUBLASLT__RESOLVE
-	lib->version = lib->cublasLtGetVersion();
-	return 0;
-}
+static const struct cuda_dl_lib cublaslt_dl = {
+	.what = "cuBLASLt",
+	.names = cublaslt_names,
+	.syms = cublaslt_syms,
+	.n_syms = sizeof(cublaslt_syms) / sizeof(cublaslt_syms[0]),
+};
 
 int cublaslt_lib_open(const char *path, struct cublaslt_lib **out)
 {
@@ -49,20 +44,14 @@ int cublaslt_lib_open(const char *path, struct cublaslt_lib **out)
 	lib = calloc(1, sizeof(*lib));
 	if (lib == NULL)
 		return cep__set_error(CEP_ENOMEM, NULL);
-	ret = cuda_dl_open(path, cublaslt_names, "cuBLASLt", &lib->handle, lib->path,
-			   sizeof(lib->path));
-	if (ret < 0)
-		goto out;
-	ret = cublaslt_resolve(lib);
-	if (ret < 0)
-		goto out;
+	ret = cuda_dl_load(&cublaslt_dl, path, lib, &lib->handle, lib->path, sizeof(lib->path));
+	if (ret < 0) {
+		free(lib);
+		return ret;
+	}
+	lib->version = lib->cublasLtGetVersion();
 	*out = lib;
-	lib = NULL;
-out:
-	if (lib != NULL && lib->handle != NULL)
-		dlclose(lib->handle);
-	free(lib);
-	return ret;
+	return 0;
 }
 
 void cublaslt_lib_free(struct cublaslt_lib *lib)

@@ -3,6 +3,7 @@
  * check every driver call goes through (gpu/cuda/cuda_driver.h).
  */
 #include "gpu/cuda/cuda_driver.h"
+#include "gpu/cuda/cuda_dl.h"
 #include "client/cudaep.h"
 #include "common/error.h"
 
@@ -158,9 +159,11 @@ int cuda_driver_new(const char *lib, struct cuda_driver **out)
 	size_t i;
 	int ret, loaded = 0;
 
-	h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-	if (h == NULL)
-		return cep__set_error(CEP_ENOTSUP, "no CUDA driver: %s", dlerror());
+	/* Found the way the dynamic linker finds it, never in a toolkit's
+	 * folder: the driver belongs to the kernel module it talks to. */
+	ret = cuda_dl_open(path, NULL, "CUDA driver", &h, NULL, 0);
+	if (ret < 0)
+		return ret;
 	ret = CEP_ENOMEM;
 	drv = calloc(1, sizeof(*drv));
 	if (drv == NULL)

@@ -11,6 +11,7 @@
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,23 +26,25 @@ static const char *const cudnn_names[] = {
 	"libcudnn.so.9", "libcudnn.so", NULL,
 };
 
-/* Resolves every entry point of an opened library into lib and checks
- * its version. Returns 0, or CEP_ENOTSUP naming what is wrong. */
-static int cudnn_resolve(struct cudnn_lib *lib)
-{
-	void *fn;
+static const struct cuda_dl_sym cudnn_syms[] = {
+#define CUDNN__SYM(name) { #name, offsetof(struct cudnn_lib, name), false },
+	CUDNN_FUNCS(CUDNN__SYM)
+#undef CUDNN__SYM
+};
 
-#define CUDNN__RESOLVE(name)                                                 \
-	fn = dlsym(lib->handle, #name);                                      \
-	if (fn == NULL)                                                      \
-		return cep__set_error(CEP_ENOTSUP, "no cuDNN: %s has no %s", \
-				      lib->path, #name);                     \
-	memcpy(&lib->name, &fn, sizeof(fn));
-	CUDNN_FUNCS(CUDNN__RESOLVE)
-#undef CUDNN__RESOLVE
+static const struct cuda_dl_lib cudnn_dl = {
+	.what = "cuDNN",
+	.names = cudnn_names,
+	.syms = cudnn_syms,
+	.n_syms = sizeof(cudnn_syms) / sizeof(cudnn_syms[0]),
+};
+
+/* Checks the version of the loaded library: the descriptors' structs and
+ * the enums' values are those of the headers this was built with, and
+ * another major version may differ. Returns 0, or CEP_ENOTSUP. */
+static int cudnn_version_check(struct cudnn_lib *lib)
+{
 	lib->version = lib->cudnnGetVersion();
-	/* The descriptors' structs and the enums' values are those of the
-	 * headers this was built with: another major version may differ. */
 	if (lib->version / 10000 != CUDNN_MAJOR)
 		return cep__set_error(CEP_ENOTSUP, "no cuDNN: %s is cuDNN %zu.%zu, cudaep needs "
 				      "cuDNN %d", lib->path, lib->version / 10000,
@@ -58,10 +61,9 @@ int cudnn_lib_open(const char *path, struct cudnn_lib **out)
 	lib = calloc(1, sizeof(*lib));
 	if (lib == NULL)
 		return cep__set_error(CEP_ENOMEM, NULL);
-	ret = cuda_dl_open(path, cudnn_names, "cuDNN", &lib->handle, lib->path, sizeof(lib->path));
-	if (ret < 0)
-		goto out;
-	ret = cudnn_resolve(lib);
+	ret = cuda_dl_load(&cudnn_dl, path, lib, &lib->handle, lib->path, sizeof(lib->path));
+	if (ret == 0)
+		ret = cudnn_version_check(lib);
 	if (ret < 0)
 		goto out;
 	*out = lib;

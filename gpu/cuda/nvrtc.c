@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,21 +60,24 @@ static const char *const nvrtc_names[] = {
 	"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so", NULL,
 };
 
-/* Resolves every entry point of an opened library into lib. Returns 0, or
- * CEP_ENOTSUP naming the first one missing. */
-static int nvrtc_resolve(struct nvrtc_lib *lib)
+static const struct cuda_dl_sym nvrtc_syms[] = {
+#define NVRTC__SYM(name, ret, args) { #name, offsetof(struct nvrtc_lib, name), false },
+	NVRTC_FUNCS(NVRTC__SYM)
+#undef NVRTC__SYM
+};
+
+static const struct cuda_dl_lib nvrtc_dl = {
+	.what = "NVRTC",
+	.names = nvrtc_names,
+	.syms = nvrtc_syms,
+	.n_syms = sizeof(nvrtc_syms) / sizeof(nvrtc_syms[0]),
+};
+
+/* Asks the loaded library its version. Returns 0, or CEP_ENOTSUP. */
+static int nvrtc_version_get(struct nvrtc_lib *lib)
 {
-	void *fn;
 	int major = 0, minor = 0;
 
-#define NVRTC__RESOLVE(name, ret, args)                                        \
-	fn = dlsym(lib->handle, #name);                                        \
-	if (fn == NULL)                                                        \
-		return cep__set_error(CEP_ENOTSUP, "no NVRTC: %s has no %s",   \
-				      lib->path, #name);                       \
-	memcpy(&lib->name, &fn, sizeof(fn));
-	NVRTC_FUNCS(NVRTC__RESOLVE)
-#undef NVRTC__RESOLVE
 	if (lib->nvrtcVersion(&major, &minor) != 0)
 		return cep__set_error(CEP_ENOTSUP, "no NVRTC: nvrtcVersion() of %s failed",
 				      lib->path);
@@ -90,11 +94,9 @@ int nvrtc_lib_open(const char *path, struct nvrtc_lib **out)
 	lib = calloc(1, sizeof(*lib));
 	if (lib == NULL)
 		return cep__set_error(CEP_ENOMEM, NULL);
-	ret = cuda_dl_open(path, nvrtc_names, "NVRTC", &lib->handle, lib->path,
-			   sizeof(lib->path));
-	if (ret < 0)
-		goto out;
-	ret = nvrtc_resolve(lib);
+	ret = cuda_dl_load(&nvrtc_dl, path, lib, &lib->handle, lib->path, sizeof(lib->path));
+	if (ret == 0)
+		ret = nvrtc_version_get(lib);
 	if (ret < 0)
 		goto out;
 	*out = lib;
