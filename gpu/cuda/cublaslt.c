@@ -73,16 +73,26 @@ static const struct {
 	{ CUBLAS_STATUS_NOT_SUPPORTED, "CUBLAS_STATUS_NOT_SUPPORTED" },
 };
 
-int cublaslt__check(const struct cublaslt_lib *lib, cublasStatus_t st, const char *expr,
-		    const char *func, const char *file, int line)
+static int cublaslt_code(int status)
 {
+	switch ((cublasStatus_t)status) {
+	case CUBLAS_STATUS_ALLOC_FAILED:
+		return CEP_EDEVMEM;
+	case CUBLAS_STATUS_NOT_SUPPORTED:
+		return CEP_ENOTSUP;
+	default:
+		return CEP_EDEVICE;
+	}
+}
+
+static void cublaslt_describe(const void *table, int status, char *buf, size_t len)
+{
+	const struct cublaslt_lib *lib = table;
+	cublasStatus_t st = (cublasStatus_t)status;
 	const char *name = NULL, *text = NULL;
 	char num[32];
 	size_t i;
-	int err;
 
-	if (st == CUBLAS_STATUS_SUCCESS)
-		return 0;
 	if (lib != NULL) {
 		name = lib->cublasLtGetStatusName(st);
 		text = lib->cublasLtGetStatusString(st);
@@ -95,16 +105,13 @@ int cublaslt__check(const struct cublaslt_lib *lib, cublasStatus_t st, const cha
 		snprintf(num, sizeof(num), "CUBLAS_STATUS_%d", (int)st);
 		name = num;
 	}
-	if (text == NULL)
-		text = "no description";
-	err = st == CUBLAS_STATUS_ALLOC_FAILED ? CEP_EDEVMEM :
-	      st == CUBLAS_STATUS_NOT_SUPPORTED ? CEP_ENOTSUP : CEP_EDEVICE;
-	/* <3> is syslog's "err" priority, which journald reads from stderr. */
-	fprintf(stderr, "<3>cudaep: %s failed in %s() at %s:%d: %s (%s)\n", expr, func, file,
-		line, name, text);
-	return cep__set_error(err, "%s failed in %s() at %s:%d: %s (%s)", expr, func, file,
-			      line, name, text);
+	snprintf(buf, len, "%s (%s)", name, text != NULL ? text : "no description");
 }
+
+const struct cuda_check_lib cublaslt__errors = {
+	.code = cublaslt_code,
+	.describe = cublaslt_describe,
+};
 
 /* ----------------------------------------------------------------- handle */
 

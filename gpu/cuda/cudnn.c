@@ -80,15 +80,31 @@ void cudnn_lib_free(struct cudnn_lib *lib)
 	free(lib);
 }
 
-int cudnn__check(const struct cudnn_lib *lib, cudnnStatus_t st, const char *expr,
-		 const char *func, const char *file, int line)
+static int cudnn_code(int status)
 {
+	cudnnStatus_t st = (cudnnStatus_t)status;
+	int cat = CUDNN_STATUS_CATEGORY(status);
+
+	if (st == CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED)
+		return CEP_EDEVMEM;
+	if (st == CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED)
+		return CEP_ENOMEM;
+	if (cat == CUDNN_STATUS_NOT_SUPPORTED)
+		return CEP_ENOTSUP;
+	if (cat == CUDNN_STATUS_BAD_PARAM)
+		return CEP_EINVAL;
+	return CEP_EDEVICE;
+}
+
+/* The status's text (cudnnGetErrorString()), with the detail of
+ * cudnnGetLastErrorString() when it has any. */
+static void cudnn_describe(const void *table, int status, char *buf, size_t len)
+{
+	const struct cudnn_lib *lib = table;
+	cudnnStatus_t st = (cudnnStatus_t)status;
 	const char *name = NULL;
 	char num[32], detail[256] = "";
-	int err, cat = CUDNN_STATUS_CATEGORY((int)st);
 
-	if (st == CUDNN_STATUS_SUCCESS)
-		return 0;
 	if (lib != NULL) {
 		name = lib->cudnnGetErrorString(st);
 		lib->cudnnGetLastErrorString(detail, sizeof(detail));
@@ -97,22 +113,13 @@ int cudnn__check(const struct cudnn_lib *lib, cudnnStatus_t st, const char *expr
 		snprintf(num, sizeof(num), "CUDNN_STATUS_%d", (int)st);
 		name = num;
 	}
-	if (st == CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED)
-		err = CEP_EDEVMEM;
-	else if (st == CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED)
-		err = CEP_ENOMEM;
-	else if (cat == CUDNN_STATUS_NOT_SUPPORTED)
-		err = CEP_ENOTSUP;
-	else if (cat == CUDNN_STATUS_BAD_PARAM)
-		err = CEP_EINVAL;
-	else
-		err = CEP_EDEVICE;
-	/* <3> is syslog's "err" priority, which journald reads from stderr. */
-	fprintf(stderr, "<3>cudaep: %s failed in %s() at %s:%d: %s%s%s\n", expr, func, file, line,
-		name, detail[0] ? ": " : "", detail);
-	return cep__set_error(err, "%s failed in %s() at %s:%d: %s%s%s", expr, func, file, line,
-			      name, detail[0] ? ": " : "", detail);
+	snprintf(buf, len, "%s%s%s", name, detail[0] ? ": " : "", detail);
 }
+
+const struct cuda_check_lib cudnn__errors = {
+	.code = cudnn_code,
+	.describe = cudnn_describe,
+};
 
 /* ----------------------------------------------------------------- handle */
 
@@ -426,9 +433,11 @@ static int conv_algo(struct cudnn *dnn, struct cudnn_conv *p)
 		ret = CEP_DNN_CHECK(lib, lib->cudnnSetConvolutionMathType(p->conv, perf[i].mathType));
 		if (ret < 0)
 			break;
-		if (lib->cudnnGetConvolutionForwardWorkspaceSize(dnn->handle, p->x, p->w, p->conv,
-								 p->y, perf[i].algo, &ws) !=
-		    CUDNN_STATUS_SUCCESS || ws > p->max_workspace)
+		/* An algorithm whose workspace cannot be told is passed over,
+		 * as one that needs too much is. */
+		if (CEP_DNN_CHECK(lib, lib->cudnnGetConvolutionForwardWorkspaceSize(
+			    dnn->handle, p->x, p->w, p->conv, p->y, perf[i].algo, &ws)) < 0 ||
+		    ws > p->max_workspace)
 			continue;
 		p->algo = perf[i].algo;
 		p->workspace = ws;
@@ -573,8 +582,11 @@ static int conv_run_fused(struct cudnn *dnn, const struct cudnn_conv *p, const v
 	cat = CUDNN_STATUS_CATEGORY((int)st);
 	if (st == CUDNN_STATUS_SUCCESS)
 		return 0;
+	/* Checked after the call, which refusals do not count as failing:
+	 * the message names the call rather than st. */
 	if (cat != CUDNN_STATUS_NOT_SUPPORTED && cat != CUDNN_STATUS_BAD_PARAM)
-		return CEP_DNN_CHECK(lib, st);
+		return CEP_GPU_CHECK_GEN(&cudnn__errors, lib, st, CUDNN_STATUS_SUCCESS,
+					 "lib->cudnnConvolutionBiasActivationForward(...)");
 	/* <5> is syslog's "notice". */
 	if (!atomic_exchange(&((struct cudnn_conv *)p)->unfused, true))
 		fprintf(stderr, "<5>cudaep: cuDNN refused a fused %s convolution (%s, algorithm "
