@@ -42,6 +42,7 @@
 #include "client/cudaep.h"
 #include "gpu/cuda/cudnn.h"
 #include "common/error.h"
+#include "common/log.h"
 #include "gpu/cuda/nvrtc.h"
 #include "kernels/ops.h"
 #include "alloc/provider.h"
@@ -152,8 +153,7 @@ static void cuda_mem_free(struct backend *b, void *ptr)
 	struct arena_block *blk = arena_block_lookup(cc->arena, (uint64_t)(uintptr_t)ptr);
 
 	if (blk == NULL) {
-		fprintf(stderr, "<3>cudaep: cuda backend: freeing %p, which it never "
-			"allocated\n", ptr);
+		log_err("cuda backend: freeing %p, which it never allocated", ptr);
 		return;
 	}
 	arena_block_free(cc->arena, blk);
@@ -841,8 +841,8 @@ static int cuda_fault_inject(struct backend *b)
 		ret = nvrtc_cache_function(cc->kernels, &src, "cep_fault_inject", &fn);
 	if (ret < 0)
 		return ret;
-	fprintf(stderr, "<4>cudaep: cuda backend: injecting a fault (a kernel that writes "
-		"to address 0x10) on device %d\n", cc->ordinal);
+	log_warning("cuda backend: injecting a fault (a kernel that writes to address 0x10) "
+		    "on device %d", cc->ordinal);
 	ret = CEP_CU_CHECK(cc->drv->cuLaunchKernel(fn, 1, 1, 1, 1, 1, 1, 0, cc->aux, args, NULL));
 	/* Waited for, so that the context is known lost when this returns,
 	 * as on the host backend: tests can tell which runs it hits. */
@@ -877,8 +877,8 @@ static void cuda_ctx_close(struct cuda_ctx *cc, bool lost)
 	alloc_provider_free(cc->prov);
 	if (cc->ctx != NULL && lost) {
 		/* Resetting does not release our retain: both are needed. */
-		fprintf(stderr, "<4>cudaep: cuda backend: resetting the lost primary "
-			"context of device %d\n", cc->ordinal);
+		log_warning("cuda backend: resetting the lost primary context of device %d",
+			    cc->ordinal);
 		(void)CEP_CU_CHECK(cc->drv->cuDevicePrimaryCtxReset(cc->dev));
 		/* The dead context must not stay current on this thread: the
 		 * next retain would report its error. */

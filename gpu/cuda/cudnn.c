@@ -19,6 +19,7 @@
 #include <xxhash.h>
 
 #include "common/error.h"
+#include "common/log.h"
 
 /* ---------------------------------------------------------------- library */
 
@@ -587,11 +588,10 @@ static int conv_run_fused(struct cudnn *dnn, const struct cudnn_conv *p, const v
 	if (cat != CUDNN_STATUS_NOT_SUPPORTED && cat != CUDNN_STATUS_BAD_PARAM)
 		return CEP_GPU_CHECK_GEN(&cudnn__errors, lib, st, CUDNN_STATUS_SUCCESS,
 					 "lib->cudnnConvolutionBiasActivationForward(...)");
-	/* <5> is syslog's "notice". */
 	if (!atomic_exchange(&((struct cudnn_conv *)p)->unfused, true))
-		fprintf(stderr, "<5>cudaep: cuDNN refused a fused %s convolution (%s, algorithm "
-			"%d); it runs as separate calls from now on\n",
-			cep_dtype_name(p->d.dtype), lib->cudnnGetErrorString(st), (int)p->algo);
+		log_notice("cuDNN refused a fused %s convolution (%s, algorithm %d); it runs as "
+			   "separate calls from now on", cep_dtype_name(p->d.dtype),
+			   lib->cudnnGetErrorString(st), (int)p->algo);
 	return 1;
 }
 

@@ -24,6 +24,7 @@
 #include "gpu/cuda/cuda_driver.h"
 #include "client/cudaep.h"
 #include "common/error.h"
+#include "common/log.h"
 
 /* ---------------------------------------------------------------- NVRTC */
 
@@ -176,8 +177,25 @@ void nvrtc_options(int arch, char *buf, size_t len)
 	}
 }
 
+/* The whole of a program's log into the daemon's log, a log line for each
+ * of its lines: a kernel of cudaep that does not compile is a bug an
+ * operator must be able to report in full. */
+static void nvrtc_log_lines(const struct nvrtc_source *src, int arch, const char *log)
+{
+	const char *p = log, *nl;
+	size_t n;
+
+	log_err("NVRTC could not compile %s for sm_%d:", src->name, arch);
+	for (; *p != '\0'; p += n + (nl != NULL)) {
+		nl = strchr(p, '\n');
+		n = nl != NULL ? (size_t)(nl - p) : strlen(p);
+		if (n > 0)
+			log_err("  %.*s", (int)n, p);
+	}
+}
+
 /* Puts the start of the program's log into the error message (and all of
- * it on stderr, where an operator can read the whole of it). */
+ * it into the log, where an operator can read the whole of it). */
 static int nvrtc_log_error(struct nvrtc_lib *lib, nvrtc_prog prog,
 			   const struct nvrtc_source *src, int arch)
 {
@@ -189,8 +207,7 @@ static int nvrtc_log_error(struct nvrtc_lib *lib, nvrtc_prog prog,
 		log = malloc(size + 1);
 	if (log != NULL && CEP_NVRTC_CHECK(lib, lib->nvrtcGetProgramLog(prog, log)) == 0) {
 		log[size] = '\0';
-		fprintf(stderr, "<3>cudaep: NVRTC could not compile %s for sm_%d:\n%s\n",
-			src->name, arch, log);
+		nvrtc_log_lines(src, arch, log);
 	} else if (log != NULL) {
 		log[0] = '\0';
 	}
