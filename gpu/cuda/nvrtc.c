@@ -87,9 +87,9 @@ static const struct cuda_check_lib nvrtc_errors = {
 /* Checks the nvrtc_result of expr as gpu/cuda/cuda_check.h says, with
  * lib's names for the statuses. */
 #define CEP_NVRTC_CHECK(lib, expr) \
-	CEP_GPU_CHECK_GEN(&nvrtc_errors, nvrtc__table(lib), (expr), NVRTC_SUCCESS, #expr)
+	CEP_GPU_CHECK_GEN(&nvrtc_errors, nvrtc_table(lib), (expr), NVRTC_SUCCESS, #expr)
 
-static inline const void *nvrtc__table(const struct nvrtc_lib *lib)
+static const void *nvrtc_table(const struct nvrtc_lib *lib)
 {
 	return lib;
 }
