@@ -237,7 +237,7 @@ $(CUDAEPD): $(call obj,daemon/main.c) $(CORE_A)
 # the device context unusable on purpose. The files that test
 # CEP_FAULT_INJECT are compiled again with it into obj-fault/; the
 # production build/bin/cudaepd has no trigger.
-FAULT_SRC     := daemon/dispatch_run.c gpu/backend_host.c gpu/cuda/backend_cuda.c
+FAULT_SRC     := daemon/dispatch_run.c gpu/backend_host.c gpu/cuda/backend_cuda_lost.c
 FAULT_OBJ     := $(patsubst %.c,$(BUILD)/obj-fault/%.o,$(FAULT_SRC))
 CUDAEPD_FAULT := $(BUILD)/tests/cudaepd-fault
 

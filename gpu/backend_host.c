@@ -50,6 +50,7 @@
 #include "alloc/arena.h"
 #include "client/cudaep.h"
 #include "common/error.h"
+#include "common/log.h"
 #include "kernels/ops.h"
 
 enum rec_kind {
@@ -185,8 +186,7 @@ static void host_mem_free(struct backend *b, void *ptr)
 	struct arena_block *blk = arena_block_lookup(ctx->arena, (uint64_t)(uintptr_t)ptr);
 
 	if (blk == NULL) {
-		fprintf(stderr, "<3>cudaep: host backend: freeing %p, which it never "
-			"allocated\n", ptr);
+		log_err("host backend: freeing %p, which it never allocated", ptr);
 		return;
 	}
 	arena_block_free(ctx->arena, blk);
@@ -733,7 +733,7 @@ static int host_fault_inject(struct backend *b)
 {
 	atomic_store_explicit(&((struct host_ctx *)b->ctx)->poisoned, true,
 			      memory_order_release);
-	fprintf(stderr, "<4>cudaep: host backend: fault injected; the context is lost\n");
+	log_warning("host backend: fault injected; the context is lost");
 	return host_lost();
 }
 #endif

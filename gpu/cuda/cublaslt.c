@@ -6,8 +6,8 @@
 #include "gpu/cuda/cublaslt.h"
 #include "gpu/cuda/cuda_dl.h"
 
-#include <dlfcn.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,23 +22,18 @@ static const char *const cublaslt_names[] = {
 	"libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so", NULL,
 };
 
-/* Resolves every entry point of an opened library into lib. Returns 0, or
- * CEP_ENOTSUP naming the first one missing. */
-static int cublaslt_resolve(struct cublaslt_lib *lib)
-{
-	void *fn;
+static const struct cuda_dl_sym cublaslt_syms[] = {
+#define CUBLASLT__SYM(name) { #name, offsetof(struct cublaslt_lib, name), false },
+	CUBLASLT_FUNCS(CUBLASLT__SYM)
+#undef CUBLASLT__SYM
+};
 
-#define CUBLASLT__RESOLVE(name)                                                 \
-	fn = dlsym(lib->handle, #name);                                         \
-	if (fn == NULL)                                                         \
-		return cep__set_error(CEP_ENOTSUP, "no cuBLASLt: %s has no %s", \
-				      lib->path, #name);                        \
-	memcpy(&lib->name, &fn, sizeof(fn));
-	CUBLASLT_FUNCS(CUBLASLT__RESOLVE)
-#undef CUBLASLT__RESOLVE
-	lib->version = lib->cublasLtGetVersion();
-	return 0;
-}
+static const struct cuda_dl_lib cublaslt_dl = {
+	.what = "cuBLASLt",
+	.names = cublaslt_names,
+	.syms = cublaslt_syms,
+	.n_syms = sizeof(cublaslt_syms) / sizeof(cublaslt_syms[0]),
+};
 
 int cublaslt_lib_open(const char *path, struct cublaslt_lib **out)
 {
@@ -49,20 +44,14 @@ int cublaslt_lib_open(const char *path, struct cublaslt_lib **out)
 	lib = calloc(1, sizeof(*lib));
 	if (lib == NULL)
 		return cep__set_error(CEP_ENOMEM, NULL);
-	ret = cuda_dl_open(path, cublaslt_names, "cuBLASLt", &lib->handle, lib->path,
-			   sizeof(lib->path));
-	if (ret < 0)
-		goto out;
-	ret = cublaslt_resolve(lib);
-	if (ret < 0)
-		goto out;
+	ret = cuda_dl_load(&cublaslt_dl, path, lib, &lib->handle, lib->path, sizeof(lib->path));
+	if (ret < 0) {
+		free(lib);
+		return ret;
+	}
+	lib->version = lib->cublasLtGetVersion();
 	*out = lib;
-	lib = NULL;
-out:
-	if (lib != NULL && lib->handle != NULL)
-		dlclose(lib->handle);
-	free(lib);
-	return ret;
+	return 0;
 }
 
 void cublaslt_lib_free(struct cublaslt_lib *lib)
@@ -84,16 +73,26 @@ static const struct {
 	{ CUBLAS_STATUS_NOT_SUPPORTED, "CUBLAS_STATUS_NOT_SUPPORTED" },
 };
 
-int cublaslt__check(const struct cublaslt_lib *lib, cublasStatus_t st, const char *expr,
-		    const char *func, const char *file, int line)
+static int cublaslt_code(int status)
 {
+	switch ((cublasStatus_t)status) {
+	case CUBLAS_STATUS_ALLOC_FAILED:
+		return CEP_EDEVMEM;
+	case CUBLAS_STATUS_NOT_SUPPORTED:
+		return CEP_ENOTSUP;
+	default:
+		return CEP_EDEVICE;
+	}
+}
+
+static void cublaslt_describe(const void *table, int status, char *buf, size_t len)
+{
+	const struct cublaslt_lib *lib = table;
+	cublasStatus_t st = (cublasStatus_t)status;
 	const char *name = NULL, *text = NULL;
 	char num[32];
 	size_t i;
-	int err;
 
-	if (st == CUBLAS_STATUS_SUCCESS)
-		return 0;
 	if (lib != NULL) {
 		name = lib->cublasLtGetStatusName(st);
 		text = lib->cublasLtGetStatusString(st);
@@ -106,16 +105,13 @@ int cublaslt__check(const struct cublaslt_lib *lib, cublasStatus_t st, const cha
 		snprintf(num, sizeof(num), "CUBLAS_STATUS_%d", (int)st);
 		name = num;
 	}
-	if (text == NULL)
-		text = "no description";
-	err = st == CUBLAS_STATUS_ALLOC_FAILED ? CEP_EDEVMEM :
-	      st == CUBLAS_STATUS_NOT_SUPPORTED ? CEP_ENOTSUP : CEP_EDEVICE;
-	/* <3> is syslog's "err" priority, which journald reads from stderr. */
-	fprintf(stderr, "<3>cudaep: %s failed in %s() at %s:%d: %s (%s)\n", expr, func, file,
-		line, name, text);
-	return cep__set_error(err, "%s failed in %s() at %s:%d: %s (%s)", expr, func, file,
-			      line, name, text);
+	snprintf(buf, len, "%s (%s)", name, text != NULL ? text : "no description");
 }
+
+const struct cuda_check_lib cublaslt__errors = {
+	.code = cublaslt_code,
+	.describe = cublaslt_describe,
+};
 
 /* ----------------------------------------------------------------- handle */
 

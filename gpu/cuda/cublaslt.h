@@ -35,6 +35,7 @@
 #include <cublasLt.h>
 
 #include "client/cudaep.h"
+#include "gpu/cuda/cuda_check.h"
 
 /* --------------------------------------------------------------- the library */
 
@@ -86,18 +87,27 @@ int cublaslt_lib_open(const char *path, struct cublaslt_lib **out);
 void cublaslt_lib_free(struct cublaslt_lib *lib);
 
 /*
- * Checks the cublasStatus_t of expr: returns 0 for CUBLAS_STATUS_SUCCESS;
- * otherwise logs the expression, function, file, line and the library's
- * status name and sentence to stderr, records the same for
- * cep_last_error(), and returns CEP_EDEVMEM for CUBLAS_STATUS_ALLOC_FAILED,
- * CEP_ENOTSUP for CUBLAS_STATUS_NOT_SUPPORTED and CEP_EDEVICE for anything
- * else. lib may be NULL (the status is then shown by number). Never exits.
+ * Checks the cublasStatus_t of expr (gpu/cuda/cuda_check.h): evaluates to
+ * 0 for CUBLAS_STATUS_SUCCESS; otherwise records the expression, function,
+ * file, line and the library's status name and sentence for
+ * cep_last_error() (and logs them at debug level), and evaluates to
+ * CEP_EDEVMEM for CUBLAS_STATUS_ALLOC_FAILED, CEP_ENOTSUP for
+ * CUBLAS_STATUS_NOT_SUPPORTED and CEP_EDEVICE for anything else. lib may
+ * be NULL (the status is then named from a built-in list, or by number).
+ * Never exits.
  */
-#define CEP_LT_CHECK(lib, expr) \
-	cublaslt__check((lib), (expr), #expr, __func__, __FILE__, __LINE__)
+#define CEP_LT_CHECK(lib, expr)                                                         \
+	CEP_GPU_CHECK_GEN(&cublaslt__errors, cublaslt__table(lib), (expr),              \
+			  CUBLAS_STATUS_SUCCESS, #expr)
 
-int cublaslt__check(const struct cublaslt_lib *lib, cublasStatus_t st, const char *expr,
-		    const char *func, const char *file, int line);
+/* cuBLASLt's error space, for CEP_LT_CHECK(). */
+extern const struct cuda_check_lib cublaslt__errors;
+
+/* lib as the check takes it, after the compiler has seen its type. */
+static inline const void *cublaslt__table(const struct cublaslt_lib *lib)
+{
+	return lib;
+}
 
 /* ------------------------------------------------------------------ the handle */
 

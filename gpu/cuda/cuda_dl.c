@@ -1,11 +1,13 @@
 /*
- * cuda_dl.c — the search for CUDA toolkit libraries (gpu/cuda/cuda_dl.h).
+ * cuda_dl.c — the one loader of the CUDA libraries (gpu/cuda/cuda_dl.h):
+ * the search for a library's file, and the table of its entry points.
  */
 #include "gpu/cuda/cuda_dl.h"
 
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "client/cudaep.h"
 #include "common/error.h"
@@ -60,4 +62,33 @@ int cuda_dl_open(const char *path, const char *const *names, const char *what,
 	return cep__set_error(CEP_ENOTSUP, "no %s: tried %s in %s%s/usr/local/cuda/lib64 "
 			      "and the loader's path; last: %s", what, tried,
 			      n_dirs > 1 ? home : "", n_dirs > 1 ? "/lib64, " : "", why);
+}
+
+int cuda_dl_load(const struct cuda_dl_lib *lib, const char *path, void *table,
+		 void **handle, char *opened, size_t len)
+{
+	const struct cuda_dl_sym *s;
+	void *fn;
+	size_t i;
+	int ret;
+
+	ret = cuda_dl_open(path, lib->names, lib->what, handle, opened, len);
+	if (ret < 0)
+		return ret;
+	for (i = 0; i < lib->n_syms; i++) {
+		s = &lib->syms[i];
+		fn = dlsym(*handle, s->name);
+		if (fn == NULL && !s->optional) {
+			ret = cep__set_error(CEP_ENOTSUP, "no %s: %s has no %s", lib->what, opened,
+					     s->name);
+			dlclose(*handle);
+			*handle = NULL;
+			return ret;
+		}
+		/* dlsym returns void *; copying it into a function pointer is
+		 * what POSIX guarantees to work, and memcpy says so without a
+		 * cast. */
+		memcpy((char *)table + s->offset, &fn, sizeof(fn));
+	}
+	return 0;
 }

@@ -1,8 +1,9 @@
 /*
  * cuda_driver.c — loading the CUDA driver API with dlopen, and the error
- * check every driver call goes through (gpu/cuda/cuda_driver.h).
+ * space every driver call's check reads (gpu/cuda/cuda_driver.h).
  */
 #include "gpu/cuda/cuda_driver.h"
+#include "gpu/cuda/cuda_dl.h"
 #include "client/cudaep.h"
 #include "common/error.h"
 
@@ -107,23 +108,26 @@ bool cuda_driver_error_sticky(CUresult r)
 	}
 }
 
-int cuda_driver__check(CUresult r, const char *expr, const char *func,
-		       const char *file, int line)
+static int cuda_driver_code(int status)
 {
-	int err;
+	CUresult r = (CUresult)status;
 
-	if (r == CUDA_SUCCESS)
-		return 0;
 	if (r == CUDA_ERROR_OUT_OF_MEMORY)
-		err = CEP_EDEVMEM;
-	else
-		err = cuda_driver_error_sticky(r) ? CEP_ECONTEXT : CEP_EDEVICE;
-	/* <3> is syslog's "err" priority, which journald reads from stderr. */
-	fprintf(stderr, "<3>cudaep: %s failed in %s() at %s:%d: %s (%s)\n", expr, func,
-		file, line, cuda_driver_error_name(r), cuda_driver_error_string(r));
-	return cep__set_error(err, "%s failed in %s() at %s:%d: %s (%s)", expr, func, file,
-			      line, cuda_driver_error_name(r), cuda_driver_error_string(r));
+		return CEP_EDEVMEM;
+	return cuda_driver_error_sticky(r) ? CEP_ECONTEXT : CEP_EDEVICE;
 }
+
+static void cuda_driver_describe(const void *lib, int status, char *buf, size_t len)
+{
+	CUresult r = (CUresult)status;
+
+	snprintf(buf, len, "%s (%s)", cuda_driver_error_name(r), cuda_driver_error_string(r));
+}
+
+const struct cuda_check_lib cuda_driver__errors = {
+	.code = cuda_driver_code,
+	.describe = cuda_driver_describe,
+};
 
 /* Finds one entry point: through cuGetProcAddress when the driver has it
  * (asking for the legacy default stream, as cuda.h's plain names mean),
@@ -158,9 +162,11 @@ int cuda_driver_new(const char *lib, struct cuda_driver **out)
 	size_t i;
 	int ret, loaded = 0;
 
-	h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-	if (h == NULL)
-		return cep__set_error(CEP_ENOTSUP, "no CUDA driver: %s", dlerror());
+	/* Found the way the dynamic linker finds it, never in a toolkit's
+	 * folder: the driver belongs to the kernel module it talks to. */
+	ret = cuda_dl_open(path, NULL, "CUDA driver", &h, NULL, 0);
+	if (ret < 0)
+		return ret;
 	ret = CEP_ENOMEM;
 	drv = calloc(1, sizeof(*drv));
 	if (drv == NULL)

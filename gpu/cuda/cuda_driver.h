@@ -25,6 +25,8 @@
 
 #include <cudaTypedefs.h>
 
+#include "gpu/cuda/cuda_check.h"
+
 /*
  * The entry points: X(name, version). version is the CUDA release whose ABI
  * the table uses (1000 * major + 10 * minor), and selects the PFN_ type of
@@ -122,16 +124,20 @@ void cuda_driver_free(struct cuda_driver *drv);
 const char *cuda_driver_error_name(CUresult r);
 
 /*
- * Checks the CUresult of expr: returns 0 for CUDA_SUCCESS; otherwise logs
- * the expression, function, file, line and the driver's error name and
- * sentence to stderr, records the same for cep_last_error(), and returns
- * CEP_EDEVMEM for CUDA_ERROR_OUT_OF_MEMORY, CEP_ECONTEXT for an error that
- * leaves the context unusable (cuda_driver_error_sticky()) and CEP_EDEVICE
- * for anything else. It never exits: the error goes back to the one
- * request (and a lost context to the daemon's recovery, gpu/backend.h).
+ * Checks the CUresult of expr (gpu/cuda/cuda_check.h): evaluates to 0 for
+ * CUDA_SUCCESS; otherwise records the expression, function, file, line and
+ * the driver's error name and sentence for cep_last_error() (and logs
+ * them at debug level), and evaluates to CEP_EDEVMEM for
+ * CUDA_ERROR_OUT_OF_MEMORY, CEP_ECONTEXT for an error that leaves the
+ * context unusable (cuda_driver_error_sticky()) and CEP_EDEVICE for
+ * anything else. It never exits: the error goes back to the one request
+ * (and a lost context to the daemon's recovery, gpu/backend.h).
  */
 #define CEP_CU_CHECK(expr) \
-	cuda_driver__check((expr), #expr, __func__, __FILE__, __LINE__)
+	CEP_GPU_CHECK_GEN(&cuda_driver__errors, NULL, (expr), CUDA_SUCCESS, #expr)
+
+/* The driver's error space, for CEP_CU_CHECK(). */
+extern const struct cuda_check_lib cuda_driver__errors;
 
 /* Whether r is one of the errors after which the context is unusable and
  * every later call fails with it (a "sticky" error): an illegal address,
@@ -139,8 +145,5 @@ const char *cuda_driver_error_name(CUresult r);
  * hardware stack error, an invalid PC or address space, an uncorrectable
  * ECC error. */
 bool cuda_driver_error_sticky(CUresult r);
-
-int cuda_driver__check(CUresult r, const char *expr, const char *func,
-		       const char *file, int line);
 
 #endif

@@ -11,6 +11,7 @@
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,7 @@
 #include <xxhash.h>
 
 #include "common/error.h"
+#include "common/log.h"
 
 /* ---------------------------------------------------------------- library */
 
@@ -25,23 +27,25 @@ static const char *const cudnn_names[] = {
 	"libcudnn.so.9", "libcudnn.so", NULL,
 };
 
-/* Resolves every entry point of an opened library into lib and checks
- * its version. Returns 0, or CEP_ENOTSUP naming what is wrong. */
-static int cudnn_resolve(struct cudnn_lib *lib)
-{
-	void *fn;
+static const struct cuda_dl_sym cudnn_syms[] = {
+#define CUDNN__SYM(name) { #name, offsetof(struct cudnn_lib, name), false },
+	CUDNN_FUNCS(CUDNN__SYM)
+#undef CUDNN__SYM
+};
 
-#define CUDNN__RESOLVE(name)                                                 \
-	fn = dlsym(lib->handle, #name);                                      \
-	if (fn == NULL)                                                      \
-		return cep__set_error(CEP_ENOTSUP, "no cuDNN: %s has no %s", \
-				      lib->path, #name);                     \
-	memcpy(&lib->name, &fn, sizeof(fn));
-	CUDNN_FUNCS(CUDNN__RESOLVE)
-#undef CUDNN__RESOLVE
+static const struct cuda_dl_lib cudnn_dl = {
+	.what = "cuDNN",
+	.names = cudnn_names,
+	.syms = cudnn_syms,
+	.n_syms = sizeof(cudnn_syms) / sizeof(cudnn_syms[0]),
+};
+
+/* Checks the version of the loaded library: the descriptors' structs and
+ * the enums' values are those of the headers this was built with, and
+ * another major version may differ. Returns 0, or CEP_ENOTSUP. */
+static int cudnn_version_check(struct cudnn_lib *lib)
+{
 	lib->version = lib->cudnnGetVersion();
-	/* The descriptors' structs and the enums' values are those of the
-	 * headers this was built with: another major version may differ. */
 	if (lib->version / 10000 != CUDNN_MAJOR)
 		return cep__set_error(CEP_ENOTSUP, "no cuDNN: %s is cuDNN %zu.%zu, cudaep needs "
 				      "cuDNN %d", lib->path, lib->version / 10000,
@@ -58,10 +62,9 @@ int cudnn_lib_open(const char *path, struct cudnn_lib **out)
 	lib = calloc(1, sizeof(*lib));
 	if (lib == NULL)
 		return cep__set_error(CEP_ENOMEM, NULL);
-	ret = cuda_dl_open(path, cudnn_names, "cuDNN", &lib->handle, lib->path, sizeof(lib->path));
-	if (ret < 0)
-		goto out;
-	ret = cudnn_resolve(lib);
+	ret = cuda_dl_load(&cudnn_dl, path, lib, &lib->handle, lib->path, sizeof(lib->path));
+	if (ret == 0)
+		ret = cudnn_version_check(lib);
 	if (ret < 0)
 		goto out;
 	*out = lib;
@@ -78,15 +81,31 @@ void cudnn_lib_free(struct cudnn_lib *lib)
 	free(lib);
 }
 
-int cudnn__check(const struct cudnn_lib *lib, cudnnStatus_t st, const char *expr,
-		 const char *func, const char *file, int line)
+static int cudnn_code(int status)
 {
+	cudnnStatus_t st = (cudnnStatus_t)status;
+	int cat = CUDNN_STATUS_CATEGORY(status);
+
+	if (st == CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED)
+		return CEP_EDEVMEM;
+	if (st == CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED)
+		return CEP_ENOMEM;
+	if (cat == CUDNN_STATUS_NOT_SUPPORTED)
+		return CEP_ENOTSUP;
+	if (cat == CUDNN_STATUS_BAD_PARAM)
+		return CEP_EINVAL;
+	return CEP_EDEVICE;
+}
+
+/* The status's text (cudnnGetErrorString()), with the detail of
+ * cudnnGetLastErrorString() when it has any. */
+static void cudnn_describe(const void *table, int status, char *buf, size_t len)
+{
+	const struct cudnn_lib *lib = table;
+	cudnnStatus_t st = (cudnnStatus_t)status;
 	const char *name = NULL;
 	char num[32], detail[256] = "";
-	int err, cat = CUDNN_STATUS_CATEGORY((int)st);
 
-	if (st == CUDNN_STATUS_SUCCESS)
-		return 0;
 	if (lib != NULL) {
 		name = lib->cudnnGetErrorString(st);
 		lib->cudnnGetLastErrorString(detail, sizeof(detail));
@@ -95,22 +114,13 @@ int cudnn__check(const struct cudnn_lib *lib, cudnnStatus_t st, const char *expr
 		snprintf(num, sizeof(num), "CUDNN_STATUS_%d", (int)st);
 		name = num;
 	}
-	if (st == CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED)
-		err = CEP_EDEVMEM;
-	else if (st == CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED)
-		err = CEP_ENOMEM;
-	else if (cat == CUDNN_STATUS_NOT_SUPPORTED)
-		err = CEP_ENOTSUP;
-	else if (cat == CUDNN_STATUS_BAD_PARAM)
-		err = CEP_EINVAL;
-	else
-		err = CEP_EDEVICE;
-	/* <3> is syslog's "err" priority, which journald reads from stderr. */
-	fprintf(stderr, "<3>cudaep: %s failed in %s() at %s:%d: %s%s%s\n", expr, func, file, line,
-		name, detail[0] ? ": " : "", detail);
-	return cep__set_error(err, "%s failed in %s() at %s:%d: %s%s%s", expr, func, file, line,
-			      name, detail[0] ? ": " : "", detail);
+	snprintf(buf, len, "%s%s%s", name, detail[0] ? ": " : "", detail);
 }
+
+const struct cuda_check_lib cudnn__errors = {
+	.code = cudnn_code,
+	.describe = cudnn_describe,
+};
 
 /* ----------------------------------------------------------------- handle */
 
@@ -424,9 +434,11 @@ static int conv_algo(struct cudnn *dnn, struct cudnn_conv *p)
 		ret = CEP_DNN_CHECK(lib, lib->cudnnSetConvolutionMathType(p->conv, perf[i].mathType));
 		if (ret < 0)
 			break;
-		if (lib->cudnnGetConvolutionForwardWorkspaceSize(dnn->handle, p->x, p->w, p->conv,
-								 p->y, perf[i].algo, &ws) !=
-		    CUDNN_STATUS_SUCCESS || ws > p->max_workspace)
+		/* An algorithm whose workspace cannot be told is passed over,
+		 * as one that needs too much is. */
+		if (CEP_DNN_CHECK(lib, lib->cudnnGetConvolutionForwardWorkspaceSize(
+			    dnn->handle, p->x, p->w, p->conv, p->y, perf[i].algo, &ws)) < 0 ||
+		    ws > p->max_workspace)
 			continue;
 		p->algo = perf[i].algo;
 		p->workspace = ws;
@@ -571,13 +583,15 @@ static int conv_run_fused(struct cudnn *dnn, const struct cudnn_conv *p, const v
 	cat = CUDNN_STATUS_CATEGORY((int)st);
 	if (st == CUDNN_STATUS_SUCCESS)
 		return 0;
+	/* Checked after the call, which refusals do not count as failing:
+	 * the message names the call rather than st. */
 	if (cat != CUDNN_STATUS_NOT_SUPPORTED && cat != CUDNN_STATUS_BAD_PARAM)
-		return CEP_DNN_CHECK(lib, st);
-	/* <5> is syslog's "notice". */
+		return CEP_GPU_CHECK_GEN(&cudnn__errors, lib, st, CUDNN_STATUS_SUCCESS,
+					 "lib->cudnnConvolutionBiasActivationForward(...)");
 	if (!atomic_exchange(&((struct cudnn_conv *)p)->unfused, true))
-		fprintf(stderr, "<5>cudaep: cuDNN refused a fused %s convolution (%s, algorithm "
-			"%d); it runs as separate calls from now on\n",
-			cep_dtype_name(p->d.dtype), lib->cudnnGetErrorString(st), (int)p->algo);
+		log_notice("cuDNN refused a fused %s convolution (%s, algorithm %d); it runs as "
+			   "separate calls from now on", cep_dtype_name(p->d.dtype),
+			   lib->cudnnGetErrorString(st), (int)p->algo);
 	return 1;
 }
 

@@ -43,6 +43,7 @@
 #include <cudnn_version.h>
 
 #include "client/cudaep.h"
+#include "gpu/cuda/cuda_check.h"
 
 /* --------------------------------------------------------------- the library */
 
@@ -108,20 +109,28 @@ int cudnn_lib_open(const char *path, struct cudnn_lib **out);
 void cudnn_lib_free(struct cudnn_lib *lib);
 
 /*
- * Checks the cudnnStatus_t of expr: returns 0 for CUDNN_STATUS_SUCCESS;
- * otherwise logs the expression, function, file, line and the library's
- * text for the status (cudnnGetErrorString(), with the detail of
- * cudnnGetLastErrorString() when it has any) to stderr, records the same
- * for cep_last_error(), and returns CEP_EDEVMEM for a failed allocation,
- * CEP_ENOTSUP for the CUDNN_STATUS_NOT_SUPPORTED family, CEP_EINVAL for
- * the CUDNN_STATUS_BAD_PARAM family and CEP_EDEVICE for anything else.
- * lib may be NULL (the status is then shown by number). Never exits.
+ * Checks the cudnnStatus_t of expr (gpu/cuda/cuda_check.h): evaluates to 0
+ * for CUDNN_STATUS_SUCCESS; otherwise records the expression, function,
+ * file, line and the library's text for the status (cudnnGetErrorString(),
+ * with the detail of cudnnGetLastErrorString() when it has any) for
+ * cep_last_error() (and logs them at debug level), and evaluates to
+ * CEP_EDEVMEM for a failed device allocation, CEP_ENOMEM for a failed host
+ * allocation, CEP_ENOTSUP for the CUDNN_STATUS_NOT_SUPPORTED family,
+ * CEP_EINVAL for the CUDNN_STATUS_BAD_PARAM family and CEP_EDEVICE for
+ * anything else. lib may be NULL (the status is then shown by number).
+ * Never exits.
  */
 #define CEP_DNN_CHECK(lib, expr) \
-	cudnn__check((lib), (expr), #expr, __func__, __FILE__, __LINE__)
+	CEP_GPU_CHECK_GEN(&cudnn__errors, cudnn__table(lib), (expr), CUDNN_STATUS_SUCCESS, #expr)
 
-int cudnn__check(const struct cudnn_lib *lib, cudnnStatus_t st, const char *expr,
-		 const char *func, const char *file, int line);
+/* cuDNN's error space, for CEP_DNN_CHECK(). */
+extern const struct cuda_check_lib cudnn__errors;
+
+/* lib as the check takes it, after the compiler has seen its type. */
+static inline const void *cudnn__table(const struct cudnn_lib *lib)
+{
+	return lib;
+}
 
 /* ------------------------------------------------------------------ the handle */
 

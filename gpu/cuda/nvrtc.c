@@ -3,6 +3,7 @@
  * kernels: loaded modules, CUBIN files on disk, compiles (gpu/cuda/nvrtc.h).
  */
 #include "gpu/cuda/nvrtc.h"
+#include "gpu/cuda/cuda_check.h"
 #include "gpu/cuda/cuda_dl.h"
 
 #include <dlfcn.h>
@@ -10,6 +11,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +24,7 @@
 #include "gpu/cuda/cuda_driver.h"
 #include "client/cudaep.h"
 #include "common/error.h"
+#include "common/log.h"
 
 /* ---------------------------------------------------------------- NVRTC */
 
@@ -30,6 +33,7 @@
 typedef int nvrtc_result;                  /* nvrtcResult; 0 is NVRTC_SUCCESS */
 typedef struct nvrtc__program *nvrtc_prog; /* nvrtcProgram */
 
+#define NVRTC_SUCCESS 0
 #define NVRTC_ERROR_COMPILATION 6
 
 #define NVRTC_FUNCS(X)                                                        \
@@ -55,26 +59,64 @@ struct nvrtc_lib {
 #undef NVRTC__MEMBER
 };
 
+/* NVRTC's error space: nvrtcGetErrorString() names a status
+ * ("NVRTC_ERROR_INVALID_OPTION"); out of memory is host memory. */
+#define NVRTC_ERROR_OUT_OF_MEMORY 1
+
+static int nvrtc_code(int status)
+{
+	return status == NVRTC_ERROR_OUT_OF_MEMORY ? CEP_ENOMEM : CEP_EDEVICE;
+}
+
+static void nvrtc_describe(const void *table, int status, char *buf, size_t len)
+{
+	const struct nvrtc_lib *lib = table;
+	const char *name = lib != NULL ? lib->nvrtcGetErrorString(status) : NULL;
+
+	if (name != NULL)
+		snprintf(buf, len, "%s", name);
+	else
+		snprintf(buf, len, "NVRTC_ERROR_%d", status);
+}
+
+static const struct cuda_check_lib nvrtc_errors = {
+	.code = nvrtc_code,
+	.describe = nvrtc_describe,
+};
+
+/* Checks the nvrtc_result of expr as gpu/cuda/cuda_check.h says, with
+ * lib's names for the statuses. */
+#define CEP_NVRTC_CHECK(lib, expr) \
+	CEP_GPU_CHECK_GEN(&nvrtc_errors, nvrtc_table(lib), (expr), NVRTC_SUCCESS, #expr)
+
+static const void *nvrtc_table(const struct nvrtc_lib *lib)
+{
+	return lib;
+}
+
 static const char *const nvrtc_names[] = {
 	"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so", NULL,
 };
 
-/* Resolves every entry point of an opened library into lib. Returns 0, or
- * CEP_ENOTSUP naming the first one missing. */
-static int nvrtc_resolve(struct nvrtc_lib *lib)
+static const struct cuda_dl_sym nvrtc_syms[] = {
+#define NVRTC__SYM(name, ret, args) { #name, offsetof(struct nvrtc_lib, name), false },
+	NVRTC_FUNCS(NVRTC__SYM)
+#undef NVRTC__SYM
+};
+
+static const struct cuda_dl_lib nvrtc_dl = {
+	.what = "NVRTC",
+	.names = nvrtc_names,
+	.syms = nvrtc_syms,
+	.n_syms = sizeof(nvrtc_syms) / sizeof(nvrtc_syms[0]),
+};
+
+/* Asks the loaded library its version. Returns 0, or CEP_ENOTSUP. */
+static int nvrtc_version_get(struct nvrtc_lib *lib)
 {
-	void *fn;
 	int major = 0, minor = 0;
 
-#define NVRTC__RESOLVE(name, ret, args)                                        \
-	fn = dlsym(lib->handle, #name);                                        \
-	if (fn == NULL)                                                        \
-		return cep__set_error(CEP_ENOTSUP, "no NVRTC: %s has no %s",   \
-				      lib->path, #name);                       \
-	memcpy(&lib->name, &fn, sizeof(fn));
-	NVRTC_FUNCS(NVRTC__RESOLVE)
-#undef NVRTC__RESOLVE
-	if (lib->nvrtcVersion(&major, &minor) != 0)
+	if (CEP_NVRTC_CHECK(lib, lib->nvrtcVersion(&major, &minor)) < 0)
 		return cep__set_error(CEP_ENOTSUP, "no NVRTC: nvrtcVersion() of %s failed",
 				      lib->path);
 	lib->version = major * 1000 + minor * 10;
@@ -90,11 +132,9 @@ int nvrtc_lib_open(const char *path, struct nvrtc_lib **out)
 	lib = calloc(1, sizeof(*lib));
 	if (lib == NULL)
 		return cep__set_error(CEP_ENOMEM, NULL);
-	ret = cuda_dl_open(path, nvrtc_names, "NVRTC", &lib->handle, lib->path,
-			   sizeof(lib->path));
-	if (ret < 0)
-		goto out;
-	ret = nvrtc_resolve(lib);
+	ret = cuda_dl_load(&nvrtc_dl, path, lib, &lib->handle, lib->path, sizeof(lib->path));
+	if (ret == 0)
+		ret = nvrtc_version_get(lib);
 	if (ret < 0)
 		goto out;
 	*out = lib;
@@ -137,8 +177,25 @@ void nvrtc_options(int arch, char *buf, size_t len)
 	}
 }
 
+/* The whole of a program's log into the daemon's log, a log line for each
+ * of its lines: a kernel of cudaep that does not compile is a bug an
+ * operator must be able to report in full. */
+static void nvrtc_log_lines(const struct nvrtc_source *src, int arch, const char *log)
+{
+	const char *p = log, *nl;
+	size_t n;
+
+	log_err("NVRTC could not compile %s for sm_%d:", src->name, arch);
+	for (; *p != '\0'; p += n + (nl != NULL)) {
+		nl = strchr(p, '\n');
+		n = nl != NULL ? (size_t)(nl - p) : strlen(p);
+		if (n > 0)
+			log_err("  %.*s", (int)n, p);
+	}
+}
+
 /* Puts the start of the program's log into the error message (and all of
- * it on stderr, where an operator can read the whole of it). */
+ * it into the log, where an operator can read the whole of it). */
 static int nvrtc_log_error(struct nvrtc_lib *lib, nvrtc_prog prog,
 			   const struct nvrtc_source *src, int arch)
 {
@@ -146,12 +203,11 @@ static int nvrtc_log_error(struct nvrtc_lib *lib, nvrtc_prog prog,
 	char *log = NULL;
 	int ret;
 
-	if (lib->nvrtcGetProgramLogSize(prog, &size) == 0 && size > 0)
+	if (CEP_NVRTC_CHECK(lib, lib->nvrtcGetProgramLogSize(prog, &size)) == 0 && size > 0)
 		log = malloc(size + 1);
-	if (log != NULL && lib->nvrtcGetProgramLog(prog, log) == 0) {
+	if (log != NULL && CEP_NVRTC_CHECK(lib, lib->nvrtcGetProgramLog(prog, log)) == 0) {
 		log[size] = '\0';
-		fprintf(stderr, "<3>cudaep: NVRTC could not compile %s for sm_%d:\n%s\n",
-			src->name, arch, log);
+		nvrtc_log_lines(src, arch, log);
 	} else if (log != NULL) {
 		log[0] = '\0';
 	}
@@ -159,6 +215,17 @@ static int nvrtc_log_error(struct nvrtc_lib *lib, nvrtc_prog prog,
 			     src->name, arch, log != NULL ? log : "(no log)");
 	free(log);
 	return ret;
+}
+
+/* Rewrites the last error, a failed NVRTC call's, as "NVRTC, compiling
+ * SRC for sm_ARCH: <it>", so that it names the kernel as well as the
+ * call. Returns err. */
+static int nvrtc_blame(const struct nvrtc_source *src, int arch, int err)
+{
+	char why[512];
+
+	snprintf(why, sizeof(why), "%s", cep_last_error());
+	return cep__set_error(err, "NVRTC, compiling %s for sm_%d: %s", src->name, arch, why);
 }
 
 int nvrtc_compile(struct nvrtc_lib *lib, const struct nvrtc_source *src, int arch,
@@ -175,39 +242,41 @@ int nvrtc_compile(struct nvrtc_lib *lib, const struct nvrtc_source *src, int arc
 	*image = NULL;
 	*size = 0;
 	snprintf(arch_opt, sizeof(arch_opt), "--gpu-architecture=sm_%d", arch);
-	r = lib->nvrtcCreateProgram(&prog, src->text, src->name, src->n_headers,
-				    src->header_texts, src->header_names);
-	if (r != 0)
-		return cep__set_error(CEP_EDEVICE, "nvrtcCreateProgram(%s): %s", src->name,
-				      lib->nvrtcGetErrorString(r));
+	ret = CEP_NVRTC_CHECK(lib, lib->nvrtcCreateProgram(&prog, src->text, src->name,
+							   src->n_headers, src->header_texts,
+							   src->header_names));
+	if (ret < 0)
+		return nvrtc_blame(src, arch, ret);
 	r = lib->nvrtcCompileProgram(prog, (int)(sizeof(opts) / sizeof(opts[0])), opts);
 	if (r == NVRTC_ERROR_COMPILATION) {
 		ret = nvrtc_log_error(lib, prog, src, arch);
 		goto out;
 	}
-	if (r != 0) {
-		ret = cep__set_error(CEP_EDEVICE, "nvrtcCompileProgram(%s, sm_%d): %s", src->name,
-				     arch, lib->nvrtcGetErrorString(r));
+	/* Checked after the call, since a source that does not compile is
+	 * the log's error (above): the message names the call, not r. */
+	ret = CEP_GPU_CHECK_GEN(&nvrtc_errors, lib, r, NVRTC_SUCCESS,
+				"lib->nvrtcCompileProgram(prog, ...)");
+	if (ret == 0)
+		ret = CEP_NVRTC_CHECK(lib, lib->nvrtcGetCUBINSize(prog, &n));
+	if (ret == 0 && n == 0)
+		ret = cep__set_error(CEP_EDEVICE, "nvrtcGetCUBINSize() gave an empty image");
+	if (ret < 0) {
+		ret = nvrtc_blame(src, arch, ret);
 		goto out;
 	}
-	r = lib->nvrtcGetCUBINSize(prog, &n);
-	if (r == 0 && n > 0) {
-		bin = malloc(n);
-		if (bin == NULL) {
-			ret = cep__set_error(CEP_ENOMEM, NULL);
-			goto out;
-		}
-		r = lib->nvrtcGetCUBIN(prog, bin);
+	bin = malloc(n);
+	if (bin == NULL) {
+		ret = cep__set_error(CEP_ENOMEM, NULL);
+		goto out;
 	}
-	if (r != 0 || n == 0) {
-		ret = cep__set_error(CEP_EDEVICE, "nvrtcGetCUBIN(%s, sm_%d): %s", src->name, arch,
-				     r != 0 ? lib->nvrtcGetErrorString(r) : "an empty image");
+	ret = CEP_NVRTC_CHECK(lib, lib->nvrtcGetCUBIN(prog, bin));
+	if (ret < 0) {
+		ret = nvrtc_blame(src, arch, ret);
 		goto out;
 	}
 	*image = bin;
 	*size = n;
 	bin = NULL;
-	ret = 0;
 out:
 	free(bin);
 	lib->nvrtcDestroyProgram(&prog);

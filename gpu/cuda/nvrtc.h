@@ -74,7 +74,8 @@ const char *nvrtc_lib_path(const struct nvrtc_lib *lib);
  * nvrtc_options()) and returns the CUBIN in *image (malloc'd, the
  * caller's, free()) of *size bytes. Fails with CEP_EINVAL and NVRTC's log
  * (the first part of it) in the message when the source does not compile,
- * CEP_EDEVICE for other NVRTC failures, CEP_ENOMEM.
+ * CEP_EDEVICE for other NVRTC failures (the message names the source, the
+ * call and NVRTC's status), CEP_ENOMEM (here or inside NVRTC).
  */
 int nvrtc_compile(struct nvrtc_lib *lib, const struct nvrtc_source *src, int arch,
 		  void **image, size_t *size);

@@ -17,6 +17,7 @@
 #include "alloc/provider.h"
 #include "alloc/weights.h"
 #include "client/cudaep.h"
+#include "common/log.h"
 
 #include <criterion/criterion.h>
 #include <criterion/redirect.h>
@@ -75,6 +76,9 @@ Test(cuda_driver, check_maps_and_names_errors, .init = cr_redirect_stderr)
 	char log[1024] = "";
 	FILE *f;
 
+	/* The detail goes to the log at debug level (the error itself goes
+	 * back to the caller). */
+	log_level_set(LOG_DEBUG);
 	cr_assert_eq(CEP_CU_CHECK(fake_call(CUDA_SUCCESS)), 0);
 	cr_assert_eq(CEP_CU_CHECK(fake_call(CUDA_ERROR_OUT_OF_MEMORY)), CEP_EDEVMEM);
 	cr_assert(strstr(cep_last_error(), "fake_call(CUDA_ERROR_OUT_OF_MEMORY) failed in ") != NULL,
@@ -92,9 +96,23 @@ Test(cuda_driver, check_maps_and_names_errors, .init = cr_redirect_stderr)
 	f = cr_get_redirected_stderr();
 	cr_assert_not_null(f);
 	cr_assert_gt(fread(log, 1, sizeof(log) - 1, f), 0);
-	cr_assert(strncmp(log, "<3>cudaep: fake_call(CUDA_ERROR_OUT_OF_MEMORY) failed", 53) == 0,
+	cr_assert(strncmp(log, "<7>fake_call(CUDA_ERROR_OUT_OF_MEMORY) failed", 45) == 0,
 		  "%s", log);
 	cr_assert(strstr(log, "CUDA_ERROR_ILLEGAL_ADDRESS") != NULL, "%s", log);
+}
+
+Test(cuda_driver, a_failed_check_is_not_logged_above_debug, .init = cr_redirect_stderr)
+{
+	char log[256] = "";
+	FILE *f;
+
+	log_level_set(LOG_INFO);
+	cr_assert_eq(CEP_CU_CHECK(fake_call(CUDA_ERROR_ILLEGAL_ADDRESS)), CEP_ECONTEXT);
+	cr_assert(strstr(cep_last_error(), "CUDA_ERROR_ILLEGAL_ADDRESS") != NULL);
+	fflush(stderr);
+	f = cr_get_redirected_stderr();
+	cr_assert_not_null(f);
+	cr_assert_eq(fread(log, 1, sizeof(log) - 1, f), 0, "%s", log);
 }
 
 Test(cuda_driver, sticky_errors_are_a_lost_context, .init = cr_redirect_stderr)
