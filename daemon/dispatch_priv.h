@@ -2,7 +2,8 @@
  * dispatch_priv.h — what the request handlers of cudaepd share: the
  * request being served, the reply bodies, and the one encoder of
  * responses. dispatch.c serves the session-less and admin requests,
- * dispatch_memory.c Memory and Trim, dispatch_session.c the sessions
+ * dispatch_memory.c Memory and Trim, dispatch_inspect.c Graphs and
+ * Kernels, dispatch_session.c the sessions
  * (LoadModel, SessionInfo, Run, Unload),
  * whose slow parts run off the event loop, access.c KillSession. Internal
  * to daemon/.
@@ -39,6 +40,8 @@ union reply_body {
 	Cudaep__V1__StatsReply stats;
 	Cudaep__V1__TrimReply trim;
 	Cudaep__V1__KillSessionReply kill_session;
+	Cudaep__V1__GraphsReply graphs;
+	Cudaep__V1__KernelsReply kernels;
 };
 
 /* One request being served. */
@@ -100,5 +103,12 @@ int dispatch__kill_session(struct req *r, const Cudaep__V1__KillSession *m);
  * CEP_EPERM) unmaps the arena's idle granules and releases its pool. */
 int dispatch__memory(struct req *r);
 int dispatch__trim(struct req *r);
+
+/* The inspection requests (dispatch_inspect.c): Graphs lists the plans
+ * the sessions the asker may see cache (as Sessions: its own, an admin
+ * every client's), Kernels the backend's device kernels (anyone; a reply
+ * with device_kernels false on the host backend). */
+int dispatch__graphs(struct req *r);
+int dispatch__kernels(struct req *r);
 
 #endif
