@@ -1,8 +1,8 @@
 /*
  * cudaepctl.c — inspects a running cudaepd: the options, the table of
  * commands and the usage text. Each command lives in a file of its own
- * kind (see cudaepctl.h: the one-request views in cudaepctl_cmds.c,
- * metrics, top) and calls down to
+ * kind (see cudaepctl.h: the one-request views in cudaepctl_cmds.c, graphs
+ * and kernels in cudaepctl_inspect.c, metrics, top) and calls down to
  * cudaepctl_conn.c for the daemon and cudaepctl_out.c for its output;
  * none of them calls back here.
  *
@@ -44,6 +44,10 @@ static const struct ctl_cmd commands[] = {
 	 "(admins)", 0, ctl_cmd_trim},
 	{"kill-session", "ID", "unload any client's session (admins)", 1,
 	 ctl_cmd_kill_session},
+	{"graphs", "", "each session's cached plans and their CUDA graphs", 0,
+	 ctl_cmd_graphs},
+	{"kernels", "", "device kernels compiled or read from the disk cache", 0,
+	 ctl_cmd_kernels},
 	{"stats", "", "every counter and gauge", 0, ctl_cmd_stats},
 	{"ping", "[COUNT]", "time COUNT no-op round trips (default 1)", 1,
 	 ctl_cmd_ping},

@@ -4,6 +4,7 @@
  *   cudaepctl.c           main: options, the table of commands, usage
  *   cudaepctl_cmds.c      status, clients, sessions, mem, trim,
  *                         kill-session, stats, ping
+ *   cudaepctl_inspect.c   graphs, kernels
  *   cudaepctl_metrics.c   metrics;  cudaepctl_top.c  top (and
  *                         cudaepctl_nvml.c, its NVML probe)
  *   cudaepctl_conn.c      connecting, one request and its reply, finishing
@@ -178,6 +179,8 @@ int ctl_cmd_trim(struct ctl *ctl, int argc, char **argv);
 int ctl_cmd_kill_session(struct ctl *ctl, int argc, char **argv);
 int ctl_cmd_stats(struct ctl *ctl, int argc, char **argv);
 int ctl_cmd_ping(struct ctl *ctl, int argc, char **argv);
+int ctl_cmd_graphs(struct ctl *ctl, int argc, char **argv);       /* cudaepctl_inspect.c */
+int ctl_cmd_kernels(struct ctl *ctl, int argc, char **argv);
 int ctl_cmd_metrics(struct ctl *ctl, int argc, char **argv);      /* cudaepctl_metrics.c */
 int ctl_cmd_top(struct ctl *ctl, int argc, char **argv);          /* cudaepctl_top.c */
 
