@@ -49,6 +49,8 @@ static const char *body_name(Cudaep__V1__Request__BodyCase b)
 	case CUDAEP__V1__REQUEST__BODY_STATS: return "Stats";
 	case CUDAEP__V1__REQUEST__BODY_TRIM: return "Trim";
 	case CUDAEP__V1__REQUEST__BODY_KILL_SESSION: return "KillSession";
+	case CUDAEP__V1__REQUEST__BODY_GRAPHS: return "Graphs";
+	case CUDAEP__V1__REQUEST__BODY_KERNELS: return "Kernels";
 	case CUDAEP__V1__REQUEST__BODY__NOT_SET: break;
 	default: break;
 	}
@@ -229,6 +231,10 @@ static int req_handle(struct req *r, const Cudaep__V1__Request *q)
 		return dispatch__trim(r);
 	case CUDAEP__V1__REQUEST__BODY_KILL_SESSION:
 		return dispatch__kill_session(r, q->kill_session);
+	case CUDAEP__V1__REQUEST__BODY_GRAPHS:
+		return dispatch__graphs(r);
+	case CUDAEP__V1__REQUEST__BODY_KERNELS:
+		return dispatch__kernels(r);
 	case CUDAEP__V1__REQUEST__BODY__NOT_SET:
 	default:
 		break;

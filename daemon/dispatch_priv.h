@@ -8,7 +8,8 @@
  * request, names), dispatch_job.c (work off the loop and its reply),
  * then the handlers: dispatch_load.c (LoadModel, SessionInfo, Unload),
  * dispatch_run.c (Run), dispatch_admin.c (Status, Clients, Sessions,
- * Stats, KillSession), dispatch_memory.c (Memory, Trim); dispatch.c on
+ * Stats, KillSession), dispatch_memory.c (Memory, Trim),
+ * dispatch_inspect.c (Graphs, Kernels); dispatch.c on
  * top decodes, checks and routes, and serves the session-less requests.
  */
 #ifndef CEPD_DISPATCH_PRIV_H
@@ -46,6 +47,8 @@ union reply_body {
 	Cudaep__V1__StatsReply stats;
 	Cudaep__V1__TrimReply trim;
 	Cudaep__V1__KillSessionReply kill_session;
+	Cudaep__V1__GraphsReply graphs;
+	Cudaep__V1__KernelsReply kernels;
 };
 
 /* One request being served. */
@@ -197,5 +200,12 @@ void **dispatch__alloc_list(struct req *r, size_t n, size_t size);
 
 /* The out-of-arena error of a reply being built. */
 int dispatch__out_of_arena(void);
+
+/* The inspection requests (dispatch_inspect.c): Graphs lists the plans
+ * the sessions the asker may see cache (as Sessions: its own, an admin
+ * every client's), Kernels the backend's device kernels (anyone; a reply
+ * with device_kernels false on the host backend). */
+int dispatch__graphs(struct req *r);
+int dispatch__kernels(struct req *r);
 
 #endif

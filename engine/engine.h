@@ -466,4 +466,45 @@ int engine_session_profile(engine_session *s, const struct engine_input *inputs,
 /* Copies the session's counters into *out. */
 void engine_session_stats(const engine_session *s, struct engine_stats *out);
 
+/* -------------------------------------------------------------- inspection */
+
+#define ENGINE_SIGNATURE_MAX 256 /* bytes of a plan's signature text, NUL included */
+
+/* One cached plan of a session, as engine_session_plans() describes it. */
+struct engine_plan_info {
+	char signature[ENGINE_SIGNATURE_MAX]; /* the input shapes it is for, in the
+	                            * model's input order: "x[2,3] mask[2,7]"; an
+	                            * input whose values key it too shows them
+	                            * ("shape[2]={1,6}"); cut with "..." when
+	                            * longer, never inside a UTF-8 sequence */
+	int value_keys;            /* inputs whose values key it */
+	int steps;                 /* kernel launches of one run */
+	bool captured;             /* its steps are a backend graph, replayed */
+	uint64_t runs;             /* runs queued with it */
+	uint64_t captures;         /* graphs recorded of its steps: 0 or 1 */
+	uint64_t replays;          /* runs that replayed the graph */
+	uint64_t eager_runs;       /* runs that launched the steps one by one */
+	uint32_t inflight;         /* runs queued and not completed yet */
+	size_t block_bytes;        /* backend memory of its block: */
+	size_t activation_bytes;   /* of which activations and plan constants */
+	size_t workspace_bytes;    /* of which workspace */
+	char capture_error[160];   /* why its capture failed (it then runs
+	                            * eagerly for good), or "" */
+};
+
+/*
+ * Describes s's cached plans, most recently used first: the first max of
+ * them into out (max >= 0). Returns how many plans s caches, which may be
+ * more than max (the rest are left out). Reads the plan cache without
+ * changing it, allocates nothing and cannot fail.
+ *
+ * Threads: the plan cache belongs to the thread using s. Call this only
+ * where no run, description or profile of s can be going on in another
+ * thread (for the daemon: on the event loop, while no job of s runs on the
+ * thread pool, as for engine_session_stats()). Runs of s in flight on the
+ * device are fine: their completion (engine_run_complete(), on any thread)
+ * touches only a plan's atomic inflight count.
+ */
+int engine_session_plans(const engine_session *s, struct engine_plan_info *out, int max);
+
 #endif

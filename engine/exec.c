@@ -144,11 +144,18 @@ static int exec_steps(const struct graph *g, struct plan *p, struct backend *be,
 			if (!p->capture_error)
 				return cep__set_error(CEP_ENOMEM, NULL);
 			cep__clear_error();
+		} else {
+			p->captures++;
 		}
 	}
-	if (p->graph)
-		return backend_graph_replay(be, p->graph, s);
-	return launch_steps(g, p, be, s);
+	if (p->graph) {
+		ret = backend_graph_replay(be, p->graph, s);
+		p->replays += ret == 0;
+		return ret;
+	}
+	ret = launch_steps(g, p, be, s);
+	p->eager_runs += ret == 0;
+	return ret;
 }
 
 /* Copies in, steps, copies out, queued on s. */

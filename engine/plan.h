@@ -95,6 +95,10 @@ struct plan {
 	                                * cache never evicts it meanwhile; the
 	                                * completing thread may not be the
 	                                * session's */
+	/* How its steps were queued (exec.c), for engine_session_plans(). */
+	uint64_t captures;             /* graphs recorded of them: 0 or 1 */
+	uint64_t replays;              /* runs that replayed the graph */
+	uint64_t eager_runs;           /* runs that launched them one by one */
 };
 
 /* What building a plan needs from its session. */

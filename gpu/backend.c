@@ -584,3 +584,16 @@ int backend_fault_error(const struct backend_fault *f, const struct op_call **ca
 		return cep__set_error(f->code, "%.*s", (int)sizeof(f->msg), f->msg);
 	return fault_kind_error(f, c != NULL && c->node != NULL ? c->node->op_type : "a kernel");
 }
+
+/* ------------------------------------------------------------ inspection */
+
+int backend_kernels_get(struct backend *b, struct backend_kernel *out, size_t max,
+			size_t *n, struct backend_kernel_totals *totals)
+{
+	*n = 0;
+	memset(totals, 0, sizeof(*totals));
+	if (!b->iface.kernels)
+		return cep__set_error(CEP_ENOTSUP, "the %s backend has no device kernels: it "
+				      "runs the CPU reference kernels", b->iface.name);
+	return b->iface.kernels(b, out, max, n, totals);
+}

@@ -96,6 +96,39 @@ enum backend_caps {
 /* The alignment of every device allocation, in bytes. */
 #define BACKEND_ALIGN 256
 
+/* Where a module of device kernels came from (struct backend_kernel). */
+enum backend_kernel_origin {
+	BACKEND_KERNEL_COMPILED = 0, /* compiled (NVRTC) by this process */
+	BACKEND_KERNEL_DISK = 1,     /* read from the on-disk kernel cache */
+};
+
+/* One module of device kernels a backend loaded: the compiled form of
+ * one source (iface.kernels). */
+struct backend_kernel {
+	char name[48];          /* its source's name ("binary"), cut */
+	int arch;               /* compiled for sm_<arch>: 10 * major + minor */
+	enum backend_kernel_origin origin;
+	uint64_t compile_ns;    /* in the compiler; 0 when read from disk */
+	uint64_t load_ns;       /* from the lookup that missed to the loaded
+	                         * module, reading or compiling included */
+	uint64_t image_bytes;   /* of the compiled image (CUBIN) */
+};
+
+/* What a backend's kernel cache has done since the backend opened. */
+struct backend_kernel_totals {
+	int arch;               /* the device's sm_<arch> */
+	uint64_t modules;       /* modules loaded now */
+	uint64_t compiles;      /* sources compiled (images never loaded as
+	                         * modules included) */
+	uint64_t compile_ns;    /* ns spent in those compiles */
+	uint64_t mem_hits;      /* lookups answered by a loaded module */
+	uint64_t disk_hits;     /* images read from the cache directory */
+	uint64_t disk_writes;   /* images written to it */
+	uint64_t disk_rejects;  /* files there that were corrupt or foreign */
+	uint64_t disk_errors;   /* reads or writes that failed */
+	char cache_dir[256];    /* the cache directory, cut; "" for none */
+};
+
 struct backend;
 struct backend_stream;  /* an ordered queue of copies and launches */
 struct backend_event;   /* a point in a stream that others can wait for */
@@ -220,6 +253,14 @@ struct backend_iface {
 	 * (CUDA_ERROR_ILLEGAL_ADDRESS), the host backend poisons itself.
 	 * Set only in builds with CEP_FAULT_INJECT (tests); NULL otherwise. */
 	int (*fault_inject)(struct backend *b);
+
+	/* The device kernels loaded so far: the first max of them, in the
+	 * order they were loaded, into out, their number into *n (which may
+	 * exceed max), and the cache's counters into *totals. Never waits for
+	 * a compile in progress, so the daemon's event loop may ask. NULL on
+	 * a backend that runs host kernels and compiles none (the host's). */
+	int (*kernels)(struct backend *b, struct backend_kernel *out, size_t max,
+		       size_t *n, struct backend_kernel_totals *totals);
 };
 
 /* What the wrappers count; read with backend_counters_get(). */
@@ -430,6 +471,16 @@ int backend_fault_inject(struct backend *b);
 /* Copies the counters into *out (each read atomically; the set is not a
  * snapshot when other threads use the backend meanwhile). */
 void backend_counters_get(const struct backend *b, struct backend_counters *out);
+
+/*
+ * The device kernels b has loaded (see iface.kernels): up to max of them
+ * into out (caller memory), their number into *n and the kernel cache's
+ * counters into *totals; both are zeroed first. Returns 0, or CEP_ENOTSUP,
+ * saying so, on a backend that has no device kernels (the host backend
+ * runs the reference kernels of kernels/cpu). Never blocks on a compile.
+ */
+int backend_kernels_get(struct backend *b, struct backend_kernel *out, size_t max,
+			size_t *n, struct backend_kernel_totals *totals);
 
 /* Allocates bytes of device memory (at least one byte, BACKEND_ALIGN
  * aligned) into *out, owned by the caller and released with

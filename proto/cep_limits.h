@@ -26,5 +26,11 @@
 #define CEP_MAX_LIST        128   /* entries of a clients/sessions/memory list */
 #define CEP_MAX_COUNTERS    128   /* counters in a StatsReply */
 #define CEP_MAX_GAUGES      64    /* gauges in a StatsReply */
+#define CEP_MAX_GRAPHS      64    /* entries of a GraphsReply (each up to
+                                   * about 550 bytes: 64 fit a packet) */
+#define CEP_MAX_SIGNATURE   256   /* GraphEntry.signature, NUL included */
+#define CEP_MAX_CAPTURE_ERROR 160 /* capture_error of a session or graph */
+#define CEP_MAX_KERNEL_NAME 48    /* KernelEntry.name, NUL included */
+#define CEP_MAX_CACHE_DIR   256   /* KernelsReply.cache_dir, NUL included */
 
 #endif

@@ -11,6 +11,7 @@
 #include "gpu/cuda/backend_cuda_priv.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "client/cudaep.h"
@@ -118,6 +119,45 @@ int cuda_kernel_stats(struct backend *be, struct nvrtc_stats *out)
 	return 0;
 }
 
+/* iface.kernels: the modules of the NVRTC cache (gpu/cuda/nvrtc.h), read
+ * under the cache's report lock, which no compile holds. */
+static int cuda_kernels(struct backend *be, struct backend_kernel *out, size_t max,
+			size_t *n, struct backend_kernel_totals *totals)
+{
+	struct cuda_ctx *cc = be->ctx;
+	struct nvrtc_module_info *mods = NULL;
+	struct nvrtc_stats st;
+	size_t i;
+
+	if (max > 0) {
+		mods = calloc(max, sizeof(*mods));
+		if (mods == NULL)
+			return cep__set_error(CEP_ENOMEM, "out of memory listing the kernels");
+	}
+	*n = nvrtc_cache_modules(cc->kernels, mods, max, &st);
+	for (i = 0; i < *n && i < max; i++) {
+		snprintf(out[i].name, sizeof(out[i].name), "%s", mods[i].name);
+		out[i].arch = cc->arch;
+		out[i].origin = mods[i].from_disk ? BACKEND_KERNEL_DISK : BACKEND_KERNEL_COMPILED;
+		out[i].compile_ns = mods[i].compile_ns;
+		out[i].load_ns = mods[i].load_ns;
+		out[i].image_bytes = mods[i].image_bytes;
+	}
+	free(mods);
+	totals->arch = cc->arch;
+	totals->modules = *n;
+	totals->compiles = st.compiles;
+	totals->compile_ns = st.compile_ns;
+	totals->mem_hits = st.mem_hits;
+	totals->disk_hits = st.disk_hits;
+	totals->disk_writes = st.disk_writes;
+	totals->disk_rejects = st.disk_rejects;
+	totals->disk_errors = st.disk_errors;
+	snprintf(totals->cache_dir, sizeof(totals->cache_dir), "%s",
+		 nvrtc_cache_dir(cc->kernels));
+	return 0;
+}
+
 int cuda_backend_arch(const struct backend *be)
 {
 	return cuda_backend_is(be) ? ((const struct cuda_ctx *)be->ctx)->arch : 0;
@@ -207,4 +247,5 @@ int cuda_dnn_get(struct backend *be, struct cudnn **out)
 void backend_cuda__iface_launch(struct backend_iface *iface)
 {
 	iface->launch = cuda_launch_op;
+	iface->kernels = cuda_kernels;
 }

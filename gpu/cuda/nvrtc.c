@@ -304,6 +304,7 @@ struct mod_entry {
 	uint64_t key;            /* the source hash */
 	size_t text_len;         /* a second check against hash collisions */
 	CUmodule mod;
+	struct nvrtc_module_info info; /* what nvrtc_cache_modules() reports */
 };
 
 struct nvrtc_cache {
@@ -318,6 +319,11 @@ struct nvrtc_cache {
 	struct mod_entry *mods;          /* (n_mods), cap_mods allocated */
 	size_t n_mods, cap_mods;
 	struct nvrtc_stats stats;
+	/* What nvrtc_cache_modules() reads, so that a reader never waits
+	 * for a compile under lock: mods and n_mods change with both locks
+	 * held, and shown is stats as of the end of the last operation. */
+	pthread_mutex_t report_lock;
+	struct nvrtc_stats shown;
 };
 
 static uint64_t now_ns(void)
@@ -367,6 +373,7 @@ int nvrtc_cache_new(struct nvrtc_lib *lib, const struct cuda_driver *drv, int ar
 	while (strlen(c->dir) > 1 && c->dir[strlen(c->dir) - 1] == '/')
 		c->dir[strlen(c->dir) - 1] = '\0';
 	pthread_mutex_init(&c->lock, NULL);
+	pthread_mutex_init(&c->report_lock, NULL);
 	*out = c;
 	return 0;
 }
@@ -380,6 +387,7 @@ void nvrtc_cache_free(struct nvrtc_cache *c)
 	for (i = 0; i < c->n_mods; i++)
 		(void)CEP_CU_CHECK(c->drv->cuModuleUnload(c->mods[i].mod));
 	free(c->mods);
+	pthread_mutex_destroy(&c->report_lock);
 	pthread_mutex_destroy(&c->lock);
 	free(c);
 }
@@ -390,6 +398,36 @@ void nvrtc_cache_stats(struct nvrtc_cache *c, struct nvrtc_stats *out)
 	*out = c->stats;
 	out->modules = c->n_mods;
 	pthread_mutex_unlock(&c->lock);
+}
+
+size_t nvrtc_cache_modules(struct nvrtc_cache *c, struct nvrtc_module_info *out, size_t max,
+			   struct nvrtc_stats *stats)
+{
+	size_t n, i;
+
+	pthread_mutex_lock(&c->report_lock);
+	n = c->n_mods;
+	for (i = 0; i < n && i < max; i++)
+		out[i] = c->mods[i].info;
+	if (stats != NULL)
+		*stats = c->shown;
+	pthread_mutex_unlock(&c->report_lock);
+	return n;
+}
+
+/* Makes what nvrtc_cache_modules() reports of the counters current.
+ * Called with the lock, at the end of each operation. */
+static void report_publish(struct nvrtc_cache *c)
+{
+	pthread_mutex_lock(&c->report_lock);
+	c->shown = c->stats;
+	c->shown.modules = c->n_mods;
+	pthread_mutex_unlock(&c->report_lock);
+}
+
+const char *nvrtc_cache_dir(const struct nvrtc_cache *c)
+{
+	return c->dir;
 }
 
 const char *nvrtc_cache_disk_note(struct nvrtc_cache *c)
@@ -660,6 +698,7 @@ int nvrtc_cache_image(struct nvrtc_cache *c, const struct nvrtc_source *src,
 
 	pthread_mutex_lock(&c->lock);
 	ret = image_locked(c, src, source_hash(src), image, size);
+	report_publish(c);
 	pthread_mutex_unlock(&c->lock);
 	return ret;
 }
@@ -673,6 +712,8 @@ static int module_locked(struct nvrtc_cache *c, const struct nvrtc_source *src,
 	void *image = NULL;
 	size_t size = 0;
 	CUmodule mod = NULL;
+	struct nvrtc_module_info info = { .name = "" };
+	uint64_t t0, compiles, compile_ns;
 	int ret;
 
 	for (i = 0; i < c->n_mods; i++) {
@@ -684,13 +725,21 @@ static int module_locked(struct nvrtc_cache *c, const struct nvrtc_source *src,
 	}
 	if (c->n_mods == c->cap_mods) {
 		size_t cap = c->cap_mods ? c->cap_mods * 2 : 16;
-		struct mod_entry *mods = realloc(c->mods, cap * sizeof(*mods));
+		struct mod_entry *mods;
 
+		pthread_mutex_lock(&c->report_lock);
+		mods = realloc(c->mods, cap * sizeof(*mods));
+		if (mods != NULL) {
+			c->mods = mods;
+			c->cap_mods = cap;
+		}
+		pthread_mutex_unlock(&c->report_lock);
 		if (mods == NULL)
 			return cep__set_error(CEP_ENOMEM, NULL);
-		c->mods = mods;
-		c->cap_mods = cap;
 	}
+	t0 = now_ns();
+	compiles = c->stats.compiles;
+	compile_ns = c->stats.compile_ns;
 	ret = image_locked(c, src, key, &image, &size);
 	if (ret < 0)
 		return ret;
@@ -698,7 +747,14 @@ static int module_locked(struct nvrtc_cache *c, const struct nvrtc_source *src,
 	free(image);
 	if (ret < 0)
 		return ret;
-	c->mods[c->n_mods++] = (struct mod_entry){ key, len, mod };
+	snprintf(info.name, sizeof(info.name), "%s", src->name);
+	info.from_disk = c->stats.compiles == compiles;
+	info.compile_ns = c->stats.compile_ns - compile_ns;
+	info.load_ns = now_ns() - t0;
+	info.image_bytes = size;
+	pthread_mutex_lock(&c->report_lock);
+	c->mods[c->n_mods++] = (struct mod_entry){ key, len, mod, info };
+	pthread_mutex_unlock(&c->report_lock);
 	*out = mod;
 	return 0;
 }
@@ -716,6 +772,7 @@ int nvrtc_cache_function(struct nvrtc_cache *c, const struct nvrtc_source *src,
 				      src->name);
 	pthread_mutex_lock(&c->lock);
 	ret = module_locked(c, src, &mod);
+	report_publish(c);
 	pthread_mutex_unlock(&c->lock);
 	if (ret < 0)
 		return ret;

@@ -28,6 +28,7 @@
 #ifndef CEP_GPU_NVRTC_H
 #define CEP_GPU_NVRTC_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -138,6 +139,32 @@ int nvrtc_cache_function(struct nvrtc_cache *c, const struct nvrtc_source *src,
 
 /* Copies the counters into *out. */
 void nvrtc_cache_stats(struct nvrtc_cache *c, struct nvrtc_stats *out);
+
+/* A module the cache loaded, as nvrtc_cache_modules() reports it. */
+struct nvrtc_module_info {
+	char name[48];          /* its source's name, cut */
+	bool from_disk;         /* read from the cache directory, else compiled */
+	uint64_t compile_ns;    /* in NVRTC; 0 when read from disk */
+	uint64_t load_ns;       /* from the lookup that missed to the loaded
+	                         * module, reading or compiling included */
+	size_t image_bytes;     /* of its CUBIN */
+};
+
+/*
+ * Copies the records of the first max modules loaded, in the order they
+ * were loaded, into out (caller memory) and returns how many modules are
+ * loaded (more than max: the rest were left out). *stats, when stats is
+ * not NULL, gets the counters as they stood when the last lookup, load or
+ * compile ended. Takes only a lock of the report's own, held while
+ * copying, so it never waits for a compile in progress: for a caller that
+ * must not block (the daemon's event loop). Cannot fail.
+ */
+size_t nvrtc_cache_modules(struct nvrtc_cache *c, struct nvrtc_module_info *out, size_t max,
+			   struct nvrtc_stats *stats);
+
+/* The cache directory as nvrtc_cache_new() was given it (without trailing
+ * slashes), "" when there is none; valid for the cache's life. */
+const char *nvrtc_cache_dir(const struct nvrtc_cache *c);
 
 /* The path of src's file in the cache directory, into buf (len bytes).
  * Returns 0, or CEP_ENOENT when the cache has no directory, or

@@ -1,25 +1,22 @@
 /*
- * cudaepctl.c — inspects a running cudaepd: a table of subcommands (status,
- * clients, sessions, mem, trim, kill-session, stats, ping, help), each one
- * admin request over
- * libcudaep-client's raw call (client/internal.h), printed by
- * cudaepctl_out.c as INFO-style text or JSON. The Prometheus exposition
- * (metrics) and the live view (top) have files of their own.
+ * cudaepctl.c — inspects a running cudaepd: the options, the table of
+ * commands and the usage text. Each command lives in a file of its own
+ * kind (see cudaepctl.h: the one-request views in cudaepctl_cmds.c, graphs
+ * and kernels in cudaepctl_inspect.c, metrics, top) and calls down to
+ * cudaepctl_conn.c for the daemon and cudaepctl_out.c for its output;
+ * none of them calls back here.
  *
  * Exit status: 0 on success, 1 when the daemon cannot be reached or a
  * request fails, 2 for a usage error.
  */
 #include "client/cudaep.h"
 #include "tools/cudaepctl/cudaepctl.h"
-#include "client/internal.h"
 
 #include <errno.h>
 #include <getopt.h>
-#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/un.h>
-#include <time.h>
 
 struct ctl_cmd {
 	const char *name;
@@ -31,432 +28,6 @@ struct ctl_cmd {
 
 static void usage(FILE *f);
 
-/* -------------------------------------------------------------- calling */
-
-int ctl_connect(struct ctl *ctl)
-{
-	if (cep_connect(ctl->socket, "cudaepctl", &ctl->c) != 0) {
-		fprintf(stderr, "cudaepctl: %s\n", cep_last_error());
-		return CTL_EXIT_FAIL;
-	}
-	ctl_out_init(&ctl->out, stdout, ctl->json);
-	return CTL_EXIT_OK;
-}
-
-int ctl_call(struct ctl *ctl, const char *what, pb_size_t tag, pb_size_t want,
-	     cudaep_v1_Response *resp)
-{
-	int ret;
-
-	memset(&ctl->req, 0, sizeof(ctl->req));
-	ctl->req.which_body = tag;
-	ret = cep__call(ctl->c, &ctl->req, NULL, 0, resp);
-	if (ret != 0) {
-		fprintf(stderr, "cudaepctl: %s: %s\n", what,
-			cep_last_error()[0] != '\0' ? cep_last_error()
-						    : cep_strerror(ret));
-		return CTL_EXIT_FAIL;
-	}
-	if (resp->which_body != want) {
-		fprintf(stderr, "cudaepctl: %s: cudaepd answered with body %u\n",
-			what, (unsigned)resp->which_body);
-		return CTL_EXIT_FAIL;
-	}
-	return CTL_EXIT_OK;
-}
-
-/* ctl_call into the command's own response, ctl->resp. */
-static int ctl_request(struct ctl *ctl, const char *what, pb_size_t tag,
-		       pb_size_t want)
-{
-	return ctl_call(ctl, what, tag, want, ctl->resp);
-}
-
-static int ctl_finish(struct ctl *ctl)
-{
-	if (ctl_out_finish(&ctl->out) != 0) {
-		fprintf(stderr, "cudaepctl: cannot write the output\n");
-		return CTL_EXIT_FAIL;
-	}
-	return CTL_EXIT_OK;
-}
-
-/* ------------------------------------------------------------- commands */
-
-#define FIELD(type, name, kind, fmt) \
-	{#name, #name, kind, fmt, offsetof(type, name)}
-#define COLUMN(type, name, head, kind, fmt) \
-	{#name, head, kind, fmt, offsetof(type, name)}
-#define SECTION(title) {NULL, title, CTL_TYPE_SECTION, CTL_FMT_PLAIN, 0}
-#define N_OF(a) (sizeof(a) / sizeof((a)[0]))
-
-static const struct ctl_field status_fields[] = {
-	SECTION("Server"),
-	FIELD(cudaep_v1_StatusReply, daemon_version, CTL_TYPE_STR, CTL_FMT_PLAIN),
-	FIELD(cudaep_v1_StatusReply, protocol_version, CTL_TYPE_U32, CTL_FMT_PLAIN),
-	FIELD(cudaep_v1_StatusReply, pid, CTL_TYPE_I64, CTL_FMT_PLAIN),
-	FIELD(cudaep_v1_StatusReply, uptime_us, CTL_TYPE_U64, CTL_FMT_USEC),
-	FIELD(cudaep_v1_StatusReply, socket_path, CTL_TYPE_STR, CTL_FMT_PLAIN),
-	SECTION("Device"),
-	FIELD(cudaep_v1_StatusReply, backend, CTL_TYPE_STR, CTL_FMT_PLAIN),
-	FIELD(cudaep_v1_StatusReply, device_name, CTL_TYPE_STR, CTL_FMT_PLAIN),
-	SECTION("Clients"),
-	FIELD(cudaep_v1_StatusReply, clients, CTL_TYPE_U32, CTL_FMT_PLAIN),
-	FIELD(cudaep_v1_StatusReply, sessions, CTL_TYPE_U32, CTL_FMT_PLAIN),
-	FIELD(cudaep_v1_StatusReply, regions, CTL_TYPE_U32, CTL_FMT_PLAIN),
-	FIELD(cudaep_v1_StatusReply, region_bytes, CTL_TYPE_U64, CTL_FMT_BYTES),
-	FIELD(cudaep_v1_StatusReply, requests, CTL_TYPE_U64, CTL_FMT_PLAIN),
-};
-
-static int cmd_status(struct ctl *ctl, int argc, char **argv)
-{
-	int ret = ctl_connect(ctl);
-
-	if (ret == 0)
-		ret = ctl_request(ctl, "status", cudaep_v1_Request_status_tag,
-				  cudaep_v1_Response_status_reply_tag);
-	if (ret != 0)
-		return ret;
-	ctl_out_fields(&ctl->out, status_fields, N_OF(status_fields),
-		       &ctl->resp->body.status_reply);
-	return ctl_finish(ctl);
-}
-
-static const struct ctl_field client_columns[] = {
-	COLUMN(cudaep_v1_ClientEntry, client_id, "ID", CTL_TYPE_U64, CTL_FMT_PLAIN),
-	COLUMN(cudaep_v1_ClientEntry, pid, "PID", CTL_TYPE_I32, CTL_FMT_PLAIN),
-	COLUMN(cudaep_v1_ClientEntry, uid, "UID", CTL_TYPE_U32, CTL_FMT_PLAIN),
-	COLUMN(cudaep_v1_ClientEntry, gid, "GID", CTL_TYPE_U32, CTL_FMT_PLAIN),
-	COLUMN(cudaep_v1_ClientEntry, regions, "REGIONS", CTL_TYPE_U32, CTL_FMT_PLAIN),
-	COLUMN(cudaep_v1_ClientEntry, region_bytes, "REGION_BYTES", CTL_TYPE_U64, CTL_FMT_BYTES),
-	COLUMN(cudaep_v1_ClientEntry, sessions, "SESSIONS", CTL_TYPE_U32, CTL_FMT_PLAIN),
-	COLUMN(cudaep_v1_ClientEntry, requests, "REQUESTS", CTL_TYPE_U64, CTL_FMT_PLAIN),
-	COLUMN(cudaep_v1_ClientEntry, connected_us, "CONNECTED", CTL_TYPE_U64, CTL_FMT_USEC),
-	COLUMN(cudaep_v1_ClientEntry, name, "NAME", CTL_TYPE_STR, CTL_FMT_PLAIN),
-};
-
-static int cmd_clients(struct ctl *ctl, int argc, char **argv)
-{
-	const cudaep_v1_ClientsReply *r = &ctl->resp->body.clients;
-	int ret = ctl_connect(ctl);
-
-	if (ret == 0)
-		ret = ctl_request(ctl, "clients", cudaep_v1_Request_clients_tag,
-				  cudaep_v1_Response_clients_tag);
-	if (ret != 0)
-		return ret;
-	ctl_out_table(&ctl->out, "Clients", "clients", client_columns,
-		      N_OF(client_columns), r->clients, sizeof(r->clients[0]),
-		      r->clients_count, r->total);
-	return ctl_finish(ctl);
-}
-
-static const struct ctl_field session_columns[] = {
-	COLUMN(cudaep_v1_SessionEntry, session_id, "ID", CTL_TYPE_U64, CTL_FMT_PLAIN),
-	COLUMN(cudaep_v1_SessionEntry, client_id, "CLIENT", CTL_TYPE_U64, CTL_FMT_PLAIN),
-	COLUMN(cudaep_v1_SessionEntry, runs, "RUNS", CTL_TYPE_U64, CTL_FMT_PLAIN),
-	COLUMN(cudaep_v1_SessionEntry, plans, "PLANS", CTL_TYPE_U32, CTL_FMT_PLAIN),
-	COLUMN(cudaep_v1_SessionEntry, graph_replays, "REPLAYS", CTL_TYPE_U64, CTL_FMT_PLAIN),
-	COLUMN(cudaep_v1_SessionEntry, eager_runs, "EAGER", CTL_TYPE_U64, CTL_FMT_PLAIN),
-	COLUMN(cudaep_v1_SessionEntry, plan_bytes, "PLAN MEM", CTL_TYPE_U64, CTL_FMT_BYTES),
-	COLUMN(cudaep_v1_SessionEntry, plan_hits, NULL, CTL_TYPE_U64, CTL_FMT_PLAIN),
-	COLUMN(cudaep_v1_SessionEntry, capture_failures, NULL, CTL_TYPE_U64, CTL_FMT_PLAIN),
-	COLUMN(cudaep_v1_SessionEntry, capture_error, NULL, CTL_TYPE_STR, CTL_FMT_PLAIN),
-	COLUMN(cudaep_v1_SessionEntry, weight_bytes, "WEIGHTS", CTL_TYPE_U64, CTL_FMT_BYTES),
-	COLUMN(cudaep_v1_SessionEntry, loaded_us, "LOADED", CTL_TYPE_U64, CTL_FMT_USEC),
-	COLUMN(cudaep_v1_SessionEntry, precision, "PRECISION", CTL_TYPE_PRECISION,
-	       CTL_FMT_PLAIN),
-	COLUMN(cudaep_v1_SessionEntry, batching, "BATCHING", CTL_TYPE_BOOL, CTL_FMT_PLAIN),
-	COLUMN(cudaep_v1_SessionEntry, batched_runs, "BATCHED", CTL_TYPE_U64, CTL_FMT_PLAIN),
-	COLUMN(cudaep_v1_SessionEntry, name, "NAME", CTL_TYPE_STR, CTL_FMT_PLAIN),
-};
-
-static int cmd_sessions(struct ctl *ctl, int argc, char **argv)
-{
-	const cudaep_v1_SessionsReply *r = &ctl->resp->body.sessions;
-	int ret = ctl_connect(ctl);
-
-	if (ret == 0)
-		ret = ctl_request(ctl, "sessions", cudaep_v1_Request_sessions_tag,
-				  cudaep_v1_Response_sessions_tag);
-	if (ret != 0)
-		return ret;
-	ctl_out_table(&ctl->out, "Sessions", "sessions", session_columns,
-		      N_OF(session_columns), r->sessions, sizeof(r->sessions[0]),
-		      r->sessions_count, r->total);
-	/* The JSON rows carry every field; the table says only where a
-	 * capture failed, which is rare and worth a line of its own. */
-	for (pb_size_t i = 0; !ctl->json && i < r->sessions_count; i++) {
-		if (r->sessions[i].capture_failures)
-			fprintf(ctl->out.f, "session %" PRIu64 ": runs eagerly, its graph "
-				"capture failed: %s\n", r->sessions[i].session_id,
-				r->sessions[i].capture_error);
-	}
-	return ctl_finish(ctl);
-}
-
-static const struct ctl_field memory_columns[] = {
-	COLUMN(cudaep_v1_MemoryEntry, owner, "OWNER", CTL_TYPE_STR, CTL_FMT_PLAIN),
-	COLUMN(cudaep_v1_MemoryEntry, role, "ROLE", CTL_TYPE_STR, CTL_FMT_PLAIN),
-	COLUMN(cudaep_v1_MemoryEntry, current, "CURRENT", CTL_TYPE_U64, CTL_FMT_BYTES),
-	COLUMN(cudaep_v1_MemoryEntry, peak, "PEAK", CTL_TYPE_U64, CTL_FMT_BYTES),
-	COLUMN(cudaep_v1_MemoryEntry, limit, "LIMIT", CTL_TYPE_U64, CTL_FMT_LIMIT),
-};
-
-/* The arena's churn counters are numbers, not bytes. */
-static const struct ctl_field counter_columns[] = {
-	COLUMN(cudaep_v1_MemoryEntry, role, "COUNTER", CTL_TYPE_STR, CTL_FMT_PLAIN),
-	COLUMN(cudaep_v1_MemoryEntry, current, "VALUE", CTL_TYPE_U64, CTL_FMT_PLAIN),
-};
-
-/* The text sections of `mem`, by owner: totals and shared weights, the
- * device arena, its counters, users (uids), clients, sessions. */
-enum mem_section {
-	MEM_TOTAL, MEM_ARENA, MEM_COUNTERS, MEM_USERS, MEM_CLIENTS, MEM_SESSIONS,
-	MEM_N
-};
-
-static const char *const mem_titles[MEM_N] = {
-	"Memory", "Arena", "Arena counters", "Users", "Clients", "Sessions",
-};
-
-static enum mem_section mem_section_of(const cudaep_v1_MemoryEntry *e)
-{
-	static const char *const gauges[] = {
-		"reserved", "mapped", "used", "free", "pool", "deferred",
-	};
-
-	if (strcmp(e->owner, "arena") == 0) {
-		for (size_t i = 0; i < N_OF(gauges); i++)
-			if (strcmp(e->role, gauges[i]) == 0)
-				return MEM_ARENA;
-		return MEM_COUNTERS;
-	}
-	if (strncmp(e->owner, "uid:", 4) == 0)
-		return MEM_USERS;
-	if (strncmp(e->owner, "client:", 7) == 0)
-		return MEM_CLIENTS;
-	if (strncmp(e->owner, "session:", 8) == 0)
-		return MEM_SESSIONS;
-	return MEM_TOTAL;
-}
-
-static int cmd_mem(struct ctl *ctl, int argc, char **argv)
-{
-	const cudaep_v1_MemoryReply *r = &ctl->resp->body.memory;
-	cudaep_v1_MemoryEntry *rows;
-	int ret = ctl_connect(ctl);
-
-	if (ret == 0)
-		ret = ctl_request(ctl, "mem", cudaep_v1_Request_memory_tag,
-				  cudaep_v1_Response_memory_tag);
-	if (ret != 0)
-		return ret;
-	if (ctl->out.json) {
-		ctl_out_table(&ctl->out, "Memory", "entries", memory_columns,
-			      N_OF(memory_columns), r->entries,
-			      sizeof(r->entries[0]), r->entries_count, r->total);
-		return ctl_finish(ctl);
-	}
-	rows = malloc(sizeof(*rows) * (r->entries_count + 1));
-	if (rows == NULL) {
-		fprintf(stderr, "cudaepctl: mem: out of memory\n");
-		return CTL_EXIT_FAIL;
-	}
-	for (int sec = 0; sec < MEM_N; sec++) {
-		size_t n = 0;
-
-		for (pb_size_t i = 0; i < r->entries_count; i++)
-			if (mem_section_of(&r->entries[i]) == (enum mem_section)sec)
-				rows[n++] = r->entries[i];
-		if (n == 0)
-			continue;
-		if (sec == MEM_COUNTERS)
-			ctl_out_table(&ctl->out, mem_titles[sec], NULL, counter_columns,
-				      N_OF(counter_columns), rows, sizeof(*rows), n,
-				      (uint32_t)n);
-		else
-			ctl_out_table(&ctl->out, mem_titles[sec], NULL, memory_columns,
-				      N_OF(memory_columns), rows, sizeof(*rows), n,
-				      (uint32_t)n);
-	}
-	free(rows);
-	if (r->total > r->entries_count)
-		fprintf(ctl->out.f, "(%u of %u entries shown)\n",
-			(unsigned)r->entries_count, (unsigned)r->total);
-	return ctl_finish(ctl);
-}
-
-static int cmd_trim(struct ctl *ctl, int argc, char **argv)
-{
-	const cudaep_v1_TrimReply *r = &ctl->resp->body.trim;
-	struct ctl_out *o = &ctl->out;
-	int ret = ctl_connect(ctl);
-
-	if (ret == 0)
-		ret = ctl_request(ctl, "trim", cudaep_v1_Request_trim_tag,
-				  cudaep_v1_Response_trim_tag);
-	if (ret != 0)
-		return ret;
-	if (!o->json)
-		ctl_out_begin(o, "Trim", NULL);
-	ctl_out_u64(o, "unmapped", r->unmapped, CTL_FMT_BYTES);
-	ctl_out_u64(o, "mapped", r->mapped, CTL_FMT_BYTES);
-	ctl_out_u64(o, "released", r->released, CTL_FMT_BYTES);
-	return ctl_finish(ctl);
-}
-
-static int cmd_kill_session(struct ctl *ctl, int argc, char **argv)
-{
-	unsigned long long id = 0;
-	char *end = NULL;
-	int ret;
-
-	if (argc == 1) {
-		errno = 0;
-		id = strtoull(argv[0], &end, 10);
-	}
-	if (argc != 1 || *argv[0] == '\0' || *end != '\0' || errno != 0 ||
-	    id == 0 || argv[0][0] == '-') {
-		fprintf(stderr, "cudaepctl: kill-session takes one session id "
-			"(see cudaepctl sessions)%s%s%s\n",
-			argc == 1 ? ", not '" : "", argc == 1 ? argv[0] : "",
-			argc == 1 ? "'" : "");
-		return CTL_EXIT_USAGE;
-	}
-	ret = ctl_connect(ctl);
-	if (ret != 0)
-		return ret;
-	memset(&ctl->req, 0, sizeof(ctl->req));
-	ctl->req.which_body = cudaep_v1_Request_kill_session_tag;
-	ctl->req.body.kill_session.session_id = id;
-	ret = cep__call(ctl->c, &ctl->req, NULL, 0, ctl->resp);
-	if (ret != 0) {
-		fprintf(stderr, "cudaepctl: kill-session: %s\n",
-			cep_last_error()[0] != '\0' ? cep_last_error()
-						    : cep_strerror(ret));
-		return CTL_EXIT_FAIL;
-	}
-	if (ctl->resp->which_body != cudaep_v1_Response_kill_session_tag) {
-		fprintf(stderr, "cudaepctl: kill-session: cudaepd answered "
-			"with body %u\n", (unsigned)ctl->resp->which_body);
-		return CTL_EXIT_FAIL;
-	}
-	if (!ctl->out.json)
-		ctl_out_begin(&ctl->out, "Killed", NULL);
-	ctl_out_u64(&ctl->out, "session_id", id, CTL_FMT_PLAIN);
-	ctl_out_u64(&ctl->out, "client_id",
-		    ctl->resp->body.kill_session.client_id, CTL_FMT_PLAIN);
-	return ctl_finish(ctl);
-}
-
-static const struct ctl_field gauge_columns[] = {
-	COLUMN(cudaep_v1_Gauge, name, "NAME", CTL_TYPE_STR, CTL_FMT_PLAIN),
-	COLUMN(cudaep_v1_Gauge, current, "CURRENT", CTL_TYPE_I64, CTL_FMT_PLAIN),
-	COLUMN(cudaep_v1_Gauge, peak, "PEAK", CTL_TYPE_I64, CTL_FMT_PLAIN),
-	COLUMN(cudaep_v1_Gauge, total, "TOTAL", CTL_TYPE_U64, CTL_FMT_PLAIN),
-};
-
-static int cmd_stats(struct ctl *ctl, int argc, char **argv)
-{
-	const cudaep_v1_StatsReply *r = &ctl->resp->body.stats;
-	struct ctl_out *o = &ctl->out;
-	int ret = ctl_connect(ctl);
-
-	if (ret == 0)
-		ret = ctl_request(ctl, "stats", cudaep_v1_Request_stats_tag,
-				  cudaep_v1_Response_stats_tag);
-	if (ret != 0)
-		return ret;
-	if (!o->json)
-		ctl_out_begin(o, "Stats", NULL);
-	ctl_out_u64(o, "version", r->version, CTL_FMT_PLAIN);
-	/* Counters and gauges are keyed by name in JSON, so that a script
-	 * reads .counters.requests rather than searching a list. */
-	ctl_out_begin(o, "Counters", "counters");
-	for (pb_size_t i = 0; i < r->counters_count; i++)
-		ctl_out_u64(o, r->counters[i].name, r->counters[i].value,
-			    CTL_FMT_PLAIN);
-	ctl_out_end(o);
-	if (o->json) {
-		ctl_out_begin(o, NULL, "gauges");
-		for (pb_size_t i = 0; i < r->gauges_count; i++) {
-			ctl_out_begin(o, NULL, r->gauges[i].name);
-			ctl_out_fields(o, gauge_columns + 1,
-				       N_OF(gauge_columns) - 1, &r->gauges[i]);
-			ctl_out_end(o);
-		}
-		ctl_out_end(o);
-	} else {
-		ctl_out_table(o, "Gauges", "gauges", gauge_columns,
-			      N_OF(gauge_columns), r->gauges,
-			      sizeof(r->gauges[0]), r->gauges_count,
-			      r->gauges_count);
-	}
-	return ctl_finish(ctl);
-}
-
-static double now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
-
-static int cmd_ping(struct ctl *ctl, int argc, char **argv)
-{
-	struct ctl_out *o = &ctl->out;
-	unsigned long count = 1;
-	double min = 0, max = 0, sum = 0;
-	char *end;
-	int ret;
-
-	if (argc > 0) {
-		count = strtoul(argv[0], &end, 10);
-		if (*argv[0] == '\0' || *end != '\0' || count == 0 ||
-		    count > 1000000) {
-			fprintf(stderr,
-				"cudaepctl: ping: COUNT must be 1 to 1000000, "
-				"not '%s'\n",
-				argv[0]);
-			return CTL_EXIT_USAGE;
-		}
-	}
-	ret = ctl_connect(ctl);
-	if (ret != 0)
-		return ret;
-	for (unsigned long i = 0; i < count; i++) {
-		double t0 = now_us(), rtt;
-
-		ret = cep_ping(ctl->c);
-		rtt = now_us() - t0;
-		if (ret != 0) {
-			fprintf(stderr, "cudaepctl: ping: %s\n", cep_last_error());
-			return CTL_EXIT_FAIL;
-		}
-		if (i == 0 || rtt < min)
-			min = rtt;
-		if (rtt > max)
-			max = rtt;
-		sum += rtt;
-		if (!o->json)
-			fprintf(o->f, "PONG from cudaepd at %s in %.1f us\n",
-				ctl->path, rtt);
-	}
-	if (o->json) {
-		ctl_out_str(o, "socket", ctl->path);
-		ctl_out_u64(o, "count", count, CTL_FMT_PLAIN);
-		ctl_out_double(o, "min_us", min);
-		ctl_out_double(o, "avg_us", sum / (double)count);
-		ctl_out_double(o, "max_us", max);
-	} else if (count > 1) {
-		fprintf(o->f, "%lu pings: min/avg/max = %.1f/%.1f/%.1f us\n",
-			count, min, sum / (double)count, max);
-	}
-	return ctl_finish(ctl);
-}
-
 static int cmd_help(struct ctl *ctl, int argc, char **argv)
 {
 	usage(stdout);
@@ -464,18 +35,22 @@ static int cmd_help(struct ctl *ctl, int argc, char **argv)
 }
 
 static const struct ctl_cmd commands[] = {
-	{"status", "", "version, uptime, backend and counts", 0, cmd_status},
+	{"status", "", "version, uptime, backend and counts", 0, ctl_cmd_status},
 	{"clients", "", "connected clients: pid, uid, regions, sessions", 0,
-	 cmd_clients},
-	{"sessions", "", "loaded sessions", 0, cmd_sessions},
-	{"mem", "", "memory by owner and role, with limits", 0, cmd_mem},
+	 ctl_cmd_clients},
+	{"sessions", "", "loaded sessions", 0, ctl_cmd_sessions},
+	{"mem", "", "memory by owner and role, with limits", 0, ctl_cmd_mem},
 	{"trim", "", "unmap idle device memory and release the handle pool "
-	 "(admins)", 0, cmd_trim},
+	 "(admins)", 0, ctl_cmd_trim},
 	{"kill-session", "ID", "unload any client's session (admins)", 1,
-	 cmd_kill_session},
-	{"stats", "", "every counter and gauge", 0, cmd_stats},
+	 ctl_cmd_kill_session},
+	{"graphs", "", "each session's cached plans and their CUDA graphs", 0,
+	 ctl_cmd_graphs},
+	{"kernels", "", "device kernels compiled or read from the disk cache", 0,
+	 ctl_cmd_kernels},
+	{"stats", "", "every counter and gauge", 0, ctl_cmd_stats},
 	{"ping", "[COUNT]", "time COUNT no-op round trips (default 1)", 1,
-	 cmd_ping},
+	 ctl_cmd_ping},
 	{"metrics", "", "every counter and gauge as Prometheus text", 0,
 	 ctl_cmd_metrics},
 	{"top", "", "a live view, refreshed every second (q quits)", 0,
@@ -485,7 +60,7 @@ static const struct ctl_cmd commands[] = {
 
 static const struct ctl_cmd *cmd_find(const char *name)
 {
-	for (size_t i = 0; i < N_OF(commands); i++)
+	for (size_t i = 0; i < CTL_N_OF(commands); i++)
 		if (strcmp(commands[i].name, name) == 0)
 			return &commands[i];
 	return NULL;
@@ -529,7 +104,7 @@ static void usage(FILE *f)
 	fprintf(f, "Usage: cudaepctl [--socket PATH] [--json] [COMMAND [ARGS]]\n"
 		   "\nInspects a running cudaepd. COMMAND is status when none "
 		   "is given.\n\nCommands:\n");
-	for (size_t i = 0; i < N_OF(commands); i++) {
+	for (size_t i = 0; i < CTL_N_OF(commands); i++) {
 		char head[32];
 
 		snprintf(head, sizeof(head), "%s %s", commands[i].name,

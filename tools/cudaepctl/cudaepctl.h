@@ -1,11 +1,18 @@
 /*
- * cudaepctl.h — what the files of cudaepctl share: the output side
- * (tools/cudaepctl/cudaepctl_out.c), the state of a command and its calls to the
- * daemon (tools/cudaepctl/cudaepctl.c), and the commands that live in files of
- * their own (metrics, top, and top's NVML probe). One printer writes either
- * human text in redis-INFO style ("# Section" then key:value lines, tables
- * for lists) or one JSON object per command; commands describe their
- * fields once and the printer chooses the form.
+ * cudaepctl.h — what the files of cudaepctl share. Calls go one way:
+ *
+ *   cudaepctl.c           main: options, the table of commands, usage
+ *   cudaepctl_cmds.c      status, clients, sessions, mem, trim,
+ *                         kill-session, stats, ping
+ *   cudaepctl_inspect.c   graphs, kernels
+ *   cudaepctl_metrics.c   metrics;  cudaepctl_top.c  top (and
+ *                         cudaepctl_nvml.c, its NVML probe)
+ *   cudaepctl_conn.c      connecting, one request and its reply, finishing
+ *   cudaepctl_out.c       the printers
+ *
+ * One printer writes either human text in redis-INFO style ("# Section"
+ * then key:value lines, tables for lists) or one JSON object per command;
+ * commands describe their fields once and the printer chooses the form.
  */
 #ifndef CEP_CUDAEPCTL_H
 #define CEP_CUDAEPCTL_H
@@ -127,22 +134,55 @@ struct ctl {
 	struct ctl_out out;
 };
 
+/* ------------------------------------------- calling (cudaepctl_conn.c) */
+
 /* Connects to the daemon as client "cudaepctl" and starts ctl->out on
  * stdout. Returns CTL_EXIT_OK, or CTL_EXIT_FAIL after printing why. */
 int ctl_connect(struct ctl *ctl);
 
-/* Sends the body-less admin request tag on ctl's connection and checks
- * that the reply, decoded into *resp (the caller's), carries body want.
- * Returns CTL_EXIT_OK, or CTL_EXIT_FAIL after printing "cudaepctl: what:"
- * and the daemon's message to stderr. */
+/* Sends ctl->req, as the caller filled it in, on ctl's connection and
+ * checks that the reply, decoded into *resp (the caller's), carries body
+ * want. Returns CTL_EXIT_OK, or CTL_EXIT_FAIL after printing
+ * "cudaepctl: what:" and the daemon's message to stderr. */
+int ctl_send(struct ctl *ctl, const char *what, pb_size_t want,
+	     cudaep_v1_Response *resp);
+
+/* ctl_send() of the body-less admin request tag. */
 int ctl_call(struct ctl *ctl, const char *what, pb_size_t tag, pb_size_t want,
 	     cudaep_v1_Response *resp);
 
-/* `cudaepctl metrics` (cudaepctl_metrics.c) and `cudaepctl top`
- * (cudaepctl_top.c); argc/argv are the command's arguments. Each returns
- * an exit status. */
-int ctl_cmd_metrics(struct ctl *ctl, int argc, char **argv);
-int ctl_cmd_top(struct ctl *ctl, int argc, char **argv);
+/* ctl_connect(), then ctl_call() into the command's own ctl->resp: the
+ * one request of most commands. */
+int ctl_request(struct ctl *ctl, const char *what, pb_size_t tag, pb_size_t want);
+
+/* Finishes ctl->out. Returns CTL_EXIT_OK, or CTL_EXIT_FAIL after saying
+ * that the output could not be written. */
+int ctl_finish(struct ctl *ctl);
+
+/* Field lists of reply structs (struct ctl_field): a key:value line or a
+ * column named like the field, a column with a heading of its own (NULL:
+ * JSON only), a text section's title. */
+#define CTL_FIELD(type, name, kind, fmt) \
+	{#name, #name, kind, fmt, offsetof(type, name)}
+#define CTL_COLUMN(type, name, head, kind, fmt) \
+	{#name, head, kind, fmt, offsetof(type, name)}
+#define CTL_SECTION(title) {NULL, title, CTL_TYPE_SECTION, CTL_FMT_PLAIN, 0}
+#define CTL_N_OF(a) (sizeof(a) / sizeof((a)[0]))
+
+/* The commands; argc/argv are the command's arguments (main has checked
+ * their number). Each returns an exit status. */
+int ctl_cmd_status(struct ctl *ctl, int argc, char **argv);       /* cudaepctl_cmds.c */
+int ctl_cmd_clients(struct ctl *ctl, int argc, char **argv);
+int ctl_cmd_sessions(struct ctl *ctl, int argc, char **argv);
+int ctl_cmd_mem(struct ctl *ctl, int argc, char **argv);
+int ctl_cmd_trim(struct ctl *ctl, int argc, char **argv);
+int ctl_cmd_kill_session(struct ctl *ctl, int argc, char **argv);
+int ctl_cmd_stats(struct ctl *ctl, int argc, char **argv);
+int ctl_cmd_ping(struct ctl *ctl, int argc, char **argv);
+int ctl_cmd_graphs(struct ctl *ctl, int argc, char **argv);       /* cudaepctl_inspect.c */
+int ctl_cmd_kernels(struct ctl *ctl, int argc, char **argv);
+int ctl_cmd_metrics(struct ctl *ctl, int argc, char **argv);      /* cudaepctl_metrics.c */
+int ctl_cmd_top(struct ctl *ctl, int argc, char **argv);          /* cudaepctl_top.c */
 
 /* --------------------------------------------------------------- NVML */
 
