@@ -4,7 +4,7 @@
  *
  * Shared by the operator registry (kernels/registry.c), the reference
  * kernels (kernels/cpu/) and the device kernels (kernels/cuda/). It knows
- * nothing of ONNX files, graphs, plans or backends: the engine (daemon/)
+ * nothing of ONNX files, graphs, plans or backends: the engine (engine/)
  * fills these structs and a backend (gpu/) launches the kernels.
  *
  * Errors follow the one error space of client/cudaep.h: 0 or a negative
