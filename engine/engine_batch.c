@@ -1,15 +1,15 @@
 /*
- * engine_batch.c — cross-client batching in the engine (engine.h): whether
- * a model's runs may be merged along dimension 0 (decided once, at load),
- * and engine_run_submit_batch(), which checks several clients' runs
- * against the model and each other, stacks their inputs into one run of
- * the summed rows on the session's stream, and gives each run back its
- * rows of the outputs, its fence and its fault record.
+ * engine_batch.c — cross-client batches (engine/engine.h):
+ * engine_run_submit_batch() checks several clients' runs against each
+ * other, stacks their inputs into one run of the summed rows on the
+ * session's stream, and gives each run back its rows of the outputs, its
+ * fence and its fault record. Whether a model's runs may be merged at all
+ * is decided at load (engine_model.c).
  *
- * Split from engine.c for that file's length; it shares the session
- * struct and the run path's helpers (planning, counting, failing a run)
- * through engine_priv.h. The scratch it uses (s->b_rows, b_in, b_out) is
- * allocated when the session opens, for max_batch runs.
+ * The top of the engine's run path: it plans through engine_plans.c and
+ * counts and fails runs through engine_run.c's helpers; nothing calls
+ * into it but callers of engine.h. The scratch it uses (s->b_rows, b_in,
+ * b_out) is allocated when the session opens, for max_batch runs.
  */
 #include "engine/engine_priv.h"
 
@@ -21,61 +21,7 @@
 #include "common/error.h"
 #include "engine/exec.h"
 #include "engine/model.h"
-#include "engine/plan.h"
 #include "engine/shape.h"
-
-/* ------------------------------------------------------------------ models */
-
-/* Whether info has a symbolic dimension 0 named batch (NULL: any name,
- * stored there), else why not in m's batch_why. */
-static bool batch_dim_check(engine_model *m, const struct engine_tensor_info *info,
-			    const char *what, const char **batch)
-{
-	if (info->rank < 1 || info->dims[0] != -1 || !info->dim_params[0]) {
-		snprintf(m->batch_why, sizeof(m->batch_why), "%s '%s' has no symbolic "
-			 "dimension 0 to batch along", what, info->name);
-		return false;
-	}
-	if (!*batch) {
-		*batch = info->dim_params[0];
-		return true;
-	}
-	if (strcmp(*batch, info->dim_params[0]) == 0)
-		return true;
-	snprintf(m->batch_why, sizeof(m->batch_why), "%s '%s' has dimension 0 '%s', "
-		 "not the batch '%s' of the others", what, info->name,
-		 info->dim_params[0], *batch);
-	return false;
-}
-
-/* Decides once, at load, whether m's runs may be merged along dimension
- * 0 (engine_model_batchable()). */
-void engine__batch_check(engine_model *m)
-{
-	const struct graph *g = &m->model->g;
-	const char *batch = NULL;
-	int i;
-
-	m->batch_err = CEP_EINVAL;
-	if (g->n_inputs == 0) {
-		snprintf(m->batch_why, sizeof(m->batch_why), "the model has no inputs");
-		return;
-	}
-	for (i = 0; i < g->n_inputs; i++)
-		if (!batch_dim_check(m, &m->inputs[i], "input", &batch))
-			return;
-	for (i = 0; i < g->n_outputs; i++)
-		if (!batch_dim_check(m, &m->outputs[i], "output", &batch))
-			return;
-	m->batch_err = 0;
-}
-
-int engine_model_batchable(const engine_model *m)
-{
-	if (m->batch_err == 0)
-		return 0;
-	return cep__set_error(m->batch_err, "%s", m->batch_why);
-}
 
 /* ------------------------------------------------------------------ batches */
 

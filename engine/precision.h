@@ -3,7 +3,7 @@
  * optimized float32 graph rewritten to compute in float16 or bfloat16.
  *
  * The engine runs it once per (model bytes, precision, backend kind) when
- * a half session's model is loaded (engine/engine.c), after
+ * a half session's model is loaded (engine/engine_model.c), after
  * optimize_graph(), so constants are folded in float32 first and only the
  * results are rounded. What it does:
  *

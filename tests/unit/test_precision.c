@@ -1,6 +1,6 @@
 /*
  * test_precision.c — fp16, bf16 and tf32 sessions on the host backend
- * (engine/precision.c, engine/engine.c). An MLP, a CNN with
+ * (engine/precision.c, engine/engine_model.c). An MLP, a CNN with
  * BatchNormalization and a transformer block (prec_models.h), converted
  * to float16 and to bfloat16, match the float32 session within 1e-2
  * (relative to the norm of each output) on fresh random weights and
