@@ -19,7 +19,7 @@
  * are enforced. A session's plan blocks are charged to the session's owner
  * (client, session) as activations and workspace; the model's constants,
  * uploaded once per (model, backend, account) and shared by every session
- * of the model there, are charged once to the daemon's own owner
+ * of the model there, are charged once to the shared owner
  * (ALLOC_OWNER_SHARED) as weights, so only the global limit counts them.
  * On a backend of host memory constants are used in place and cost
  * nothing. The caller passes the account and owner in the session
@@ -51,8 +51,6 @@
 #include "alloc/account.h"
 #include "gpu/backend.h"
 #include "client/cudaep.h"
-
-struct precision_stats;
 
 typedef struct engine_model engine_model;
 typedef struct engine_session engine_session;
@@ -99,7 +97,7 @@ int engine_model_cache_new(engine_model_cache **out);
 
 /* Frees the cache. Models still referenced live on, no longer findable;
  * no load through c and no last unref of its models may run meanwhile
- * (the daemon frees it after its sessions). Accepts NULL. */
+ * (free it after every session of its models). Accepts NULL. */
 void engine_model_cache_free(engine_model_cache *c);
 
 /*
@@ -173,9 +171,25 @@ int engine_model_batchable(const engine_model *m);
  * sessions), CEP_PRECISION_FP16 or CEP_PRECISION_BF16. */
 cep_precision engine_model_precision(const engine_model *m);
 
-/* What converting m to half did (engine/precision.h); nothing (zero
- * counts, first_float_node -1) for an fp32 model. */
-void engine_model_precision_stats(const engine_model *m, struct precision_stats *out);
+/* "fp32", "tf32", "fp16", "bf16", or "?" for a value out of range. The
+ * string is static. */
+const char *engine_precision_name(cep_precision p);
+
+/* What converting a model to half did (engine/precision.h). */
+struct engine_precision_stats {
+	int half_nodes;        /* nodes with float tensors computing in half */
+	int float_nodes;       /* nodes with float tensors kept in float32 */
+	int first_float_node;  /* the first of those in the order, -1: none */
+	char first_float[192]; /* its label: "node 0 'c1' (op Conv, domain
+	                        * ai.onnx, opset 13)", or "" */
+	int casts;             /* Cast nodes added */
+	int constants;         /* float32 constants converted (or twinned) */
+	size_t constant_bytes; /* bytes those constants took in float32 */
+};
+
+/* Copies into *out what converting m to half did; nothing (zero counts,
+ * first_float_node -1, first_float "") for an fp32 model. Cannot fail. */
+void engine_model_precision_stats(const engine_model *m, struct engine_precision_stats *out);
 
 /* ---------------------------------------------------------------- sessions */
 
@@ -193,7 +207,7 @@ struct engine_session_options {
 	                          * of the session's own (memory_limit holds) */
 	struct alloc_owner owner; /* the client and session charged (session
 	                           * != 0), or ALLOC_OWNER_SHARED for a session
-	                           * of the daemon's own (memory_limit is then
+	                           * of the shared owner (memory_limit is then
 	                           * ignored: only the global limit counts);
 	                           * ignored without an account */
 	int max_batch;          /* runs one engine_run_submit_batch() may

@@ -211,9 +211,14 @@ cep_precision engine_model_precision(const engine_model *m)
 	return m->key.precision;
 }
 
-void engine_model_precision_stats(const engine_model *m, struct precision_stats *out)
+void engine_model_precision_stats(const engine_model *m, struct engine_precision_stats *out)
 {
 	*out = m->pstats;
+}
+
+const char *engine_precision_name(cep_precision p)
+{
+	return precision_name(p);
 }
 
 void engine_model_source(const engine_model *m, const void **bytes, size_t *len,

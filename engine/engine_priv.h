@@ -46,7 +46,7 @@ struct engine_model {
 	struct model *model;
 	struct engine_model_options key;    /* what it was loaded for, as
 	                                     * engine__model_key() writes it */
-	struct precision_stats pstats;      /* of the conversion to half */
+	struct engine_precision_stats pstats; /* of the conversion to half */
 	struct engine_tensor_info *inputs;  /* (graph inputs) */
 	struct engine_tensor_info *outputs; /* (graph outputs) */
 	int batch_err;                      /* engine_model_batchable(): 0 or */

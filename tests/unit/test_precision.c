@@ -51,10 +51,10 @@ static struct backend *host_new(unsigned flags)
 }
 
 /* What converting pm for precision p on the host did. */
-static struct precision_stats stats_of(const struct pm_model *pm, cep_precision p)
+static struct engine_precision_stats stats_of(const struct pm_model *pm, cep_precision p)
 {
 	struct engine_model_options mo = { .precision = p, .backend = BACKEND_HOST };
-	struct precision_stats st;
+	struct engine_precision_stats st;
 	engine_model *m;
 
 	cr_assert_eq(engine_model_load_as(pm->bytes, pm->len, -1, &mo, &m), 0, "%s",
@@ -73,7 +73,7 @@ Test(precision, an_mlp_in_fp16_and_bf16_matches_fp32)
 	unsigned seed = fresh_seed("mlp");
 	struct pm_model pm = pm_mlp(&seed);
 	struct backend *be = host_new(0);
-	struct precision_stats st;
+	struct engine_precision_stats st;
 
 	cr_assert_gt(pm_compare(&pm, be, CEP_PRECISION_FP16, be, &seed, 3, TOL), 0.0,
 		     "an fp16 session computed exactly what fp32 does");
@@ -93,7 +93,7 @@ Test(precision, a_cnn_with_batchnorm_in_fp16_and_bf16_matches_fp32)
 	unsigned seed = fresh_seed("cnn");
 	struct pm_model pm13 = pm_cnn(13, &seed), pm22 = pm_cnn(22, &seed);
 	struct backend *be = host_new(0);
-	struct precision_stats st;
+	struct engine_precision_stats st;
 
 	cr_assert_gt(pm_compare(&pm13, be, CEP_PRECISION_FP16, be, &seed, 2, TOL), 0.0);
 	cr_assert_eq(stats_of(&pm13, CEP_PRECISION_FP16).float_nodes, 0);
@@ -120,7 +120,7 @@ Test(precision, a_transformer_block_in_fp16_and_bf16_matches_fp32)
 	unsigned seed = fresh_seed("transformer");
 	struct pm_model pm = pm_transformer(&seed);
 	struct backend *be = host_new(0);
-	struct precision_stats st;
+	struct engine_precision_stats st;
 	cep_precision p;
 
 	for (p = CEP_PRECISION_FP16; p <= CEP_PRECISION_BF16; p++) {
@@ -271,7 +271,7 @@ Test(precision, constants_take_half_the_bytes_rounded_to_nearest_even)
 
 	for (t = 0; t < 2; t++) {
 		struct model *a = graph_load(&pm), *h = graph_load(&pm);
-		struct precision_stats st;
+		struct engine_precision_stats st;
 		int checked = 0;
 
 		cr_assert_eq(precision_model_convert(h, halves[t], BACKEND_HOST, &st), 0, "%s",
@@ -345,7 +345,7 @@ Test(precision, outputs_that_are_constants_or_casts_keep_float32)
 	};
 	static const char *const names[] = { "y1", "c", "ci", "y2", "y3", "y4", "x" };
 	struct engine_output o[7];
-	struct precision_stats st;
+	struct engine_precision_stats st;
 	struct backend *be = host_new(0);
 	unsigned seed = fresh_seed("edges");
 	engine_model *m;
@@ -421,7 +421,7 @@ Test(precision, range_stays_float32_so_its_length_does_not_change)
 		{ .name = "y", .data = y, .capacity = sizeof(y) },
 		{ .name = "z", .data = z, .capacity = sizeof(z) },
 	};
-	struct precision_stats st;
+	struct engine_precision_stats st;
 	struct backend *be = host_new(0);
 	engine_model *m;
 	engine_session *s;
