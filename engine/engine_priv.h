@@ -6,6 +6,7 @@
  *
  *   engine_batch.c    cross-client batches            (runs, plans, models)
  *   engine_run.c      single runs: bind, plan, submit (plans)
+ *   engine_check.c    a run's tensors against the model
  *   engine_session.c  sessions                        (weights, plans, models)
  *   engine_plans.c    a session's plans under the memory limits
  *   engine_weights.c  the model's constants on a backend
@@ -138,6 +139,15 @@ int engine__plan_make(engine_session *s, struct plan_env *env, int sig_len, stru
 void engine__plans_close(engine_session *s);
 
 /* -------------------------------------------------------- runs: engine_run.c */
+
+/* The first of the n inputs in named name; NULL when none is (never for
+ * inputs that engine_run_check() has passed and a name of the model). */
+const struct engine_input *engine__input_find(const struct engine_input *in, size_t n,
+					      const char *name);
+
+/* The index among g's outputs of the one named name, g->n_outputs when
+ * none is (never for an output name engine_run_check() has passed). */
+int engine__output_index(const struct graph *g, const char *name);
 
 /* Counts a run of p that queued all its work. */
 void engine__run_count(engine_session *s, const struct plan *p);

@@ -1,14 +1,16 @@
 /*
  * engine_run.c — single runs of a session (engine/engine.h): binding the
- * inputs to the model's (their shapes make the plan's signature), finding
+ * inputs, which engine_run_check() has checked and which are trusted here,
+ * to the model's (their shapes make the plan's signature), finding
  * or building the plan (engine_plans.c), pointing the outputs at the
  * caller's buffers and describing them, and handing the plan to the
  * executor: at once and waiting (engine_run()), queued behind a fence
  * (engine_run_submit(), ended by engine_run_complete()), described only
  * (engine_run_describe()) or profiled launch by launch.
  *
- * Above sessions and plans; batches (engine_batch.c) use its helpers for
- * counting and failing runs, and it calls nothing of theirs.
+ * Above sessions and plans; batches (engine_batch.c) use its helpers
+ * (finding a tensor by name, counting and failing runs), and it calls
+ * nothing of theirs.
  */
 #include "engine/engine_priv.h"
 
@@ -24,63 +26,47 @@
 
 /* --------------------------------------------------------------------- run */
 
-/* Checks the run's inputs against the model, fills s->in_t (shapes and
- * data) and s->in_ptr in graph order and the plan's shape signature;
- * returns its length in *sig_len. */
-static int inputs_check(engine_session *s, const struct engine_input *in, size_t n_in,
-			int *sig_len)
+const struct engine_input *engine__input_find(const struct engine_input *in, size_t n,
+					      const char *name)
+{
+	size_t j;
+
+	for (j = 0; j < n; j++) {
+		if (strcmp(in[j].name, name) == 0)
+			return &in[j];
+	}
+	return NULL;
+}
+
+int engine__output_index(const struct graph *g, const char *name)
+{
+	int i;
+
+	for (i = 0; i < g->n_outputs; i++) {
+		if (strcmp(name, g->values[g->outputs[i]].name) == 0)
+			break;
+	}
+	return i;
+}
+
+/* Fills s->in_t (shapes and data) and s->in_ptr in graph order from the
+ * run's inputs, which engine_run_check() has checked, and the plan's
+ * shape signature; returns its length. */
+static int inputs_bind(engine_session *s, const struct engine_input *in, size_t n_in)
 {
 	const struct graph *g = &s->m->model->g;
-	size_t j;
-	int i, k = 0, d, ret;
+	int i, k = 0, d;
 
-	shape_binding_reset(&s->bind);
-	for (j = 0; j < n_in; j++) {
-		int v = in[j].name ? graph_value_find(g, in[j].name) : -1;
-
-		if (v < 0 || !(g->values[v].flags & GRAPH_VALUE_INPUT))
-			return cep__set_error(CEP_EINVAL, "'%s' is not an input of the model",
-					      in[j].name ? in[j].name : "(null)");
-	}
 	for (i = 0; i < g->n_inputs; i++) {
-		const struct graph_value *val = &g->values[g->inputs[i]];
-		const struct engine_input *x = NULL;
+		const struct engine_input *x = engine__input_find(in, n_in,
+								  g->values[g->inputs[i]].name);
 		struct op_tensor *t = &s->in_t[i];
-		int64_t numel;
-		size_t want;
 
-		for (j = 0; j < n_in; j++) {
-			if (strcmp(in[j].name, val->name) != 0)
-				continue;
-			if (x)
-				return cep__set_error(CEP_EINVAL, "input '%s' is given twice", val->name);
-			x = &in[j];
-		}
-		if (!x)
-			return cep__set_error(CEP_EINVAL, "input '%s' is missing", val->name);
-		if (x->dtype != val->t.dtype)
-			return cep__set_error(CEP_EDTYPE, "input '%s' is %s, the model wants %s",
-					      val->name, cep_dtype_name(x->dtype),
-					      cep_dtype_name(val->t.dtype));
-		if (x->rank > 0 && !x->dims)
-			return cep__set_error(CEP_EINVAL, "input '%s' has no dims", val->name);
-		ret = shape_bind_input(g, g->inputs[i], x->rank, x->dims, &s->bind);
-		if (ret < 0)
-			return ret;
 		memset(t, 0, sizeof(*t));
 		t->dtype = x->dtype;
 		t->rank = x->rank;
 		if (x->rank > 0)
 			memcpy(t->dims, x->dims, sizeof(int64_t) * (size_t)x->rank);
-		ret = op_tensor_numel(t, &numel);
-		if (ret < 0)
-			return cep__set_error(ret, "input '%s' has more than 2^40 elements", val->name);
-		want = (size_t)numel * cep_dtype_size(t->dtype);
-		if (x->bytes != want)
-			return cep__set_error(CEP_ESHAPE, "input '%s' has %zu bytes, its shape needs %zu",
-					      val->name, x->bytes, want);
-		if (want && !x->data)
-			return cep__set_error(CEP_EINVAL, "input '%s' has no data", val->name);
 		s->in_ptr[i] = x->data;
 		/* The planner reads an input's values only where a shape needs
 		 * them, and never writes them. */
@@ -89,24 +75,19 @@ static int inputs_check(engine_session *s, const struct engine_input *in, size_t
 		for (d = 0; d < x->rank; d++)
 			s->sig[k++] = x->dims[d];
 	}
-	*sig_len = k;
-	return 0;
+	return k;
 }
 
-/* Fills in the dtype, shape and bytes of each output asked for (whose
- * names outputs_check() has checked). */
+/* Fills in the dtype, shape and bytes of each output asked for. */
 static void outputs_describe(const engine_session *s, const struct plan *p,
 			     struct engine_output *out, size_t n_out)
 {
 	const struct graph *g = &s->m->model->g;
 	size_t j;
-	int i;
 
 	for (j = 0; j < n_out; j++) {
-		for (i = 0; i < g->n_outputs; i++) {
-			if (strcmp(out[j].name, g->values[g->outputs[i]].name) == 0)
-				break;
-		}
+		int i = engine__output_index(g, out[j].name);
+
 		out[j].dtype = p->outputs[i].t.dtype;
 		out[j].rank = p->outputs[i].t.rank;
 		memcpy(out[j].dims, p->outputs[i].t.dims, sizeof(out[j].dims));
@@ -114,10 +95,12 @@ static void outputs_describe(const engine_session *s, const struct plan *p,
 	}
 }
 
-/* Points s->out_ptr at the caller's buffers for the outputs asked for.
- * Room too small for an output is CEP_ENOSPC, reported once every name is
- * checked, with every output described so the caller can make room. */
-static int outputs_check(engine_session *s, const struct plan *p,
+/* Points s->out_ptr at the caller's buffers for the outputs asked for,
+ * whose names engine_run_check() has checked. Room too small for an
+ * output is CEP_ENOSPC, reported with every output described so the
+ * caller can make room; a buffer missing where the plan writes bytes is
+ * CEP_EINVAL. */
+static int outputs_place(engine_session *s, const struct plan *p,
 			 struct engine_output *out, size_t n_out)
 {
 	const struct graph *g = &s->m->model->g;
@@ -128,15 +111,7 @@ static int outputs_check(engine_session *s, const struct plan *p,
 	for (i = 0; i < g->n_outputs; i++)
 		s->out_ptr[i] = NULL;
 	for (j = 0; j < n_out; j++) {
-		for (i = 0; i < g->n_outputs; i++) {
-			if (out[j].name && strcmp(out[j].name, g->values[g->outputs[i]].name) == 0)
-				break;
-		}
-		if (i == g->n_outputs)
-			return cep__set_error(CEP_EINVAL, "'%s' is not an output of the model",
-					      out[j].name ? out[j].name : "(null)");
-		if (s->out_ptr[i])
-			return cep__set_error(CEP_EINVAL, "output '%s' is asked for twice", out[j].name);
+		i = engine__output_index(g, out[j].name);
 		if (out[j].capacity < p->outputs[i].bytes) {
 			if (!too_small)
 				cep__set_error(CEP_ENOSPC, "output '%s' needs %zu bytes, "
@@ -163,10 +138,9 @@ static int outputs_check(engine_session *s, const struct plan *p,
  * not it has run or is about to be captured. */
 #define RUN_DESCRIBE (1u << 8)
 
-/* What a run needs before anything is queued: the inputs checked, the
- * plan found or built (not with ENGINE_SUBMIT_WARM: then a plan that is
- * not cached, or has never run, is ENGINE_RUN_COLD), the outputs checked
- * and described. */
+/* What a run needs before anything is queued: the inputs bound, the plan
+ * found or built (not with ENGINE_SUBMIT_WARM: then a plan that is not
+ * cached, or has never run, is ENGINE_RUN_COLD), the outputs placed. */
 static int run_prepare(engine_session *s, const struct engine_input *inputs, size_t n_inputs,
 		       struct engine_output *outputs, size_t n_outputs, unsigned flags,
 		       struct plan **out)
@@ -178,12 +152,10 @@ static int run_prepare(engine_session *s, const struct engine_input *inputs, siz
 	};
 	struct plan *p;
 	uint64_t hash;
-	int sig_len = 0, ret;
+	int sig_len, ret;
 
 	cep__clear_error();
-	ret = inputs_check(s, inputs, n_inputs, &sig_len);
-	if (ret < 0)
-		return ret;
+	sig_len = inputs_bind(s, inputs, n_inputs);
 	hash = plan_sig_hash(s->sig, sig_len);
 	p = plan_cache_find(&s->plans, s->sig, sig_len, hash,
 			    (const void *const *)s->in_ptr);
@@ -200,7 +172,7 @@ static int run_prepare(engine_session *s, const struct engine_input *inputs, siz
 		/* A description is followed by the run, which counts. */
 		s->stats.plan_hits++;
 	}
-	ret = outputs_check(s, p, outputs, n_outputs);
+	ret = outputs_place(s, p, outputs, n_outputs);
 	if (ret < 0)
 		return ret;
 	*out = p;
@@ -354,23 +326,21 @@ int engine_session_profile(engine_session *s, const struct engine_input *inputs,
 	struct engine_step_time *t = NULL;
 	double *ms = NULL;
 	struct plan *p;
-	int sig_len = 0, i, ret;
+	int sig_len, i, ret;
 
 	*times = NULL;
 	*n_times = 0;
-	/* An ordinary run first: it plans (or finds the plan) and checks
-	 * everything, so that the timed one below measures only launches. */
+	/* An ordinary run first: it plans (or finds the plan) and places the
+	 * outputs, so that the timed one below measures only launches. */
 	ret = engine_run(s, inputs, n_inputs, outputs, n_outputs);
 	if (ret < 0)
 		return ret;
-	ret = inputs_check(s, inputs, n_inputs, &sig_len);
-	if (ret < 0)
-		return ret;
+	sig_len = inputs_bind(s, inputs, n_inputs);
 	p = plan_cache_find(&s->plans, s->sig, sig_len, plan_sig_hash(s->sig, sig_len),
 			    (const void *const *)s->in_ptr);
 	if (!p)
 		return cep__set_error(CEP_EINTERNAL, "the plan of the run just made is gone");
-	ret = outputs_check(s, p, outputs, n_outputs);
+	ret = outputs_place(s, p, outputs, n_outputs);
 	if (ret < 0)
 		return ret;
 	ms = calloc((size_t)p->n_steps + 1, sizeof(*ms));

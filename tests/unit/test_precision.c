@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "tests/unit/engine_util.h"
 #include "tests/unit/prec_models.h"
 
 #include "alloc/account.h"
@@ -368,7 +369,7 @@ Test(precision, outputs_that_are_constants_or_casts_keep_float32)
 	for (i = 0; i < 7; i++)
 		o[i] = (struct engine_output){ .name = names[i], .data = out[i],
 					       .capacity = sizeof(out[i]) };
-	cr_assert_eq(engine_run(s, in, 2, o, 7), 0, "%s", cep_last_error());
+	cr_assert_eq(eu_run(s, in, 2, o, 7), 0, "%s", cep_last_error());
 	for (i = 0; i < 7; i++)
 		cr_assert_eq(o[i].dtype, CEP_DTYPE_FLOAT32, "'%s'", names[i]);
 	cr_assert_eq(memcmp(out[1], c, sizeof(c)), 0, "the constant output is not rounded");
@@ -436,7 +437,7 @@ Test(precision, range_stays_float32_so_its_length_does_not_change)
 	cr_assert_eq(st.float_nodes, 1);
 	cr_assert_eq(st.first_float_node, 0, "Range (node 0) stays float32");
 	cr_assert_eq(engine_session_new(m, be, &so, &s), 0, "%s", cep_last_error());
-	cr_assert_eq(engine_run(s, in, 2, o, 2), 0, "%s", cep_last_error());
+	cr_assert_eq(eu_run(s, in, 2, o, 2), 0, "%s", cep_last_error());
 	/* ceil(300.3 / 0.25) in float32; in bfloat16 the limit is 300. */
 	cr_assert_eq(o[0].dims[0], 1202);
 	for (i = 0; i < 1202; i++)
@@ -478,7 +479,7 @@ Test(precision, constants_past_the_half_range_saturate_and_infinities_stay)
 		cr_assert_eq(engine_model_load_as(buf, len, -1, &mo, &m), 0, "%s", cep_last_error());
 		free(buf);
 		cr_assert_eq(engine_session_new(m, be, &so, &s), 0, "%s", cep_last_error());
-		cr_assert_eq(engine_run(s, &in, 1, &o, 1), 0, "%s", cep_last_error());
+		cr_assert_eq(eu_run(s, &in, 1, &o, 1), 0, "%s", cep_last_error());
 		cr_assert_eq(y[0], -max, "%s: lowest float32 became %g", cep_dtype_name(half[h]),
 			     (double)y[0]);
 		if (half[h] == CEP_DTYPE_FLOAT16)
@@ -597,7 +598,7 @@ static void table_run(engine_session *s, const float *x, float *y)
 	struct engine_input in = { "x", CEP_DTYPE_FLOAT32, 2, dims, x, sizeof(float) * 2 * ROWS };
 	struct engine_output out = { .name = "y", .data = y, .capacity = sizeof(float) * 2 * COLS };
 
-	cr_assert_eq(engine_run(s, &in, 1, &out, 1), 0, "%s", cep_last_error());
+	cr_assert_eq(eu_run(s, &in, 1, &out, 1), 0, "%s", cep_last_error());
 }
 
 Test(precision, models_are_shared_by_bytes_and_precision_and_fp16_weights_are_half)
