@@ -30,7 +30,6 @@
 #include "daemon/config.h"
 #include "daemon/dispatch_priv.h"
 #include "daemon/recover.h"
-#include "engine/precision.h"
 #include "gpu/backend.h"
 
 /* Protobuf messages cannot exceed 2 GiB; larger models keep their weights
@@ -85,7 +84,7 @@ static int model_read(int fd, void **out, size_t *len)
  * in half, and whether some stay float32 (no half kernel here). */
 static void precision_log(const struct job *j, const engine_model *m)
 {
-	struct precision_stats st;
+	struct engine_precision_stats st;
 
 	if (engine_model_precision(m) == CEP_PRECISION_FP32)
 		return;
@@ -93,7 +92,7 @@ static void precision_log(const struct job *j, const engine_model *m)
 	log_info("client %llu: session %llu runs in %s: %d nodes in half, %d kept in "
 		 "float32%s%s%s, %d casts added", (unsigned long long)j->c->id,
 		 (unsigned long long)j->load.session_id,
-		 precision_name(engine_model_precision(m)), st.half_nodes, st.float_nodes,
+		 engine_precision_name(engine_model_precision(m)), st.half_nodes, st.float_nodes,
 		 st.float_nodes ? " (the first: " : "", st.first_float,
 		 st.float_nodes ? ")" : "", st.casts);
 }

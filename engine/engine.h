@@ -1,13 +1,17 @@
 /*
- * engine.h — the inference engine as the daemon sees it: load a model from
- * bytes, open sessions of it on a backend, run them.
+ * engine.h — the inference engine, and its one public header: load an
+ * ONNX model from bytes, open sessions of it on a backend, check a run's
+ * tensors against the model, run them. Everything below (model loading,
+ * graph IR, shapes, plans, executor) is reached through here.
  *
- * The daemon's LoadModel handler reads the client's model fd into memory
- * and calls engine_model_load() (on the thread pool: parsing, checking and
- * folding take time), then engine_session_new() with the backend it owns;
- * SessionInfo is answered from engine_model_input()/output(); Run maps the
- * client's region slices and calls engine_run(). Everything below (model
- * loading, graph IR, shapes, plans, executor) is reached through here.
+ * A caller reads a model file into memory and calls engine_model_load()
+ * (parsing, checking and folding take time: a caller with an event loop
+ * does it on a worker thread), then engine_session_new() with a backend
+ * it owns. engine_model_input()/output() describe what the model takes
+ * and gives. A run's tensors are host buffers: engine_run_check() checks
+ * them against the model once, where they come in from outside, and
+ * engine_run(), engine_run_submit(), engine_run_describe() and
+ * engine_run_submit_batch() trust them and do not check them again.
  *
  * Errors: 0 or a negative CEP_E* code; the detailed message ("node 3 'mm'
  * (op MatMul, domain ai.onnx, opset 13): ...", "input 'x': dimension 1 is
@@ -19,7 +23,7 @@
  * are enforced. A session's plan blocks are charged to the session's owner
  * (client, session) as activations and workspace; the model's constants,
  * uploaded once per (model, backend, account) and shared by every session
- * of the model there, are charged once to the daemon's own owner
+ * of the model there, are charged once to the shared owner
  * (ALLOC_OWNER_SHARED) as weights, so only the global limit counts them.
  * On a backend of host memory constants are used in place and cost
  * nothing. The caller passes the account and owner in the session
@@ -51,8 +55,6 @@
 #include "alloc/account.h"
 #include "gpu/backend.h"
 #include "client/cudaep.h"
-
-struct precision_stats;
 
 typedef struct engine_model engine_model;
 typedef struct engine_session engine_session;
@@ -99,7 +101,7 @@ int engine_model_cache_new(engine_model_cache **out);
 
 /* Frees the cache. Models still referenced live on, no longer findable;
  * no load through c and no last unref of its models may run meanwhile
- * (the daemon frees it after its sessions). Accepts NULL. */
+ * (free it after every session of its models). Accepts NULL. */
 void engine_model_cache_free(engine_model_cache *c);
 
 /*
@@ -173,9 +175,25 @@ int engine_model_batchable(const engine_model *m);
  * sessions), CEP_PRECISION_FP16 or CEP_PRECISION_BF16. */
 cep_precision engine_model_precision(const engine_model *m);
 
-/* What converting m to half did (engine/precision.h); nothing (zero
- * counts, first_float_node -1) for an fp32 model. */
-void engine_model_precision_stats(const engine_model *m, struct precision_stats *out);
+/* "fp32", "tf32", "fp16", "bf16", or "?" for a value out of range. The
+ * string is static. */
+const char *engine_precision_name(cep_precision p);
+
+/* What converting a model to half did (engine/precision.h). */
+struct engine_precision_stats {
+	int half_nodes;        /* nodes with float tensors computing in half */
+	int float_nodes;       /* nodes with float tensors kept in float32 */
+	int first_float_node;  /* the first of those in the order, -1: none */
+	char first_float[192]; /* its label: "node 0 'c1' (op Conv, domain
+	                        * ai.onnx, opset 13)", or "" */
+	int casts;             /* Cast nodes added */
+	int constants;         /* float32 constants converted (or twinned) */
+	size_t constant_bytes; /* bytes those constants took in float32 */
+};
+
+/* Copies into *out what converting m to half did; nothing (zero counts,
+ * first_float_node -1, first_float "") for an fp32 model. Cannot fail. */
+void engine_model_precision_stats(const engine_model *m, struct engine_precision_stats *out);
 
 /* ---------------------------------------------------------------- sessions */
 
@@ -193,7 +211,7 @@ struct engine_session_options {
 	                          * of the session's own (memory_limit holds) */
 	struct alloc_owner owner; /* the client and session charged (session
 	                           * != 0), or ALLOC_OWNER_SHARED for a session
-	                           * of the daemon's own (memory_limit is then
+	                           * of the shared owner (memory_limit is then
 	                           * ignored: only the global limit counts);
 	                           * ignored without an account */
 	int max_batch;          /* runs one engine_run_submit_batch() may
@@ -227,11 +245,11 @@ int engine_session_new(engine_model *m, struct backend *be,
 void engine_session_free(engine_session *s);
 
 /*
- * What m was loaded from, for handing it to a new image of the daemon
- * (daemon/handover.h): the file's bytes (*len of them; NULL when m was not
- * loaded through a cache, which alone keeps them) and the directory fd its
- * external data was read below (-1: none). Both stay m's; they live as
- * long as m. Cannot fail.
+ * What m was loaded from, so that the same model can be loaded again
+ * elsewhere (by another process, say): the file's bytes (*len of them;
+ * NULL when m was not loaded through a cache, which alone keeps them) and
+ * the directory fd its external data was read below (-1: none). Both stay
+ * m's; they live as long as m. Cannot fail.
  */
 void engine_model_source(const engine_model *m, const void **bytes, size_t *len,
 			 int *dir_fd);
@@ -266,19 +284,39 @@ struct engine_output {
 };
 
 /*
- * Runs the session: every model input must be given once in inputs (any
- * order); outputs names any subset of the model's outputs. Looks up or
- * builds the plan for the inputs' shapes (and for the values of the small
- * inputs that an output shape depends on, such as a Reshape's target given
- * as an input: other values get another plan), runs it, writes the outputs
- * and fills in their dtype, shape and bytes. Fails, before computing
- * anything, with CEP_EINVAL (a missing, unknown or repeated name),
- * CEP_EDTYPE ("input 'x' is int64, the model wants float32"), CEP_ESHAPE
- * ("input 'x': dimension 1 is 3, the model wants 4", or bytes that do not
- * match the shape), CEP_ENOSPC (an output's capacity is too small: every
- * output asked for then has its dtype, shape and needed bytes filled in);
- * and with the errors of planning (see plan_build(); CEP_ELIMIT when a new
- * plan would take the session, its client or the daemon past a memory
+ * Checks a run's tensors against s's model, as they come from the caller:
+ * every model input must be given once in inputs (any order), with the
+ * model's dtype, a shape that binds to the model's dimensions (fixed ones
+ * equal, each symbol one size across the inputs) and data of exactly the
+ * shape's bytes; outputs names any subset of the model's outputs, each
+ * once. Returns 0 or fails with CEP_EINVAL (a missing, unknown or
+ * repeated name, dims or data missing), CEP_EDTYPE ("input 'x' is int64,
+ * the model wants float32"), CEP_ESHAPE ("input 'x': dimension 1 is 3,
+ * the model wants 4", "input 'y': dimension 0 is 3, but 'batch' is 2 from
+ * input 'x'", a rank out of range, a negative dimension, or bytes that do
+ * not match the shape) or CEP_ELIMIT (a shape of more than 2^40
+ * elements), with a message naming the tensor. Safe on any data (NULL
+ * names, NULL dims, huge dimensions); reads nothing behind data, writes
+ * nothing of the caller's, allocates nothing. What engine_run() and the
+ * other run functions check later depends on the plan only: an output's
+ * room (CEP_ENOSPC) and its buffer. Like every call on s, not concurrent
+ * with another call on s (it uses the session's scratch).
+ */
+int engine_run_check(engine_session *s, const struct engine_input *inputs, size_t n_inputs,
+		     const struct engine_output *outputs, size_t n_outputs);
+
+/*
+ * Runs the session: the inputs and outputs must have passed
+ * engine_run_check(); they are not checked again. Looks up or builds the
+ * plan for the inputs' shapes (and for the values of the small inputs
+ * that an output shape depends on, such as a Reshape's target given as an
+ * input: other values get another plan), runs it, writes the outputs and
+ * fills in their dtype, shape and bytes. Fails, before computing
+ * anything, with CEP_ENOSPC (an output's capacity is too small: every
+ * output asked for then has its dtype, shape and needed bytes filled in)
+ * or CEP_EINVAL (an output with bytes to write and no buffer); and with
+ * the errors of planning (see plan_build(); CEP_ELIMIT when a new plan
+ * would take the session, its client or the global account past a memory
  * limit even after evicting the session's older plans, with the account's
  * message: "session 7 memory limit N bytes: asked M, in use K") or of a
  * kernel. A run whose plan is cached allocates nothing.
@@ -323,16 +361,17 @@ struct engine_run {
 };
 
 /* engine_run_submit() flag: return ENGINE_RUN_COLD, having done nothing
- * but check the inputs, unless the plan is cached, has run once and is not
- * about to be captured, so that a caller that must not block (the event
+ * but look the plan up, unless the plan is cached, has run once and is not
+ * about to be captured, so that a caller that must not block (an event
  * loop) can leave planning, first runs (compiles, lazy set-up) and graph
  * capture to another thread. */
 #define ENGINE_SUBMIT_WARM 1u
 #define ENGINE_RUN_COLD 1
 
 /*
- * engine_run() without waiting: checks inputs and outputs, finds or
- * builds the plan and describes every output asked for in outputs (dtype,
+ * engine_run() without waiting, for inputs and outputs that have passed
+ * engine_run_check() (not checked again): finds or builds the plan, checks
+ * the outputs' room and describes every output asked for in outputs (dtype,
  * shape, bytes: the plan knows them before it runs), then queues on the
  * session's stream the copies straight from the inputs' memory, the plan
  * (its captured graph once warm), the copies straight into the outputs'
@@ -354,10 +393,11 @@ int engine_run_submit(engine_session *s, const struct engine_input *inputs, size
 
 /*
  * What engine_run_submit() would say of the outputs, without queuing
- * anything: checks inputs and outputs, finds (or, without
- * ENGINE_SUBMIT_WARM in flags, builds) the plan and describes every
- * output asked for (dtype, shape, bytes). For a run that is answered now
- * and submitted later (the daemon's fair queue). Returns 0, a negative
+ * anything, for inputs and outputs that have passed engine_run_check()
+ * (not checked again): finds (or, without ENGINE_SUBMIT_WARM in flags,
+ * builds) the plan, checks the outputs' room and describes every output
+ * asked for (dtype, shape, bytes). For a run that is answered now and
+ * submitted later (a caller's queue of waiting runs). Returns 0, a negative
  * error as engine_run_submit() does (CEP_ENOSPC with the outputs
  * described), or, with ENGINE_SUBMIT_WARM, ENGINE_RUN_COLD when the plan
  * is not cached (a cached plan that has not run yet is enough here).
@@ -389,7 +429,9 @@ struct engine_batch_run {
 };
 
 /*
- * Submits n runs (1 <= n <= the session's max_batch) as one: the plan for
+ * Submits n runs (1 <= n <= the session's max_batch) as one, each of which
+ * has passed engine_run_check() on a session of s's model (they are not
+ * checked against the model again): the plan for
  * their inputs stacked along dimension 0 (the batch: the sum of the runs'
  * dimension 0), per input one copy per run into its rows of the plan's
  * input block, the plan once, per output asked for one copy per run out
@@ -403,15 +445,15 @@ struct engine_batch_run {
  *
  * Refuses, having queued nothing, and sets *bad to the index of the run
  * that does not fit with the runs before it when the refusal is that
- * run's own (its names, dtypes, shapes or output room; the caller may
- * submit the others without it), else to n (the caller then runs them
- * one by one, which gives each its own error): CEP_EINVAL for a model that cannot
- * batch (engine_model_batchable()), n out of range, or a run whose names
- * are missing, unknown or repeated; CEP_EDTYPE, CEP_ESHAPE when the runs
- * differ in an input's dtype, rank or a dimension other than 0, when the
- * inputs of one run differ in dimension 0, or when the plan's outputs do
- * not have the batch as dimension 0; CEP_ENOSPC when a run's output room
- * is too small; the errors of planning (not with ENGINE_SUBMIT_WARM,
+ * run's own (its shapes or output room; the caller may submit the others
+ * without it), else to n (the caller then runs them one by one, which
+ * gives each its own error): CEP_EINVAL for a model that cannot batch
+ * (engine_model_batchable()) or n out of range; CEP_ESHAPE when the runs
+ * differ in an input's dimension other than 0, when the stacked shapes do
+ * not bind to the model's, or when the plan's outputs do not have the
+ * batch as dimension 0; CEP_ENOSPC when a run's output room is too small,
+ * CEP_EINVAL when an output with rows to write has no buffer; the errors
+ * of planning (not with ENGINE_SUBMIT_WARM,
  * which returns ENGINE_RUN_COLD as for one run). Plans are built with no
  * input values: a model whose shapes depend on input values refuses with
  * the planner's CEP_EUNSUPPORTED. Returns 0 once every done function is
@@ -451,7 +493,8 @@ struct engine_step_time {
 };
 
 /*
- * Profiles one run: runs the session as engine_run() does (planning if
+ * Profiles one run, of inputs and outputs that have passed
+ * engine_run_check(): runs the session as engine_run() does (planning if
  * needed), then runs the same plan again launch by launch with a backend
  * timer between every two launches, never replaying a graph. On success
  * *times is a malloc'd array of *n_times entries, one per launch in order,

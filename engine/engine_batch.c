@@ -1,15 +1,16 @@
 /*
- * engine_batch.c — cross-client batching in the engine (engine.h): whether
- * a model's runs may be merged along dimension 0 (decided once, at load),
- * and engine_run_submit_batch(), which checks several clients' runs
- * against the model and each other, stacks their inputs into one run of
- * the summed rows on the session's stream, and gives each run back its
- * rows of the outputs, its fence and its fault record.
+ * engine_batch.c — cross-client batches (engine/engine.h):
+ * engine_run_submit_batch() takes several clients' runs, each checked
+ * against the model already (engine_run_check()), checks them against
+ * each other, stacks their inputs into one run of the summed rows on the
+ * session's stream, and gives each run back its rows of the outputs, its
+ * fence and its fault record. Whether a model's runs may be merged at all
+ * is decided at load (engine_model.c).
  *
- * Split from engine.c for that file's length; it shares the session
- * struct and the run path's helpers (planning, counting, failing a run)
- * through engine_priv.h. The scratch it uses (s->b_rows, b_in, b_out) is
- * allocated when the session opens, for max_batch runs.
+ * The top of the engine's run path: it plans through engine_plans.c and
+ * counts and fails runs through engine_run.c's helpers; nothing calls
+ * into it but callers of engine.h. The scratch it uses (s->b_rows, b_in,
+ * b_out) is allocated when the session opens, for max_batch runs.
  */
 #include "engine/engine_priv.h"
 
@@ -21,131 +22,51 @@
 #include "common/error.h"
 #include "engine/exec.h"
 #include "engine/model.h"
-#include "engine/plan.h"
 #include "engine/shape.h"
-
-/* ------------------------------------------------------------------ models */
-
-/* Whether info has a symbolic dimension 0 named batch (NULL: any name,
- * stored there), else why not in m's batch_why. */
-static bool batch_dim_check(engine_model *m, const struct engine_tensor_info *info,
-			    const char *what, const char **batch)
-{
-	if (info->rank < 1 || info->dims[0] != -1 || !info->dim_params[0]) {
-		snprintf(m->batch_why, sizeof(m->batch_why), "%s '%s' has no symbolic "
-			 "dimension 0 to batch along", what, info->name);
-		return false;
-	}
-	if (!*batch) {
-		*batch = info->dim_params[0];
-		return true;
-	}
-	if (strcmp(*batch, info->dim_params[0]) == 0)
-		return true;
-	snprintf(m->batch_why, sizeof(m->batch_why), "%s '%s' has dimension 0 '%s', "
-		 "not the batch '%s' of the others", what, info->name,
-		 info->dim_params[0], *batch);
-	return false;
-}
-
-/* Decides once, at load, whether m's runs may be merged along dimension
- * 0 (engine_model_batchable()). */
-void engine__batch_check(engine_model *m)
-{
-	const struct graph *g = &m->model->g;
-	const char *batch = NULL;
-	int i;
-
-	m->batch_err = CEP_EINVAL;
-	if (g->n_inputs == 0) {
-		snprintf(m->batch_why, sizeof(m->batch_why), "the model has no inputs");
-		return;
-	}
-	for (i = 0; i < g->n_inputs; i++)
-		if (!batch_dim_check(m, &m->inputs[i], "input", &batch))
-			return;
-	for (i = 0; i < g->n_outputs; i++)
-		if (!batch_dim_check(m, &m->outputs[i], "output", &batch))
-			return;
-	m->batch_err = 0;
-}
-
-int engine_model_batchable(const engine_model *m)
-{
-	if (m->batch_err == 0)
-		return 0;
-	return cep__set_error(m->batch_err, "%s", m->batch_why);
-}
 
 /* ------------------------------------------------------------------ batches */
 
-/* Checks one input x of run k against graph input i: its dtype, its
- * shape against run 0's (kept in s->in_t[i]) but for dimension 0, its
- * rows against the run's other inputs, its bytes. */
-static int batch_input_check(engine_session *s, size_t k, int i, const struct engine_input *x)
+/* Takes input x of run k for graph input i: its rows, and its shape, which
+ * must be run 0's (kept in s->in_t[i]) but for dimension 0. x has passed
+ * engine_run_check(), so it has the model's dtype and rank (1 or more: the
+ * model is batchable) and the same rows as the run's other inputs (their
+ * dimension 0 is one symbol); only how it compares with the other runs is
+ * left to check. */
+static int batch_input_take(engine_session *s, size_t k, int i, const struct engine_input *x)
 {
 	const struct graph *g = &s->m->model->g;
-	const struct graph_value *val = &g->values[g->inputs[i]];
-	struct op_tensor *t = &s->in_t[i], shape;
-	int64_t numel;
-	size_t want;
-	int d, ret;
+	const char *name = g->values[g->inputs[i]].name;
+	struct op_tensor *t = &s->in_t[i];
+	int d;
 
-	if (x->dtype != val->t.dtype)
-		return cep__set_error(CEP_EDTYPE, "run %zu of the batch: input '%s' is %s, the "
-				      "model wants %s", k, val->name, cep_dtype_name(x->dtype),
-				      cep_dtype_name(val->t.dtype));
-	if (x->rank < 1 || x->rank > CEP_MAX_RANK || !x->dims || x->dims[0] < 0)
-		return cep__set_error(CEP_ESHAPE, "run %zu of the batch: input '%s' has no "
-				      "dimension 0 to batch along", k, val->name);
 	if (k == 0) {
 		memset(t, 0, sizeof(*t));
 		t->dtype = x->dtype;
 		t->rank = x->rank;
 		memcpy(t->dims, x->dims, sizeof(int64_t) * (size_t)x->rank);
-	} else if (x->rank != t->rank) {
-		return cep__set_error(CEP_ESHAPE, "run %zu of the batch: input '%s' has rank %d, "
-				      "run 0's has %d", k, val->name, x->rank, t->rank);
 	}
 	for (d = 1; d < x->rank; d++) {
 		if (x->dims[d] != t->dims[d])
 			return cep__set_error(CEP_ESHAPE, "run %zu of the batch: input '%s' has "
-					      "dimension %d %lld, run 0's has %lld", k, val->name,
+					      "dimension %d %lld, run 0's has %lld", k, name,
 					      d, (long long)x->dims[d], (long long)t->dims[d]);
 	}
 	if (i == 0)
 		s->b_rows[k] = x->dims[0];
-	else if (x->dims[0] != s->b_rows[k])
-		return cep__set_error(CEP_ESHAPE, "run %zu of the batch: input '%s' has %lld rows, "
-				      "input '%s' %lld", k, val->name, (long long)x->dims[0],
-				      g->values[g->inputs[0]].name, (long long)s->b_rows[k]);
-	memset(&shape, 0, sizeof(shape));
-	shape.dtype = x->dtype;
-	shape.rank = x->rank;
-	memcpy(shape.dims, x->dims, sizeof(int64_t) * (size_t)x->rank);
-	ret = op_tensor_numel(&shape, &numel);
-	if (ret < 0)
-		return cep__set_error(ret, "input '%s' has more than 2^40 elements", val->name);
-	want = (size_t)numel * cep_dtype_size(x->dtype);
-	if (x->bytes != want)
-		return cep__set_error(CEP_ESHAPE, "run %zu of the batch: input '%s' has %zu bytes, "
-				      "its shape needs %zu", k, val->name, x->bytes, want);
-	if (want && !x->data)
-		return cep__set_error(CEP_EINVAL, "run %zu of the batch: input '%s' has no data",
-				      k, val->name);
 	return 0;
 }
 
-/* Checks the runs' inputs against the model and each other, and fills
+/* Takes the runs' inputs, checking them against each other, and fills
  * s->b_rows, s->b_in (per run, in graph order) and, for the inputs
- * stacked along dimension 0 (*total rows), s->in_t, the bindings and the
- * signature (*sig_len entries). The stacked inputs have no data: a batch's
- * plan is keyed by shapes only. */
-static int batch_inputs_check(engine_session *s, const struct engine_batch_run *runs,
-			      size_t n, int *sig_len, int64_t *total, size_t *bad)
+ * stacked along dimension 0 (*total rows), s->in_t and the signature
+ * (*sig_len entries), once the stacked shapes are found to bind to the
+ * model's. The stacked inputs have no data: a batch's plan is keyed by
+ * shapes only. */
+static int batch_inputs_take(engine_session *s, const struct engine_batch_run *runs,
+			     size_t n, int *sig_len, int64_t *total, size_t *bad)
 {
 	const struct graph *g = &s->m->model->g;
-	size_t k, j, n_in = (size_t)g->n_inputs;
+	size_t k, n_in = (size_t)g->n_inputs;
 	int i, d, q = 0, ret;
 
 	*total = 0;
@@ -153,32 +74,19 @@ static int batch_inputs_check(engine_session *s, const struct engine_batch_run *
 		const struct engine_batch_run *r = &runs[k];
 
 		*bad = k;
-		if (r->n_inputs != n_in)
-			return cep__set_error(CEP_EINVAL, "run %zu of the batch gives %zu inputs, "
-					      "the model has %zu", k, r->n_inputs, n_in);
 		for (i = 0; i < g->n_inputs; i++) {
-			const char *name = g->values[g->inputs[i]].name;
-			const struct engine_input *x = NULL;
+			const struct engine_input *x =
+				engine__input_find(r->inputs, r->n_inputs, g->values[g->inputs[i]].name);
 
-			for (j = 0; j < r->n_inputs; j++) {
-				if (!r->inputs[j].name || strcmp(r->inputs[j].name, name) != 0)
-					continue;
-				if (x)
-					return cep__set_error(CEP_EINVAL, "run %zu of the batch: input "
-							      "'%s' is given twice", k, name);
-				x = &r->inputs[j];
-			}
-			if (!x)
-				return cep__set_error(CEP_EINVAL, "run %zu of the batch: input '%s' "
-						      "is missing", k, name);
-			ret = batch_input_check(s, k, i, x);
+			ret = batch_input_take(s, k, i, x);
 			if (ret < 0)
 				return ret;
 			s->b_in[k * n_in + (size_t)i] = x->data;
 		}
 		*total += s->b_rows[k];
 	}
-	/* What fails from here on is the batch's. */
+	/* What fails from here on is the batch's: the stacked shapes may not
+	 * bind where the batch's symbol is another dimension's too. */
 	*bad = n;
 	shape_binding_reset(&s->bind);
 	for (i = 0; i < g->n_inputs; i++) {
@@ -199,9 +107,10 @@ static int batch_inputs_check(engine_session *s, const struct engine_batch_run *
 }
 
 /* Checks the plan of a batch of total rows (every output has them as
- * dimension 0) and each run's outputs (names, room for its rows), points
- * s->b_out at them, and describes them. */
-static int batch_outputs_check(engine_session *s, const struct plan *p,
+ * dimension 0) and each run's outputs (whose names engine_run_check() has
+ * checked) for room for its rows, points s->b_out at them, and describes
+ * them. */
+static int batch_outputs_place(engine_session *s, const struct plan *p,
 			       const struct engine_batch_run *runs, size_t n, int64_t total,
 			       size_t *bad)
 {
@@ -230,17 +139,7 @@ static int batch_outputs_check(engine_session *s, const struct plan *p,
 			struct engine_output *o = &r->outputs[j];
 			size_t bytes;
 
-			for (i = 0; i < g->n_outputs; i++) {
-				if (o->name && strcmp(o->name, g->values[g->outputs[i]].name) == 0)
-					break;
-			}
-			if (i == g->n_outputs)
-				return cep__set_error(CEP_EINVAL, "run %zu of the batch: '%s' is not "
-						      "an output of the model", k,
-						      o->name ? o->name : "(null)");
-			if (slot[i])
-				return cep__set_error(CEP_EINVAL, "run %zu of the batch: output '%s' "
-						      "is asked for twice", k, o->name);
+			i = engine__output_index(g, o->name);
 			bytes = total ? p->outputs[i].bytes / (size_t)total * (size_t)s->b_rows[k] : 0;
 			if (o->capacity < bytes)
 				return cep__set_error(CEP_ENOSPC, "run %zu of the batch: output '%s' "
@@ -300,7 +199,7 @@ int engine_run_submit_batch(engine_session *s, const struct engine_batch_run *ru
 		return ret;
 	for (k = 0; k < n; k++)
 		memset(runs[k].run, 0, sizeof(*runs[k].run));
-	ret = batch_inputs_check(s, runs, n, &sig_len, &total, bad);
+	ret = batch_inputs_take(s, runs, n, &sig_len, &total, bad);
 	if (ret < 0)
 		return ret;
 	p = plan_cache_find(&s->plans, s->sig, sig_len, plan_sig_hash(s->sig, sig_len), NULL);
@@ -314,7 +213,7 @@ int engine_run_submit_batch(engine_session *s, const struct engine_batch_run *ru
 	} else {
 		s->stats.plan_hits++;
 	}
-	ret = batch_outputs_check(s, p, runs, n, total, bad);
+	ret = batch_outputs_place(s, p, runs, n, total, bad);
 	if (ret < 0)
 		return ret;
 	atomic_fetch_add_explicit(&p->inflight, (uint32_t)n, memory_order_relaxed);

@@ -5,9 +5,10 @@
  * hash, then a full compare) and what it was loaded for. Loads of a file
  * already in progress wait for it instead of parsing their own copy.
  *
- * Split from engine.c for that file's length; the structs it shares with
- * it are in engine_priv.h. A model leaves the cache with its last
- * reference (engine_model_unref(), through engine__cache_drop()).
+ * Above models (engine_model.c), which it loads, references and drops.
+ * A model leaves the cache with its last reference: the cache wires the
+ * model's release function when it adds it, and engine_model_unref()
+ * calls that.
  */
 #include "engine/engine_priv.h"
 
@@ -73,10 +74,11 @@ static void cache_unlink(engine_model_cache *c, engine_model *m)
 	m->cache = NULL;
 }
 
-/* Takes m, whose last reference is going, out of its cache, if it is
- * still in one. m->cache is written under the cache's lock only; a cache
- * freed meanwhile has set it to NULL under that same lock. */
-void engine__cache_drop(engine_model *m)
+/* m->release of a cached model: takes m, whose last reference is going,
+ * out of its cache, if it is still in one. m->cache is written under the
+ * cache's lock only; a cache freed meanwhile has set it to NULL under
+ * that same lock. */
+static void cache_release(engine_model *m)
 {
 	engine_model_cache *c = m->cache;
 
@@ -252,6 +254,7 @@ int engine_model_load_shared(engine_model_cache *c, const void *bytes, size_t le
 		m->len = len;
 		m->hash = me.hash;
 		m->cache = c;
+		m->release = cache_release;
 		m->next = c->models;
 		c->models = m;
 		c->st.models++;

@@ -1,10 +1,21 @@
 /*
- * engine_priv.h — what the parts of the engine (engine/engine.h) share:
- * the model and session structs and the run path's internal helpers.
- * engine.c holds models, sessions and single runs, engine_batch.c the
- * cross-client batches, engine_cache.c the model cache; they were one
- * file, split only for its length. Internal to engine/engine*.c: nothing
- * else includes it.
+ * engine_priv.h — what the files behind engine/engine.h share: the model
+ * and session structs and the helpers each layer offers the ones above.
+ *
+ * The layers, each calling only those below it:
+ *
+ *   engine_batch.c    cross-client batches            (runs, plans, models)
+ *   engine_run.c      single runs: bind, plan, submit (plans)
+ *   engine_check.c    a run's tensors against the model
+ *   engine_session.c  sessions                        (weights, plans, models)
+ *   engine_plans.c    a session's plans under the memory limits
+ *   engine_weights.c  the model's constants on a backend
+ *   engine_cache.c    the model cache                 (models)
+ *   engine_model.c    models
+ *
+ * A lower layer that must tell a higher one something does it through a
+ * pointer the higher one wires (engine_model.release). Internal to
+ * engine/engine*.c: nothing else includes it.
  */
 #ifndef CEPD_ENGINE_PRIV_H
 #define CEPD_ENGINE_PRIV_H
@@ -36,7 +47,7 @@ struct engine_model {
 	struct model *model;
 	struct engine_model_options key;    /* what it was loaded for, as
 	                                     * engine__model_key() writes it */
-	struct precision_stats pstats;      /* of the conversion to half */
+	struct engine_precision_stats pstats; /* of the conversion to half */
 	struct engine_tensor_info *inputs;  /* (graph inputs) */
 	struct engine_tensor_info *outputs; /* (graph outputs) */
 	int batch_err;                      /* engine_model_batchable(): 0 or */
@@ -52,8 +63,12 @@ struct engine_model {
 	                                     * a cache keep it) */
 	int dir_fd;                         /* a dup of the directory its
 	                                     * external data was read below,
-	                                     * kept for a handover; -1: none */
+	                                     * kept for engine_model_source();
+	                                     * -1: none */
 	engine_model *next;                 /* in the cache's list */
+	/* Called by the last engine_model_unref(), before the model is
+	 * freed, when set: the cache that added it takes it out. */
+	void (*release)(engine_model *m);
 };
 
 struct engine_session {
@@ -84,11 +99,11 @@ struct engine_session {
 	struct engine_stats stats;
 };
 
-/* ------------------------------------------------------------ models */
+/* ------------------------------------------------- models: engine_model.c */
 
 /* What a model loaded with o is, as the cache compares it, in *key (tf32
  * is fp32; only a half graph depends on the backend kind). Returns 0, or
- * CEP_EINVAL for a precision out of range. (engine.c) */
+ * CEP_EINVAL for a precision out of range. */
 int engine__model_key(const struct engine_model_options *o, struct engine_model_options *key);
 
 /* Whether two keys written by engine__model_key() load the same graph. */
@@ -98,32 +113,51 @@ static inline bool engine__key_equal(const struct engine_model_options *a,
 	return a->precision == b->precision && a->backend == b->backend;
 }
 
-/* Decides once, at load, whether m's runs may be merged along dimension
- * 0, for engine_model_batchable(). Cannot fail. (engine_batch.c) */
-void engine__batch_check(engine_model *m);
+/* ----------------------------------------------- weights: engine_weights.c */
 
-/* Takes m, whose last reference is going, out of the cache that holds it,
- * if one does. Cannot fail. (engine_cache.c) */
-void engine__cache_drop(engine_model *m);
+/* Gives each constant of s's model that a run reads a home on s's
+ * backend (s->const_dev): in place on a backend of host memory, else in
+ * the model's shared device copy for (s->be, s->acc), made, uploaded and
+ * charged if s is its first session. Fails with the account's CEP_ELIMIT,
+ * CEP_EDEVMEM or CEP_ENOMEM. */
+int engine__weights_place(engine_session *s);
 
-/* --------------------------------------------------------------- runs */
+/* Gives back s's share of the model's device copy; the last session
+ * frees and uncharges it. Accepts a session that placed none. */
+void engine__weights_leave(engine_session *s);
+
+/* ---------------------------------------------------- plans: engine_plans.c */
 
 /* Builds and caches the plan for the signature in s->sig (sig_len
  * entries) and the inputs in s->in_t, charging its memory to the
  * session's owner; *out is the cache's. Returns 0 or an error: CEP_EAGAIN
  * when every cached plan is in flight, CEP_ELIMIT when the memory limits
- * leave no room even once older plans are gone. (engine.c) */
+ * leave no room even once older plans are gone. */
 int engine__plan_make(engine_session *s, struct plan_env *env, int sig_len, struct plan **out);
 
-/* Counts a run of p that queued all its work. (engine.c) */
+/* Frees s's plans (none may be in flight) and uncharges their blocks. */
+void engine__plans_close(engine_session *s);
+
+/* -------------------------------------------------------- runs: engine_run.c */
+
+/* The first of the n inputs in named name; NULL when none is (never for
+ * inputs that engine_run_check() has passed and a name of the model). */
+const struct engine_input *engine__input_find(const struct engine_input *in, size_t n,
+					      const char *name);
+
+/* The index among g's outputs of the one named name, g->n_outputs when
+ * none is (never for an output name engine_run_check() has passed). */
+int engine__output_index(const struct graph *g, const char *name);
+
+/* Counts a run of p that queued all its work. */
 void engine__run_count(engine_session *s, const struct plan *p);
 
 /* Keeps why the capture of p failed, the first time it does; had_error:
- * whether p had failed a capture before this run. (engine.c) */
+ * whether p had failed a capture before this run. */
 void engine__capture_note(engine_session *s, const struct plan *p, bool had_error);
 
 /* Keeps the run's first error and this thread's message with it, for
- * engine_run_complete(). (engine.c) */
+ * engine_run_complete(). */
 void engine__run_fail(struct engine_run *run, int err);
 
 #endif /* CEPD_ENGINE_PRIV_H */

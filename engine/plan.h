@@ -155,7 +155,7 @@ struct plan_mem_item {
 int plan_mem_assign(struct plan_mem_item *items, int n, size_t align,
 		    size_t *total);
 
-/* ------------------------------------------------------------------ cache */
+/* ---------------------------------------------------- cache: plan_cache.c */
 
 /* A bounded LRU cache of plans; caller memory. */
 struct plan_cache {

@@ -60,7 +60,7 @@ struct conv {
 	int *twin;                         /* (2 * n0) per value: the same value
 	                                    * in the other float type, or -1 */
 	struct op_tensor *in, *out;        /* scratch for one node */
-	struct precision_stats st;
+	struct engine_precision_stats st;
 };
 
 static int nomem(void)
@@ -646,7 +646,7 @@ static void conv_close(struct conv *c)
 }
 
 int precision_model_convert(struct model *m, cep_dtype half, enum backend_kind be,
-			    struct precision_stats *st)
+			    struct engine_precision_stats *st)
 {
 	struct op_tensor *was = NULL;
 	struct conv c;

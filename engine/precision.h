@@ -3,7 +3,7 @@
  * optimized float32 graph rewritten to compute in float16 or bfloat16.
  *
  * The engine runs it once per (model bytes, precision, backend kind) when
- * a half session's model is loaded (engine/engine.c), after
+ * a half session's model is loaded (engine/engine_model.c), after
  * optimize_graph(), so constants are folded in float32 first and only the
  * results are rounded. What it does:
  *
@@ -40,20 +40,9 @@
 
 #include "gpu/backend.h"
 #include "client/cudaep.h"
+#include "engine/engine.h" /* struct engine_precision_stats: what it did */
 
 struct model;
-
-/* What one conversion did. */
-struct precision_stats {
-	int half_nodes;        /* nodes with float tensors computing in half */
-	int float_nodes;       /* nodes with float tensors kept in float32 */
-	int first_float_node;  /* the first of those in the order, -1: none */
-	char first_float[192]; /* its label: "node 0 'c1' (op Conv, domain
-	                        * ai.onnx, opset 13)", or "" */
-	int casts;             /* Cast nodes added */
-	int constants;         /* float32 constants converted (or twinned) */
-	size_t constant_bytes; /* bytes those constants took in float32 */
-};
 
 /* The half type of a precision: CEP_DTYPE_FLOAT16 for CEP_PRECISION_FP16,
  * CEP_DTYPE_BFLOAT16 for CEP_PRECISION_BF16, CEP_DTYPE_UNDEFINED for the
@@ -67,11 +56,12 @@ const char *precision_name(cep_precision p);
  * Rewrites the graph of m, which model_load() has returned, to compute in
  * half (CEP_DTYPE_FLOAT16 or CEP_DTYPE_BFLOAT16) with the kernels of the
  * backend kind be, as the file comment says, then sorts and infers it
- * again. Fills *st (may be NULL). Returns 0, CEP_EINVAL for another
- * dtype, CEP_ENOMEM, or an error of inference naming the node; after a
- * failure the graph is half rewritten and must only be freed.
+ * again. Fills *st (may be NULL; engine/engine.h says what it counts).
+ * Returns 0, CEP_EINVAL for another dtype, CEP_ENOMEM, or an error of
+ * inference naming the node; after a failure the graph is half rewritten
+ * and must only be freed.
  */
 int precision_model_convert(struct model *m, cep_dtype half, enum backend_kind be,
-			    struct precision_stats *st);
+			    struct engine_precision_stats *st);
 
 #endif

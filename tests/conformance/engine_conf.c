@@ -306,7 +306,11 @@ static enum result run_case(struct backend *be, const char *dir, char *why,
 			eout[nout].data = calloc(1, eout[nout].capacity);
 		}
 		if (res == R_PASS) {
-			rc = engine_run(s, ein, (size_t)nin, eout, (size_t)nout);
+			/* The case's tensors are checked against the model first,
+			 * as every caller of the engine checks what it passes. */
+			rc = engine_run_check(s, ein, (size_t)nin, eout, (size_t)nout);
+			if (rc == 0)
+				rc = engine_run(s, ein, (size_t)nin, eout, (size_t)nout);
 			if (rc != 0) {
 				snprintf(why, wl, "run: %s: %s", cep_err_name(rc),
 					 cep_last_error());

@@ -68,7 +68,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	    engine_session_new(m, be, &opts, &s) == 0) {
 		for (i = 0; i < n; i++)
 			in[i].data = calloc(1, in[i].bytes ? in[i].bytes : 1);
-		if (engine_run(s, in, (size_t)n, NULL, 0) == 0)
+		if (engine_run_check(s, in, (size_t)n, NULL, 0) == 0 &&
+		    engine_run(s, in, (size_t)n, NULL, 0) == 0)
 			engine_run(s, in, (size_t)n, NULL, 0);
 		for (i = 0; i < n; i++)
 			free((void *)in[i].data);

@@ -26,6 +26,7 @@
 #include "gpu/backend.h"
 #include "client/cudaep.h"
 #include "engine/engine.h"
+#include "tests/unit/engine_util.h"
 #include "tests/unit/onnxb.h"
 
 #define PM_UNUSED __attribute__((unused))
@@ -446,9 +447,9 @@ static PM_UNUSED double pm_compare(const struct pm_model *pm, struct backend *be
 	}
 	for (r = 0; r < runs; r++) {
 		pm_inputs_make(pm, seed, in, data);
-		cr_assert_eq(engine_run(s, in, (size_t)pm->n_in, got, (size_t)pm->n_out), 0,
+		cr_assert_eq(eu_run(s, in, (size_t)pm->n_in, got, (size_t)pm->n_out), 0,
 			     "%s %s run %d: %s", pm->what, names[p], r, cep_last_error());
-		cr_assert_eq(engine_run(s32, in, (size_t)pm->n_in, want, (size_t)pm->n_out), 0,
+		cr_assert_eq(eu_run(s32, in, (size_t)pm->n_in, want, (size_t)pm->n_out), 0,
 			     "%s", cep_last_error());
 		for (i = 0; i < pm->n_out; i++) {
 			double e;

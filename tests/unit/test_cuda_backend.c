@@ -24,6 +24,7 @@
 #include "daemon/config.h"
 #include "engine/engine.h"
 #include "common/log.h"
+#include "tests/unit/engine_util.h"
 #include "tests/unit/onnxb.h"
 #include "daemon/server.h"
 
@@ -146,7 +147,7 @@ Test(cuda_backend, the_planner_names_the_node_without_a_kernel)
 	cr_assert_eq(backend_host_new(0, &be), 0);
 	be->kind = BACKEND_KIND_COUNT;
 	cr_assert_eq(engine_session_new(m, be, NULL, &s), 0, "%s", cep_last_error());
-	cr_assert_eq(engine_run(s, &in, 1, &out, 1), CEP_EUNSUPPORTED);
+	cr_assert_eq(eu_run(s, &in, 1, &out, 1), CEP_EUNSUPPORTED);
 	cr_assert(strstr(cep_last_error(), "'y'") != NULL, "%s", cep_last_error());
 	cr_assert(strstr(cep_last_error(), "Relu (opset 14) has no kernel on the "
 			   "unknown backend")
@@ -620,7 +621,7 @@ static int mixed_run(engine_session *s, int batch, const int64_t *idx, unsigned 
 	x.data = malloc(in[0].bytes);
 	fill_random(&x, seed, false);
 	in[0].data = x.data;
-	ret = engine_run(s, in, 2, &out, 1);
+	ret = eu_run(s, in, 2, &out, 1);
 	free(x.data);
 	return ret;
 }

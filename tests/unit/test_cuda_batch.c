@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "engine/engine.h"
+#include "tests/unit/engine_util.h"
 #include "tests/unit/onnxb.h"
 
 TestSuite(gpu_batch, .init = gpu_setup, .fini = gpu_teardown, .timeout = 300);
@@ -129,7 +130,7 @@ Test(gpu_batch, a_batch_gives_each_run_what_it_gives_alone)
 						      .arg = &r[k] };
 			br[k] = (struct engine_batch_run){ &in[k], 1, &out[k], 1, &f[k], &r[k].run };
 		}
-		cr_assert_eq(engine_run_submit_batch(bs, br, RUNS, 0, &bad), 0, "pass %d: %s",
+		cr_assert_eq(eu_run_submit_batch(bs, br, RUNS, 0, &bad), 0, "pass %d: %s",
 			     pass, cep_last_error());
 		for (int k = 0; k < RUNS; k++) {
 			struct engine_output o = { .name = "y", .data = y, .capacity = sizeof(y) };
@@ -138,7 +139,7 @@ Test(gpu_batch, a_batch_gives_each_run_what_it_gives_alone)
 			cr_assert_eq(engine_run_complete(bs, &r[k].run, &r[k].fault), 0, "%s",
 				     cep_last_error());
 			cr_assert_eq(out[k].dims[0], rows[k]);
-			cr_assert_eq(engine_run(one, &in[k], 1, &o, 1), 0, "%s", cep_last_error());
+			cr_assert_eq(eu_run(one, &in[k], 1, &o, 1), 0, "%s", cep_last_error());
 			for (int i = 0; i < rows[k] * D; i++)
 				cr_assert(fabsf(y[i] - r[k].y[i]) <= 1e-4f + 1e-4f * fabsf(y[i]),
 					  "pass %d run %d y[%d]: %g alone, %g in the batch", pass, k,
@@ -197,7 +198,7 @@ Test(gpu_batch, a_bad_index_fails_every_run_each_with_its_fault)
 					      .done = brun_done, .arg = &r[k] };
 		br[k] = (struct engine_batch_run){ in[k], 2, &out[k], 1, &f[k], &r[k].run };
 	}
-	cr_assert_eq(engine_run_submit_batch(bs, br, 3, 0, &bad), 0, "%s", cep_last_error());
+	cr_assert_eq(eu_run_submit_batch(bs, br, 3, 0, &bad), 0, "%s", cep_last_error());
 	for (int k = 0; k < 3; k++) {
 		brun_wait(&r[k]);
 		cr_assert(r[k].run.checked, "run %d: a Gather checks its indices on the device", k);

@@ -21,6 +21,7 @@
 
 #include "gpu/cuda/cublaslt.h"
 #include "engine/engine.h"
+#include "tests/unit/engine_util.h"
 #include "tests/unit/onnxb.h"
 
 static const cep_dtype float_types[] = {
@@ -529,9 +530,9 @@ Test(gpu_blas, a_model_through_the_engine_matches_the_host_and_replays)
 	for (run = 0; run < 6; run++) {
 		fill_random(&x, &seed, false);
 		memset(gy, 0xa5, sizeof(gy));
-		cr_assert_eq(engine_run(gs, &in, 1, &gout, 1), 0, "run %d: %s", run,
+		cr_assert_eq(eu_run(gs, &in, 1, &gout, 1), 0, "run %d: %s", run,
 			     cep_last_error());
-		cr_assert_eq(engine_run(hs, &in, 1, &hout, 1), 0, "%s", cep_last_error());
+		cr_assert_eq(eu_run(hs, &in, 1, &hout, 1), 0, "%s", cep_last_error());
 		bad += compare_tensor("engine: MatMul, Reshape, Gemm + bias", &ref, gy, 1e-4,
 				      BLAS_ATOL_RMS * rms(&ref));
 		if (run == 2)

@@ -26,6 +26,7 @@
 
 #include "gpu/cuda/cudnn.h"
 #include "engine/engine.h"
+#include "tests/unit/engine_util.h"
 #include "tests/unit/onnxb.h"
 
 static const cep_dtype float_types[] = {
@@ -768,9 +769,9 @@ Test(gpu_conv, a_resnet_block_through_the_engine_matches_the_host_and_replays)
 	for (run = 0; run < 6; run++) {
 		fill_random(&x, &seed, false);
 		memset(gy, 0xa5, sizeof(gy));
-		cr_assert_eq(engine_run(gs, &in, 1, &gout, 1), 0, "run %d: %s", run,
+		cr_assert_eq(eu_run(gs, &in, 1, &gout, 1), 0, "run %d: %s", run,
 			     cep_last_error());
-		cr_assert_eq(engine_run(hs, &in, 1, &hout, 1), 0, "%s", cep_last_error());
+		cr_assert_eq(eu_run(hs, &in, 1, &hout, 1), 0, "%s", cep_last_error());
 		bad += compare_tensor("engine: ResNet block, float32", &ref, gy, 1e-4,
 				      1e-4 * rms(&ref));
 		if (run == 2)
@@ -786,8 +787,8 @@ Test(gpu_conv, a_resnet_block_through_the_engine_matches_the_host_and_replays)
 	/* The same model with TF32 allowed, within TF32's precision. */
 	for (run = 0; run < 3; run++) {
 		fill_random(&x, &seed, false);
-		cr_assert_eq(engine_run(ts, &in, 1, &gout, 1), 0, "%s", cep_last_error());
-		cr_assert_eq(engine_run(hs, &in, 1, &hout, 1), 0, "%s", cep_last_error());
+		cr_assert_eq(eu_run(ts, &in, 1, &gout, 1), 0, "%s", cep_last_error());
+		cr_assert_eq(eu_run(hs, &in, 1, &hout, 1), 0, "%s", cep_last_error());
 		bad += compare_tensor("engine: ResNet block, tf32", &ref, gy, 1e-3,
 				      3e-3 * rms(&ref));
 	}
@@ -836,7 +837,7 @@ static int small_run(engine_model *m, struct backend *be)
 	int ret;
 
 	cr_assert_eq(engine_session_new(m, be, NULL, &s), 0, "%s", cep_last_error());
-	ret = engine_run(s, &in, 1, &out, 1);
+	ret = eu_run(s, &in, 1, &out, 1);
 	engine_session_free(s);
 	return ret;
 }

@@ -19,6 +19,7 @@
 #include <time.h>
 
 #include "engine/engine.h"
+#include "tests/unit/engine_util.h"
 #include "tests/unit/onnxb.h"
 
 TestSuite(gpu_fence, .init = gpu_setup, .fini = gpu_teardown, .timeout = 300);
@@ -304,7 +305,7 @@ Test(gpu_fence, runs_submitted_without_a_sync_complete_in_order_each_with_its_fa
 			if (i == BAD)
 				g[i].idx[2] = 16;
 			memset(g[i].y, 0xa5, sizeof(g[i].y));
-			ret = engine_run_submit(s, in, 2, &out, 1, 0, &f, &g[i].run);
+			ret = eu_run_submit(s, in, 2, &out, 1, 0, &f, &g[i].run);
 			cr_assert_eq(ret, 0, "pass %d run %d: %s", pass, i, cep_last_error());
 		}
 		for (i = 0; i < RUNS; i++) {

@@ -38,9 +38,9 @@ static unsigned fresh_seed(const char *what)
 /* Converts pm for the device's kernels in precision p and checks that
  * every node a plan launches (all but Shape and Size, which plans fold)
  * has a device kernel for its types. */
-static struct precision_stats converted_for_cuda(const struct pm_model *pm, cep_precision p)
+static struct engine_precision_stats converted_for_cuda(const struct pm_model *pm, cep_precision p)
 {
-	struct precision_stats st;
+	struct engine_precision_stats st;
 	struct op_tensor in[8], out[8];
 	struct model *m;
 	int k, i;
@@ -82,8 +82,8 @@ Test(cuda_precision, the_models_convert_for_the_device_with_every_node_in_half)
 	cep_precision p;
 
 	for (p = CEP_PRECISION_FP16; p <= CEP_PRECISION_BF16; p++) {
-		struct precision_stats a = converted_for_cuda(&mlp, p);
-		struct precision_stats b = converted_for_cuda(&tf, p);
+		struct engine_precision_stats a = converted_for_cuda(&mlp, p);
+		struct engine_precision_stats b = converted_for_cuda(&tf, p);
 
 		cr_assert_eq(converted_for_cuda(&acc, p).float_nodes, 0);
 		cr_assert_eq(a.float_nodes, 0, "%s: node %d stays float32 on cuda",

@@ -33,6 +33,7 @@
 #include "tests/unit/cuda_util.h"
 
 #include "engine/engine.h"
+#include "tests/unit/engine_util.h"
 #include "tests/unit/onnxb.h"
 #include "kernels/xfmr.h"
 
@@ -551,9 +552,9 @@ Test(gpu_xfmr, an_encoder_layer_through_the_engine_matches_the_host_and_replays)
 		for (j = 0; j < L_B * L_S; j++)
 			ev[j] = j >= L_S && j % L_S >= L_S - 4 - run ? -10000.0f : 0.0f;
 		memset(gy, 0xa5, sizeof(gy));
-		cr_assert_eq(engine_run(gs, in, 2, &gout, 1), 0, "run %d: %s", run,
+		cr_assert_eq(eu_run(gs, in, 2, &gout, 1), 0, "run %d: %s", run,
 			     cep_last_error());
-		cr_assert_eq(engine_run(hs, in, 2, &hout, 1), 0, "%s", cep_last_error());
+		cr_assert_eq(eu_run(hs, in, 2, &hout, 1), 0, "%s", cep_last_error());
 		bad += compare_tensor("engine: encoder layer, float32", &ref, gy, 1e-4,
 				      1e-4 * rms(&ref));
 		if (run == 2)

@@ -2,8 +2,8 @@
  * test_engine.c — the engine end to end on the host backend: an MLP with a
  * symbolic batch dimension (MatMul, Add, Relu, MatMul, Add, Softmax) built
  * with onnxb, planned for two batch sizes and checked against a naive
- * reference written here; input and output checking with messages that
- * name the tensor and dimension; the warm path allocating nothing
+ * reference written here; input and output checking (engine_run_check())
+ * with messages that name the tensor and dimension, safe on any data; the warm path allocating nothing
  * (backend and engine counters); the LRU of plans; graph capture and
  * replay on the host backend.
  */
@@ -16,6 +16,7 @@
 #include "gpu/backend.h"
 #include "client/cudaep.h"
 #include "engine/engine.h"
+#include "tests/unit/engine_util.h"
 #include "tests/unit/onnxb.h"
 
 #define IN 4
@@ -137,7 +138,7 @@ static float mlp_check(engine_session *s, int batch, unsigned seed)
 
 	for (i = 0; i < batch * IN; i++)
 		x[i] = 3.0f * frand(&seed);
-	cr_assert_eq(engine_run(s, &in, 1, &out, 1), 0, "%s", cep_last_error());
+	cr_assert_eq(eu_run(s, &in, 1, &out, 1), 0, "%s", cep_last_error());
 	cr_assert_eq(out.dtype, CEP_DTYPE_FLOAT32);
 	cr_assert_eq(out.rank, 2);
 	cr_assert_eq(out.dims[0], batch);
@@ -210,11 +211,11 @@ Test(engine, warm_path_allocates_nothing)
 	int i, failures = 0;
 
 	fixture_open(&f, 0, 0);
-	cr_assert_eq(engine_run(f.s, &in, 1, &out, 1), 0, "%s", cep_last_error());
+	cr_assert_eq(eu_run(f.s, &in, 1, &out, 1), 0, "%s", cep_last_error());
 	backend_counters_get(f.be, &before);
 	engine_session_stats(f.s, &s0);
 	for (i = 0; i < 50; i++)
-		failures += engine_run(f.s, &in, 1, &out, 1) != 0;
+		failures += eu_run(f.s, &in, 1, &out, 1) != 0;
 	backend_counters_get(f.be, &after);
 	engine_session_stats(f.s, &s1);
 	cr_assert_eq(failures, 0);
@@ -289,10 +290,11 @@ Test(engine, a_profiled_run_times_every_launch_and_computes_the_same)
 	for (i = 0; i < 5 * IN; i++)
 		x[i] = 3.0f * frand(&seed);
 	mlp_reference(x, 5, ref);
-	cr_assert_eq(engine_run(f.s, &in, 1, &out, 1), 0);
-	cr_assert_eq(engine_run(f.s, &in, 1, &out, 1), 0); /* captured */
+	cr_assert_eq(eu_run(f.s, &in, 1, &out, 1), 0);
+	cr_assert_eq(eu_run(f.s, &in, 1, &out, 1), 0); /* captured */
 	backend_counters_get(f.be, &before);
 	memset(y, 0, sizeof(y));
+	cr_assert_eq(engine_run_check(f.s, &in, 1, &out, 1), 0, "%s", cep_last_error());
 	cr_assert_eq(engine_session_profile(f.s, &in, 1, &out, 1, &t, &n), 0, "%s",
 		     cep_last_error());
 	backend_counters_get(f.be, &after);
@@ -341,7 +343,8 @@ Test(engine, lru_evicts_least_recently_used_plan)
 	cr_assert_eq(c.allocs, 4);
 }
 
-/* Runs with one input x of the given type and shape; returns the error. */
+/* Checks, then runs, one input x of the given type and shape and output
+ * y of out_capacity bytes; returns the first error. */
 static int run_x(engine_session *s, cep_dtype dt, int rank, const int64_t *dims,
 		 size_t bytes, size_t out_capacity)
 {
@@ -349,7 +352,19 @@ static int run_x(engine_session *s, cep_dtype dt, int rank, const int64_t *dims,
 	struct engine_input in = { "x", dt, rank, dims, x, bytes };
 	struct engine_output out = { .name = "y", .data = y, .capacity = out_capacity };
 
-	return engine_run(s, &in, 1, &out, 1);
+	return eu_run(s, &in, 1, &out, 1);
+}
+
+/* What engine_run_check() says of one input x of the given type, shape
+ * and bytes, with output y. */
+static int check_x(engine_session *s, cep_dtype dt, int rank, const int64_t *dims,
+		   size_t bytes)
+{
+	static float x[64], y[64];
+	struct engine_input in = { "x", dt, rank, dims, x, bytes };
+	struct engine_output out = { .name = "y", .data = y, .capacity = sizeof(y) };
+
+	return engine_run_check(s, &in, 1, &out, 1);
 }
 
 Test(engine, bad_inputs_are_named)
@@ -364,28 +379,85 @@ Test(engine, bad_inputs_are_named)
 	float y[16];
 	struct engine_output out = { .name = "y", .data = y, .capacity = sizeof(y) };
 	struct engine_output nope = { .name = "nope", .data = y, .capacity = sizeof(y) };
+	struct engine_output twice[2] = {
+		{ .name = "y", .data = y, .capacity = sizeof(y) },
+		{ .name = "y", .data = y, .capacity = sizeof(y) },
+	};
 
 	fixture_open(&f, 0, 0);
-	cr_assert_eq(run_x(f.s, CEP_DTYPE_INT64, 2, ok, 64, 64), CEP_EDTYPE);
+	cr_assert_eq(check_x(f.s, CEP_DTYPE_INT64, 2, ok, 64), CEP_EDTYPE);
 	cr_assert_str_eq(cep_last_error(), "input 'x' is int64, the model wants float32");
-	cr_assert_eq(run_x(f.s, CEP_DTYPE_FLOAT32, 2, wrong, 24, 64), CEP_ESHAPE);
+	cr_assert_eq(check_x(f.s, CEP_DTYPE_FLOAT32, 2, wrong, 24), CEP_ESHAPE);
 	cr_assert_str_eq(cep_last_error(), "input 'x': dimension 1 is 3, the model wants 4");
-	cr_assert_eq(run_x(f.s, CEP_DTYPE_FLOAT32, 1, ok, 8, 64), CEP_ESHAPE);
+	cr_assert_eq(check_x(f.s, CEP_DTYPE_FLOAT32, 1, ok, 8), CEP_ESHAPE);
 	cr_assert_str_eq(cep_last_error(), "input 'x': rank is 1, the model wants 2");
-	cr_assert_eq(run_x(f.s, CEP_DTYPE_FLOAT32, 2, ok, 30, 64), CEP_ESHAPE);
+	cr_assert_eq(check_x(f.s, CEP_DTYPE_FLOAT32, 2, ok, 30), CEP_ESHAPE);
 	cr_assert_str_eq(cep_last_error(), "input 'x' has 30 bytes, its shape needs 32");
+	/* Room for an output is the plan's to know: the run says it. */
+	cr_assert_eq(check_x(f.s, CEP_DTYPE_FLOAT32, 2, ok, 32), 0, "%s", cep_last_error());
 	cr_assert_eq(run_x(f.s, CEP_DTYPE_FLOAT32, 2, ok, 32, 8), CEP_ENOSPC);
 	cr_assert_str_eq(cep_last_error(), "output 'y' needs 24 bytes, 8 are given");
-	cr_assert_eq(engine_run(f.s, NULL, 0, &out, 1), CEP_EINVAL);
+	cr_assert_eq(engine_run_check(f.s, NULL, 0, &out, 1), CEP_EINVAL);
 	cr_assert_str_eq(cep_last_error(), "input 'x' is missing");
-	cr_assert_eq(engine_run(f.s, two, 2, &out, 1), CEP_EINVAL);
+	cr_assert_eq(engine_run_check(f.s, two, 2, &out, 1), CEP_EINVAL);
 	cr_assert_str_eq(cep_last_error(), "input 'x' is given twice");
-	cr_assert_eq(engine_run(f.s, &bogus, 1, &out, 1), CEP_EINVAL);
+	cr_assert_eq(engine_run_check(f.s, &bogus, 1, &out, 1), CEP_EINVAL);
 	cr_assert_str_eq(cep_last_error(), "'z' is not an input of the model");
-	cr_assert_eq(engine_run(f.s, two, 1, &nope, 1), CEP_EINVAL);
+	cr_assert_eq(engine_run_check(f.s, two, 1, &nope, 1), CEP_EINVAL);
 	cr_assert_str_eq(cep_last_error(), "'nope' is not an output of the model");
+	cr_assert_eq(engine_run_check(f.s, two, 1, twice, 2), CEP_EINVAL);
+	cr_assert_str_eq(cep_last_error(), "output 'y' is asked for twice");
 	/* A valid run still works after all of that. */
 	cr_assert_eq(run_x(f.s, CEP_DTYPE_FLOAT32, 2, ok, 32, 64), 0, "%s", cep_last_error());
+	fixture_close(&f);
+}
+
+/* The check is where caller data meets the engine: nothing a caller can
+ * put in the structs makes it read out of bounds or fail to refuse. */
+Test(engine, the_check_is_safe_on_any_data)
+{
+	static const int64_t huge[2] = { INT64_MAX, IN }, neg[2] = { -1, IN };
+	static const int64_t many[CEP_MAX_RANK + 1] = { 1 };
+	struct fixture f;
+	float y[16];
+	struct engine_output out = { .name = "y", .data = y, .capacity = sizeof(y) };
+	struct engine_output unnamed = { .name = NULL, .data = y, .capacity = sizeof(y) };
+	struct engine_input in = { NULL, CEP_DTYPE_FLOAT32, 2, huge, w1, 8 };
+
+	fixture_open(&f, 0, 0);
+	cr_assert_eq(engine_run_check(f.s, &in, 1, &out, 1), CEP_EINVAL);
+	cr_assert_str_eq(cep_last_error(), "'(null)' is not an input of the model");
+	in.name = "x";
+	in.dims = NULL;
+	cr_assert_eq(engine_run_check(f.s, &in, 1, &out, 1), CEP_EINVAL);
+	cr_assert_str_eq(cep_last_error(), "input 'x' has no dims");
+	in.dims = neg;
+	cr_assert_eq(engine_run_check(f.s, &in, 1, &out, 1), CEP_ESHAPE);
+	cr_assert_str_eq(cep_last_error(), "input 'x': dimension 0 is -1");
+	in.rank = -1;
+	cr_assert_eq(engine_run_check(f.s, &in, 1, &out, 1), CEP_ESHAPE);
+	cr_assert(strstr(cep_last_error(), "rank -1 is out of range") != NULL, "%s",
+		  cep_last_error());
+	in.rank = CEP_MAX_RANK + 1;
+	in.dims = many;
+	cr_assert_eq(engine_run_check(f.s, &in, 1, &out, 1), CEP_ESHAPE);
+	cr_assert(strstr(cep_last_error(), "is out of range") != NULL, "%s", cep_last_error());
+	in.rank = 2;
+	in.dims = huge;
+	cr_assert_eq(engine_run_check(f.s, &in, 1, &out, 1), CEP_ELIMIT);
+	cr_assert_str_eq(cep_last_error(), "input 'x' has more than 2^40 elements");
+	in.dims = (const int64_t[2]){ 2, IN };
+	in.bytes = sizeof(float) * 2 * IN;
+	in.data = NULL;
+	cr_assert_eq(engine_run_check(f.s, &in, 1, &out, 1), CEP_EINVAL);
+	cr_assert_str_eq(cep_last_error(), "input 'x' has no data");
+	in.data = w1;
+	cr_assert_eq(engine_run_check(f.s, &in, 1, &unnamed, 1), CEP_EINVAL);
+	cr_assert_str_eq(cep_last_error(), "'(null)' is not an output of the model");
+	cr_assert_eq(engine_run_check(f.s, NULL, 1, &out, 1), CEP_EINVAL);
+	cr_assert_eq(engine_run_check(f.s, &in, 1, NULL, 1), CEP_EINVAL);
+	cr_assert_eq(engine_run_check(f.s, &in, 1, &out, 1), 0, "%s", cep_last_error());
+	cr_assert_eq(engine_run(f.s, &in, 1, &out, 1), 0, "%s", cep_last_error());
 	fixture_close(&f);
 }
 
@@ -416,12 +488,12 @@ Test(engine, symbols_must_agree_across_inputs)
 	cr_assert_eq(backend_host_new(0, &be), 0);
 	cr_assert_eq(engine_session_new(m, be, NULL, &s), 0);
 	in[1].data = c9;
-	cr_assert_eq(engine_run(s, in, 2, &out, 1), CEP_ESHAPE);
+	cr_assert_eq(engine_run_check(s, in, 2, &out, 1), CEP_ESHAPE);
 	cr_assert_str_eq(cep_last_error(), "input 'c': dimension 0 is 3, but 'n' is 2 from input 'a'");
 	dc[0] = 2;
 	in[1].bytes = sizeof(c);
 	in[1].data = c;
-	cr_assert_eq(engine_run(s, in, 2, &out, 1), 0, "%s", cep_last_error());
+	cr_assert_eq(eu_run(s, in, 2, &out, 1), 0, "%s", cep_last_error());
 	cr_assert_eq(y[5], 6.0f);
 	engine_session_free(s);
 	engine_model_unref(m);
@@ -454,7 +526,7 @@ Test(engine, an_empty_folded_constant_output_has_a_device_home)
 	free(buf);
 	cr_assert_eq(backend_host_new(BACKEND_HOST_UPLOAD_WEIGHTS, &be), 0);
 	cr_assert_eq(engine_session_new(m, be, NULL, &s), 0, "%s", cep_last_error());
-	cr_assert_eq(engine_run(s, &in, 1, &out, 1), 0, "%s", cep_last_error());
+	cr_assert_eq(eu_run(s, &in, 1, &out, 1), 0, "%s", cep_last_error());
 	cr_assert_eq(out.rank, 1);
 	cr_assert_eq(out.dims[0], 0);
 	cr_assert_eq(out.bytes, 0);
@@ -526,7 +598,7 @@ Test(engine, memory_limit_evicts_then_refuses)
 		struct engine_input in = { "x", CEP_DTYPE_FLOAT32, 2, dims, x, sizeof(x) };
 		struct engine_output out = { .name = "y", .data = y, .capacity = sizeof(y) };
 
-		cr_assert_eq(engine_run(s, &in, 1, &out, 1), CEP_ELIMIT);
+		cr_assert_eq(eu_run(s, &in, 1, &out, 1), CEP_ELIMIT);
 		cr_assert(strstr(cep_last_error(), "session 1 memory limit"), "%s", cep_last_error());
 	}
 	engine_session_free(s);
@@ -574,16 +646,16 @@ Test(engine, outputs_that_are_inputs_or_constants)
 	free(buf);
 	cr_assert_eq(backend_host_new(BACKEND_HOST_GRAPHS, &be), 0);
 	cr_assert_eq(engine_session_new(m, be, NULL, &s), 0);
-	cr_assert_eq(engine_run(s, &in, 1, out, 3), 0, "%s", cep_last_error());
+	cr_assert_eq(eu_run(s, &in, 1, out, 3), 0, "%s", cep_last_error());
 	cr_assert_eq(y[1], 2.0f);
 	cr_assert_eq(c[2], 9.0f);
 	cr_assert_eq(out[1].dims[0], 3);
 	cr_assert_eq(r[0], 1.0f);
 	/* Asking for a subset, in another order, is fine. */
 	x[1] = 5;
-	cr_assert_eq(engine_run(s, &in, 1, &out[2], 1), 0, "%s", cep_last_error());
+	cr_assert_eq(eu_run(s, &in, 1, &out[2], 1), 0, "%s", cep_last_error());
 	cr_assert_eq(r[1], 5.0f);
-	cr_assert_eq(engine_run(s, &in, 1, out, 1), 0, "%s", cep_last_error());
+	cr_assert_eq(eu_run(s, &in, 1, out, 1), 0, "%s", cep_last_error());
 	cr_assert_eq(y[1], 5.0f);
 	engine_session_free(s);
 	engine_model_unref(m);

@@ -17,6 +17,7 @@
 #include "gpu/backend.h"
 #include "client/cudaep.h"
 #include "engine/engine.h"
+#include "tests/unit/engine_util.h"
 #include "tests/unit/malloc_count.h"
 #include "tests/unit/onnxb.h"
 
@@ -125,7 +126,7 @@ static int fx_submit(struct fx *f, int n, int k, unsigned flags, uint64_t seq, s
 	};
 
 	*out = (struct engine_output){ .name = "y", .data = f->y, .capacity = sizeof(f->y) };
-	return engine_run_submit(f->s, in, 2, out, 1, flags, &fence, &d->run);
+	return eu_run_submit(f->s, in, 2, out, 1, flags, &fence, &d->run);
 }
 
 static void expect_gathered(const struct fx *f, int k)
@@ -359,7 +360,7 @@ Test(engine_async, runs_on_a_queued_stream_complete_later_in_order)
 		if (i == 7)
 			idx[i][3] = -N - 1;  /* out of range, negative */
 		memset(ys[i], 0xa5, sizeof(ys[i]));
-		cr_assert_eq(engine_run_submit(s, in, 2, &out, 1, 0, &fence, &ord.run[i]), 0,
+		cr_assert_eq(eu_run_submit(s, in, 2, &out, 1, 0, &fence, &ord.run[i]), 0,
 			     "run %d: %s", i, cep_last_error());
 		cr_assert_eq(out.dims[0], K, "the shape is known at submit");
 	}

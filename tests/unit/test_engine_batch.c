@@ -6,9 +6,12 @@
  * queued streams too; a warm batch allocates nothing and a cold one is
  * left to the caller under ENGINE_SUBMIT_WARM; a failure of the batch
  * fails every run with the same error; and runs that do not fit together
- * (another model, another non-batch dimension, rows that disagree within
- * a run, too little output room, too many runs) are refused before
- * anything is queued, with a message that names what differs.
+ * (another model, another non-batch dimension, too little output room,
+ * too many runs) are refused before anything is queued, with a message
+ * that names what differs, while a run that does not fit the model (rows
+ * that disagree within it, a name missing, repeated or unknown, a dtype
+ * or a fixed dimension not the model's) is refused by engine_run_check()
+ * before it comes near a batch.
  */
 #include <sched.h>
 #include <stdatomic.h>
@@ -20,6 +23,7 @@
 #include "gpu/backend.h"
 #include "client/cudaep.h"
 #include "engine/engine.h"
+#include "tests/unit/engine_util.h"
 #include "tests/unit/malloc_count.h"
 #include "tests/unit/onnxb.h"
 
@@ -55,6 +59,17 @@ static engine_model *relu_model(void)
 
 	onnxb_input(b, "x", CEP_DTYPE_FLOAT32, "n,m");
 	onnxb_output(b, "y", CEP_DTYPE_FLOAT32, "n,m");
+	onnxb_node(b, "Relu", "x", "y");
+	return onnxb_load(b);
+}
+
+/* y = Relu(x), x [n, n]: the batch is dimension 1's size too. */
+static engine_model *square_model(void)
+{
+	struct onnxb *b = onnxb_new(13);
+
+	onnxb_input(b, "x", CEP_DTYPE_FLOAT32, "n,n");
+	onnxb_output(b, "y", CEP_DTYPE_FLOAT32, "n,n");
 	onnxb_node(b, "Relu", "x", "y");
 	return onnxb_load(b);
 }
@@ -219,7 +234,7 @@ static void mrun_expect_single(struct fx *f, int k)
 	};
 	size_t b1 = sizeof(float) * (size_t)r->rows * 3, b2 = sizeof(float) * (size_t)r->rows * 4;
 
-	cr_assert_eq(engine_run(f->single, r->in, 2, out, 2), 0, "%s", cep_last_error());
+	cr_assert_eq(eu_run(f->single, r->in, 2, out, 2), 0, "%s", cep_last_error());
 	cr_assert_eq(r->out[1].bytes, b1, "run %d: y1 has %zu bytes", k, r->out[1].bytes);
 	cr_assert_eq(r->out[0].bytes, b2);
 	cr_assert_eq(r->out[1].rank, 2);
@@ -236,6 +251,17 @@ static void mrun_expect_single(struct fx *f, int k)
 		cr_assert_eq(((unsigned char *)r->y2)[b2], 0xa5, "run %d: y2 past its rows", k);
 }
 
+/* engine_run_submit_batch() of the n runs in br, each of which must pass
+ * engine_run_check() first, as the engine's callers check them. */
+static int batch_submit(engine_session *s, const struct engine_batch_run *br, int n,
+			unsigned flags)
+{
+	for (int k = 0; k < n; k++)
+		cr_assert_eq(engine_run_check(s, br[k].inputs, br[k].n_inputs, br[k].outputs,
+					      br[k].n_outputs), 0, "run %d: %s", k, cep_last_error());
+	return engine_run_submit_batch(s, br, (size_t)n, flags, &bad);
+}
+
 static void run_batch(struct fx *f, const int *rows, int n, uint64_t seq0, unsigned flags,
 		      unsigned *seed)
 {
@@ -243,8 +269,7 @@ static void run_batch(struct fx *f, const int *rows, int n, uint64_t seq0, unsig
 
 	for (k = 0; k < n; k++)
 		mrun_fill(f, k, rows[k], seq0 + (uint64_t)k, seed);
-	cr_assert_eq(engine_run_submit_batch(f->batch, f->br, (size_t)n, flags, &bad), 0, "%s",
-		     cep_last_error());
+	cr_assert_eq(batch_submit(f->batch, f->br, n, flags), 0, "%s", cep_last_error());
 }
 
 static void complete_all(struct fx *f, int n, uint64_t seq0)
@@ -304,8 +329,7 @@ Test(engine_batch, a_warm_batch_allocates_nothing_and_a_cold_one_is_left_to_the_
 	fx_open(f, BACKEND_HOST_GRAPHS, mlp_model());
 	for (int k = 0; k < 3; k++)
 		mrun_fill(f, k, rows[k], 1 + (uint64_t)k, &seed);
-	cr_assert_eq(engine_run_submit_batch(f->batch, f->br, 3, ENGINE_SUBMIT_WARM, &bad),
-		     ENGINE_RUN_COLD);
+	cr_assert_eq(batch_submit(f->batch, f->br, 3, ENGINE_SUBMIT_WARM), ENGINE_RUN_COLD);
 	engine_session_stats(f->batch, &st);
 	cr_assert_eq(st.plans_built, 0, "a warm submit plans nothing");
 	cr_assert_eq(atomic_load(&f->r[0].done.calls), 0);
@@ -314,12 +338,14 @@ Test(engine_batch, a_warm_batch_allocates_nothing_and_a_cold_one_is_left_to_the_
 	complete_all(f, 3, 1);
 	for (int k = 0; k < 3; k++)
 		mrun_fill(f, k, rows[k], 10 + (uint64_t)k, &seed);
-	cr_assert_eq(engine_run_submit_batch(f->batch, f->br, 3, ENGINE_SUBMIT_WARM, &bad),
-		     ENGINE_RUN_COLD, "a capture is no warm submit either");
+	cr_assert_eq(batch_submit(f->batch, f->br, 3, ENGINE_SUBMIT_WARM), ENGINE_RUN_COLD,
+		     "a capture is no warm submit either");
 	run_batch(f, rows, 3, 10, 0, &seed);
 	complete_all(f, 3, 10);
 	for (int k = 0; k < 3; k++)
 		mrun_fill(f, k, rows[k], 20 + (uint64_t)k, &seed);
+	for (int k = 0; k < 3; k++)
+		cr_assert_eq(engine_run_check(f->batch, f->r[k].in, 2, f->r[k].out, 2), 0);
 	before = allocs;
 	cr_assert_eq(engine_run_submit_batch(f->batch, f->br, 3, ENGINE_SUBMIT_WARM, &bad), 0, "%s",
 		     cep_last_error());
@@ -334,8 +360,8 @@ Test(engine_batch, a_warm_batch_allocates_nothing_and_a_cold_one_is_left_to_the_
 
 		for (int k = 0; k < 2; k++)
 			mrun_fill(f, k, other[k], 30 + (uint64_t)k, &seed);
-		cr_assert_eq(engine_run_submit_batch(f->batch, f->br, 2, ENGINE_SUBMIT_WARM, &bad), 0,
-			     "%s", cep_last_error());
+		cr_assert_eq(batch_submit(f->batch, f->br, 2, ENGINE_SUBMIT_WARM), 0, "%s",
+			     cep_last_error());
 		complete_all(f, 2, 30);
 	}
 	engine_session_stats(f->batch, &st);
@@ -370,7 +396,7 @@ static void failing_batch(unsigned flags)
 						  .arg = &done[k] };
 		br[k] = (struct engine_batch_run){ in[k], 2, &out[k], 1, &fence[k], &run[k] };
 	}
-	cr_assert_eq(engine_run_submit_batch(f->batch, br, 2, 0, &bad), 0, "%s", cep_last_error());
+	cr_assert_eq(batch_submit(f->batch, br, 2, 0), 0, "%s", cep_last_error());
 	for (int k = 0; k < 2; k++) {
 		while (atomic_load(&done[k].calls) == 0)
 			sched_yield();
@@ -395,12 +421,13 @@ Test(engine_batch, a_failing_batch_fails_every_run_with_its_error)
 	failing_batch(BACKEND_HOST_ASYNC);
 }
 
-/* Submits what f->br holds and expects err with the message naming what,
- * blaming run want_bad (n: the batch as a whole). */
+/* Submits what f->br holds (each run passing engine_run_check()) and
+ * expects err with the message naming what, blaming run want_bad (n: the
+ * batch as a whole). */
 static void expect_refused(struct fx *f, int n, int err, const char *what, size_t want_bad)
 {
-	cr_assert_eq(engine_run_submit_batch(f->batch, f->br, (size_t)n, 0, &bad), err,
-		     "want %s: %s", cep_err_name(err), cep_last_error());
+	cr_assert_eq(batch_submit(f->batch, f->br, n, 0), err, "want %s: %s", cep_err_name(err),
+		     cep_last_error());
 	cr_assert(strstr(cep_last_error(), what) != NULL, "'%s' lacks '%s'", cep_last_error(),
 		  what);
 	cr_assert_eq(bad, want_bad, "run %zu is blamed, not %zu", bad, want_bad);
@@ -410,13 +437,24 @@ static void expect_refused(struct fx *f, int n, int err, const char *what, size_
 	}
 }
 
+/* Expects run k of f->br to be refused by engine_run_check() with err
+ * and a message naming what. */
+static void expect_unfit(struct fx *f, int k, int err, const char *what)
+{
+	const struct engine_batch_run *r = &f->br[k];
+
+	cr_assert_eq(engine_run_check(f->batch, r->inputs, r->n_inputs, r->outputs, r->n_outputs),
+		     err, "want %s: %s", cep_err_name(err), cep_last_error());
+	cr_assert_str_eq(cep_last_error(), what);
+}
+
 Test(engine_batch, runs_that_do_not_fit_together_are_refused)
 {
 	struct fx *f = calloc(1, sizeof(*f));
 	static const int rows[2] = { 2, 3 };
 	unsigned seed = 1;
 	float big[MAX_ROWS * 5];
-	int64_t d5[2] = { 2, 5 }, d4[2] = { 2, 4 };
+	int64_t d5[2] = { 2, 5 }, d4[2] = { 2, 4 }, d22[2] = { 2, 2 };
 	struct engine_input rin[2];
 	struct engine_output rout[2];
 
@@ -429,38 +467,42 @@ Test(engine_batch, runs_that_do_not_fit_together_are_refused)
 	cr_assert_eq(engine_run_submit_batch(f->batch, f->br, 0, 0, &bad), CEP_EINVAL);
 	/* A session opened without max_batch takes no batches. */
 	cr_assert_eq(engine_run_submit_batch(f->single, f->br, 1, 0, &bad), CEP_EINVAL);
-	/* The rows of one run's inputs disagree. */
+	/* A run that does not fit the model is refused by engine_run_check(),
+	 * before any batch. The rows of one run's inputs disagree: */
 	f->r[1].zd[0] = 2;
 	f->r[1].in[0].bytes = sizeof(float) * 2 * 3;
-	expect_refused(f, 2, CEP_ESHAPE, "input 'z' has 2 rows, input 'x' 3", 1);
+	expect_unfit(f, 1, CEP_ESHAPE, "input 'z': dimension 0 is 2, but 'n' is 3 from input 'x'");
 	/* An input missing, or given twice. */
 	mrun_fill(f, 1, 3, 2, &seed);
 	f->br[1].n_inputs = 1;
-	expect_refused(f, 2, CEP_EINVAL, "gives 1 inputs", 1);
+	expect_unfit(f, 1, CEP_EINVAL, "input 'x' is missing");
 	f->r[1].in[0].name = "x";
 	f->br[1].n_inputs = 2;
-	expect_refused(f, 2, CEP_EINVAL, "input 'x' is given twice", 1);
-	/* Without the run at fault, the others go. */
-	cr_assert_eq(engine_run_submit_batch(f->batch, f->br, 1, 0, &bad), 0, "%s",
-		     cep_last_error());
-	complete_all(f, 1, 1);
-	mrun_fill(f, 0, 2, 1, &seed);
-	/* An output too small for the run's rows. */
+	expect_unfit(f, 1, CEP_EINVAL, "input 'x' is given twice");
+	/* An output asked for twice, or not the model's. */
 	mrun_fill(f, 1, 3, 2, &seed);
-	f->r[1].out[1].capacity = sizeof(float) * 2 * 3;
-	expect_refused(f, 2, CEP_ENOSPC, "run 1 of the batch: output 'y1' needs 36 bytes", 1);
+	f->r[1].out[1].name = "y2";
+	expect_unfit(f, 1, CEP_EINVAL, "output 'y2' is asked for twice");
+	f->r[1].out[1].name = "y3";
+	expect_unfit(f, 1, CEP_EINVAL, "'y3' is not an output of the model");
 	/* A dtype the model does not take. */
 	mrun_fill(f, 1, 3, 2, &seed);
 	f->r[1].in[1].dtype = CEP_DTYPE_INT32;
-	expect_refused(f, 2, CEP_EDTYPE, "input 'x' is int32", 1);
+	expect_unfit(f, 1, CEP_EDTYPE, "input 'x' is int32, the model wants float32");
 	/* A fixed dimension the model does not have. */
-	mrun_fill(f, 0, 2, 1, &seed);
 	mrun_fill(f, 1, 3, 2, &seed);
-	f->r[0].zd[1] = 2;
 	f->r[1].zd[1] = 2;
-	f->r[0].in[0].bytes = sizeof(float) * 2 * 2;
 	f->r[1].in[0].bytes = sizeof(float) * 3 * 2;
-	expect_refused(f, 2, CEP_ESHAPE, "input 'z': dimension 1 is 2, the model wants 3", 2);
+	expect_unfit(f, 1, CEP_ESHAPE, "input 'z': dimension 1 is 2, the model wants 3");
+	/* Without the run at fault, the others go. */
+	mrun_fill(f, 0, 2, 1, &seed);
+	cr_assert_eq(batch_submit(f->batch, f->br, 1, 0), 0, "%s", cep_last_error());
+	complete_all(f, 1, 1);
+	mrun_fill(f, 0, 2, 1, &seed);
+	/* An output too small for the run's rows: the batch's plan knows. */
+	mrun_fill(f, 1, 3, 2, &seed);
+	f->r[1].out[1].capacity = sizeof(float) * 2 * 3;
+	expect_refused(f, 2, CEP_ENOSPC, "run 1 of the batch: output 'y1' needs 36 bytes", 1);
 	fx_close(f);
 
 	/* Runs that differ in a dimension other than 0. */
@@ -480,9 +522,25 @@ Test(engine_batch, runs_that_do_not_fit_together_are_refused)
 	expect_refused(f, 2, CEP_ESHAPE, "input 'x' has dimension 1 5, run 0's has 4", 1);
 	/* The same dimension is fine. */
 	rin[1] = rin[0];
-	cr_assert_eq(engine_run_submit_batch(f->batch, f->br, 2, 0, &bad), 0, "%s", cep_last_error());
+	cr_assert_eq(batch_submit(f->batch, f->br, 2, 0), 0, "%s", cep_last_error());
 	for (int k = 0; k < 2; k++)
 		cr_assert_eq(engine_run_complete(f->batch, &f->r[k].run, NULL), 0);
+	fx_close(f);
+
+	/* Runs that each fit the model but whose stacked rows do not: the
+	 * batch's symbol is another dimension's size too. */
+	fx_open(f, 0, square_model());
+	for (int k = 0; k < 2; k++) {
+		rin[k] = (struct engine_input){ "x", CEP_DTYPE_FLOAT32, 2, d22, big,
+						sizeof(float) * 2 * 2 };
+		rout[k] = (struct engine_output){ .name = "y", .data = big, .capacity = sizeof(big) };
+		f->r[k].fence = (struct engine_fence){ .seq = &f->page[k], .value = 1,
+						       .done = on_done, .arg = &f->r[k].done };
+		f->br[k] = (struct engine_batch_run){ &rin[k], 1, &rout[k], 1, &f->r[k].fence,
+						      &f->r[k].run };
+	}
+	expect_refused(f, 2, CEP_ESHAPE, "input 'x': dimension 1 is 2, but 'n' is 4 from input 'x'",
+		       2);
 	fx_close(f);
 
 	/* A model without a batch in dimension 0 takes no batches. */

@@ -24,6 +24,7 @@
 #include "kernels/cpu/cpu.h"
 #include "client/cudaep.h"
 #include "engine/engine.h"
+#include "tests/unit/engine_util.h"
 #include "tests/unit/onnxb.h"
 
 #define CH 6           /* channels of X and of every Conv's output */
@@ -191,7 +192,7 @@ static float *spec_run(engine_model *m, const struct spec *sp, int64_t batch, co
 
 	cr_assert_eq(backend_host_new(0, &be), 0, "%s", cep_last_error());
 	cr_assert_eq(engine_session_new(m, be, NULL, &s), 0, "%s", cep_last_error());
-	cr_assert_eq(engine_run(s, in, sp->bn_scale_input ? 2 : 1, &out, 1), 0, "%s",
+	cr_assert_eq(eu_run(s, in, sp->bn_scale_input ? 2 : 1, &out, 1), 0, "%s",
 		     cep_last_error());
 	cr_assert_eq(out.bytes, (size_t)n * es);
 	for (i = 0; i < n; i++)
@@ -377,7 +378,7 @@ Test(fuse, a_conv_its_opset_refuses_stays_a_conv)
 	cr_assert_eq(engine_model_node_count(m), 2);
 	cr_assert_eq(backend_host_new(0, &be), 0);
 	cr_assert_eq(engine_session_new(m, be, NULL, &s), 0, "%s", cep_last_error());
-	cr_assert_eq(engine_run(s, &in, 1, &out, 1), CEP_EUNSUPPORTED);
+	cr_assert_eq(eu_run(s, &in, 1, &out, 1), CEP_EUNSUPPORTED);
 	cr_assert_not_null(strstr(cep_last_error(), "(op Conv, domain ai.onnx, opset 13)"), "%s",
 			   cep_last_error());
 	cr_assert_not_null(strstr(cep_last_error(), "bfloat16"), "%s", cep_last_error());

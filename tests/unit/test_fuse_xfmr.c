@@ -25,6 +25,7 @@
 #include "client/cudaep.h"
 #include "engine/engine.h"
 #include "engine/model.h"
+#include "tests/unit/engine_util.h"
 #include "tests/unit/onnxb.h"
 
 /* ------------------------------------------------------------- helpers */
@@ -115,11 +116,11 @@ static void *run_y(const uint8_t *buf, size_t len, const char *const *names,
 	cr_assert_eq(engine_model_load(buf, len, -1, &m), 0, "%s", cep_last_error());
 	cr_assert_eq(backend_host_new(0, &be), 0);
 	cr_assert_eq(engine_session_new(m, be, NULL, &s), 0, "%s", cep_last_error());
-	ret = engine_run(s, ins, (size_t)n, &out, 1);
+	ret = eu_run(s, ins, (size_t)n, &out, 1);
 	cr_assert_eq(ret, CEP_ENOSPC, "%s", cep_last_error());
 	out.capacity = out.bytes;
 	out.data = malloc(out.bytes ? out.bytes : 1);
-	cr_assert_eq(engine_run(s, ins, (size_t)n, &out, 1), 0, "%s", cep_last_error());
+	cr_assert_eq(eu_run(s, ins, (size_t)n, &out, 1), 0, "%s", cep_last_error());
 	*bytes = out.bytes;
 	engine_session_free(s);
 	backend_free(be);

@@ -18,6 +18,7 @@
 #include "gpu/backend.h"
 #include "client/cudaep.h"
 #include "engine/engine.h"
+#include "tests/unit/engine_util.h"
 #include "tests/unit/onnxb.h"
 
 #define ROWS 64
@@ -73,7 +74,7 @@ static int run(engine_session *s, int batch)
 
 	for (i = 0; i < batch * ROWS; i++)
 		x[i] = 1.0f;
-	ret = engine_run(s, &in, 1, &out, 1);
+	ret = eu_run(s, &in, 1, &out, 1);
 	free(x);
 	free(y);
 	return ret;

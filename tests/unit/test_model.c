@@ -19,6 +19,7 @@
 #include "client/cudaep.h"
 #include "engine/engine.h"
 #include "engine/model.h"
+#include "tests/unit/engine_util.h"
 #include "tests/unit/onnxb.h"
 
 /* Packs b (and frees it) and loads the bytes; returns the error. */
@@ -529,7 +530,7 @@ Test(hostile, a_long_chain_loads_and_runs)
 	free(buf);
 	cr_assert_eq(backend_host_new(0, &be), 0);
 	cr_assert_eq(engine_session_new(m, be, NULL, &s), 0);
-	cr_assert_eq(engine_run(s, &in, 1, &out, 1), 0, "%s", cep_last_error());
+	cr_assert_eq(eu_run(s, &in, 1, &out, 1), 0, "%s", cep_last_error());
 	cr_assert_eq(y[0], 0.0f);
 	cr_assert_eq(y[2], 2.0f);
 	engine_session_free(s);
@@ -634,7 +635,7 @@ Test(external, data_is_read_below_the_directory)
 	free(buf);
 	cr_assert_eq(backend_host_new(0, &be), 0);
 	cr_assert_eq(engine_session_new(m, be, NULL, &s), 0);
-	cr_assert_eq(engine_run(s, &in, 1, &out, 1), 0, "%s", cep_last_error());
+	cr_assert_eq(eu_run(s, &in, 1, &out, 1), 0, "%s", cep_last_error());
 	for (i = 0; i < 6; i++)
 		cr_assert_eq(y[i], x[i] + w[i]);
 	engine_session_free(s);
@@ -681,7 +682,7 @@ Test(external, models_with_external_data_are_not_shared)
 	cr_assert_neq(ma, mb);
 	cr_assert_eq(backend_host_new(0, &be), 0);
 	cr_assert_eq(engine_session_new(mb, be, NULL, &s), 0);
-	cr_assert_eq(engine_run(s, &in, 1, &out, 1), 0, "%s", cep_last_error());
+	cr_assert_eq(eu_run(s, &in, 1, &out, 1), 0, "%s", cep_last_error());
 	cr_assert_eq(y[5], -6.0f, "the second client got the first one's weights");
 	engine_session_free(s);
 

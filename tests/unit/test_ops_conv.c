@@ -15,6 +15,7 @@
 #include "gpu/backend.h"
 #include "kernels/cpu/cpu.h"
 #include "engine/engine.h"
+#include "tests/unit/engine_util.h"
 #include "tests/unit/onnxb.h"
 #include "tests/unit/ops_harness.h"
 
@@ -561,7 +562,7 @@ Test(ops_conv, resnet_block_through_the_engine)
 	free(buf);
 	cr_assert_eq(backend_host_new(0, &be), 0, "%s", cep_last_error());
 	cr_assert_eq(engine_session_new(m, be, NULL, &s), 0, "%s", cep_last_error());
-	cr_assert_eq(engine_run(s, &in, 1, &out, 1), 0, "%s", cep_last_error());
+	cr_assert_eq(eu_run(s, &in, 1, &out, 1), 0, "%s", cep_last_error());
 	cr_assert_eq(out.rank, 4);
 	cr_assert_eq(out.dims[1], C1);
 

@@ -18,6 +18,7 @@
 #include "client/cudaep.h"
 #include "engine/engine.h"
 #include "engine/model.h"
+#include "tests/unit/engine_util.h"
 #include "tests/unit/onnxb.h"
 
 static struct model *load_ok(struct onnxb *b)
@@ -243,7 +244,7 @@ Test(ops_elem_model, a_model_of_elementwise_ops_runs_at_two_batch_sizes)
 
 		for (i = 0; i < batch * 3; i++)
 			x[i] = (float)(i * 7 % 11) * 0.5f - 2.5f;
-		cr_assert_eq(engine_run(f.s, &in, 1, out, 2), 0, "%s", cep_last_error());
+		cr_assert_eq(eu_run(f.s, &in, 1, out, 2), 0, "%s", cep_last_error());
 		cr_assert_eq(out[0].dims[0], batch);
 		for (i = 0; i < batch * 3; i++) {
 			cr_assert_float_eq(y[i], ref_y(x[i]), 1e-6, "y[%d] for x %g", i, x[i]);
@@ -275,7 +276,7 @@ Test(ops_elem_model, float16_mean_gets_its_workspace_from_the_plan)
 		a[i] = cpu_f32_to_f16((float)i + 0.25f);
 	c[0] = cpu_f32_to_f16(1.0f);
 	c[1] = cpu_f32_to_f16(-2.0f);
-	cr_assert_eq(engine_run(f.s, in, 2, &out, 1), 0, "%s", cep_last_error());
+	cr_assert_eq(eu_run(f.s, in, 2, &out, 1), 0, "%s", cep_last_error());
 	cr_assert_eq(out.dtype, CEP_DTYPE_FLOAT16);
 	for (i = 0; i < 4; i++) {
 		float av = cpu_f16_to_f32(a[i]), cv = cpu_f16_to_f32(c[i % 2]);
@@ -304,11 +305,11 @@ Test(ops_elem_model, a_prelu_slope_symbol_that_disagrees_fails_at_plan_time)
 	onnxb_node(b, "PRelu", "x,s", "y");
 	fixture_open(&f, b);
 	/* x must be [n,2]: a [2,3] input is refused before any kernel. */
-	ret = engine_run(f.s, in, 2, &out, 1);
+	ret = engine_run_check(f.s, in, 2, &out, 1);
 	cr_assert_eq(ret, CEP_ESHAPE, "%s", cep_last_error());
 	dx[1] = 2;
 	in[0].bytes = sizeof(float) * 4;
-	ret = engine_run(f.s, in, 2, &out, 1);
+	ret = eu_run(f.s, in, 2, &out, 1);
 	cr_assert_eq(ret, CEP_ESHAPE, "%s", cep_last_error());
 	cr_assert(strstr(cep_last_error(), "PRelu: slope [3] does not broadcast to the input's shape [2,2]"),
 		  "%s", cep_last_error());

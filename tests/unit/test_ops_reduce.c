@@ -20,6 +20,7 @@
 #include "client/cudaep.h"
 #include "engine/engine.h"
 #include "engine/exec.h"
+#include "tests/unit/engine_util.h"
 #include "tests/unit/onnxb.h"
 #include "tests/unit/ops_harness.h"
 #include "kernels/registry.h"
@@ -658,7 +659,7 @@ Test(ops_reduce, engine_runs_axes_from_an_initializer)
 	s = session_open(buf, len, &be, &m);
 	for (i = 0; i < 24; i++)
 		x[i] = (float)((i * 7) % 11);
-	cr_assert_eq(engine_run(s, &in, 1, out, 2), 0, "%s", cep_last_error());
+	cr_assert_eq(eu_run(s, &in, 1, out, 2), 0, "%s", cep_last_error());
 	cr_assert_eq(out[0].rank, 2);
 	cr_assert_eq(out[0].dims[0], 2);
 	cr_assert_eq(out[1].dims[0], 2);
@@ -679,7 +680,7 @@ Test(ops_reduce, engine_runs_axes_from_an_initializer)
 	/* Another batch size: another plan. */
 	dims[0] = 1;
 	in.bytes = sizeof(float) * 12;
-	cr_assert_eq(engine_run(s, &in, 1, out, 2), 0, "%s", cep_last_error());
+	cr_assert_eq(eu_run(s, &in, 1, out, 2), 0, "%s", cep_last_error());
 	cr_assert_eq(out[0].dims[0], 1);
 	engine_session_free(s);
 	engine_model_unref(m);
@@ -708,19 +709,19 @@ Test(ops_reduce, engine_runs_axes_fed_at_run_time)
 	onnxb_node(b, "ReduceMax", "x,axes", "y");
 	buf = onnxb_finish(b, &len);
 	s = session_open(buf, len, &be, &m);
-	cr_assert_eq(engine_run(s, in, 2, &out, 1), 0, "%s", cep_last_error());
+	cr_assert_eq(eu_run(s, in, 2, &out, 1), 0, "%s", cep_last_error());
 	cr_assert_eq(out.rank, 2);
 	cr_assert_eq(out.dims[0], 1);
 	cr_assert_eq(out.dims[1], 3);
 	cr_assert_eq(y[2], 6.0f);
 	axes[0] = -1;
-	cr_assert_eq(engine_run(s, in, 2, &out, 1), 0, "%s", cep_last_error());
+	cr_assert_eq(eu_run(s, in, 2, &out, 1), 0, "%s", cep_last_error());
 	cr_assert_eq(out.dims[0], 2);
 	cr_assert_eq(out.dims[1], 1);
 	cr_assert_eq(y[0], 3.0f);
 	cr_assert_eq(y[1], 6.0f);
 	axes[0] = 2;
-	cr_assert_neq(engine_run(s, in, 2, &out, 1), 0);
+	cr_assert_neq(eu_run(s, in, 2, &out, 1), 0);
 	cr_assert(strstr(cep_last_error(), "ReduceMax: axis 2 is out of range for rank 2"), "%s",
 		  cep_last_error());
 	engine_session_free(s);

@@ -15,6 +15,7 @@
 
 #include "gpu/backend.h"
 #include "engine/engine.h"
+#include "tests/unit/engine_util.h"
 #include "tests/unit/onnxb.h"
 #include "tests/unit/ops_harness.h"
 
@@ -432,7 +433,7 @@ Test(ops_resize, pad_and_resize_with_constant_inputs_through_the_engine)
 	free(buf);
 	cr_assert_eq(backend_host_new(0, &be), 0, "%s", cep_last_error());
 	cr_assert_eq(engine_session_new(m, be, NULL, &s), 0, "%s", cep_last_error());
-	cr_assert_eq(engine_run(s, &in, 1, &out, 1), 0, "%s", cep_last_error());
+	cr_assert_eq(eu_run(s, &in, 1, &out, 1), 0, "%s", cep_last_error());
 	cr_assert_eq(out.rank, 4);
 	cr_assert_eq(out.dims[2], 3);
 	cr_assert_eq(out.dims[3], 10);

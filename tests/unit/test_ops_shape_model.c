@@ -15,6 +15,7 @@
 #include "gpu/backend.h"
 #include "client/cudaep.h"
 #include "engine/engine.h"
+#include "tests/unit/engine_util.h"
 #include "tests/unit/onnxb.h"
 
 /* The message of the last error contains s. */
@@ -116,7 +117,7 @@ Test(ops_shape_model, shape_chains_fold_per_plan)
 			out[k].data = bufs[k];
 			out[k].capacity = sizeof(bufs[k]);
 		}
-		cr_assert_eq(engine_run(s, &in, 1, out, 8), 0, "batch %d: %s", batch,
+		cr_assert_eq(eu_run(s, &in, 1, out, 8), 0, "batch %d: %s", batch,
 			     cep_last_error());
 		cr_assert_eq(out[0].rank, 1);
 		cr_assert_eq(out[0].dims[0], batch);
@@ -182,16 +183,16 @@ Test(ops_shape_model, gather_elements_index_checked_through_the_engine)
 	free(buf);
 	cr_assert_eq(backend_host_new(0, &be), 0);
 	cr_assert_eq(engine_session_new(m, be, NULL, &s), 0, "%s", cep_last_error());
-	cr_assert_eq(engine_run(s, in, 2, &out, 1), 0, "%s", cep_last_error());
+	cr_assert_eq(eu_run(s, in, 2, &out, 1), 0, "%s", cep_last_error());
 	cr_assert_eq(y[0], 1);
 	cr_assert_eq(y[1], 2);
 	cr_assert_eq(y[2], 4);
 	cr_assert_eq(y[3], 3);
 	idx[3] = -3;
-	cr_assert_eq(engine_run(s, in, 2, &out, 1), CEP_EINVAL);
+	cr_assert_eq(eu_run(s, in, 2, &out, 1), CEP_EINVAL);
 	ASSERT_MSG("index -3 is out of range for axis 1 of size 2");
 	idx[3] = -2;
-	cr_assert_eq(engine_run(s, in, 2, &out, 1), 0, "%s", cep_last_error());
+	cr_assert_eq(eu_run(s, in, 2, &out, 1), 0, "%s", cep_last_error());
 	cr_assert_eq(y[3], 3);
 	engine_session_free(s);
 	engine_model_unref(m);
@@ -242,7 +243,7 @@ Test(ops_shape_model, bounds_from_graph_inputs_key_their_plans)
 	free(buf);
 	cr_assert_eq(backend_host_new(0, &be), 0);
 	cr_assert_eq(engine_session_new(m, be, NULL, &s), 0, "%s", cep_last_error());
-	cr_assert_eq(engine_run(s, in, 5, out, 2), 0, "%s", cep_last_error());
+	cr_assert_eq(eu_run(s, in, 5, out, 2), 0, "%s", cep_last_error());
 	cr_assert_eq(out[0].dims[1], 5);
 	for (i = 0; i < 10; i++)
 		cr_assert_eq(y[i], x[(i / 5) * 6 + 1 + i % 5]);
@@ -250,7 +251,7 @@ Test(ops_shape_model, bounds_from_graph_inputs_key_their_plans)
 	cr_assert(idx[0] == 0 && idx[1] == 2 && idx[2] == 4);
 	start = -2;
 	rd = 4;
-	cr_assert_eq(engine_run(s, in, 5, out, 2), 0, "%s", cep_last_error());
+	cr_assert_eq(eu_run(s, in, 5, out, 2), 0, "%s", cep_last_error());
 	cr_assert_eq(out[0].dims[1], 2);
 	cr_assert(y[0] == 4 && y[1] == 5 && y[2] == 10 && y[3] == 11);
 	cr_assert_eq(out[1].dims[0], 2);
@@ -258,7 +259,7 @@ Test(ops_shape_model, bounds_from_graph_inputs_key_their_plans)
 	/* Back to the first values: the first plan again, same results. */
 	start = 1;
 	rd = 2;
-	cr_assert_eq(engine_run(s, in, 5, out, 2), 0, "%s", cep_last_error());
+	cr_assert_eq(eu_run(s, in, 5, out, 2), 0, "%s", cep_last_error());
 	cr_assert_eq(out[0].dims[1], 5);
 	cr_assert_eq(out[1].dims[0], 3);
 	engine_session_free(s);

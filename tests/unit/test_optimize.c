@@ -14,6 +14,7 @@
 #include "gpu/backend.h"
 #include "client/cudaep.h"
 #include "engine/engine.h"
+#include "tests/unit/engine_util.h"
 #include "tests/unit/onnxb.h"
 
 /* y = Reshape(x, Concat(Unsqueeze(Gather(Shape(x), 0)), Constant(-1))):
@@ -58,7 +59,7 @@ static void chain_run(engine_session *s, int d0)
 
 	for (i = 0; i < d0 * 12; i++)
 		x[i] = (float)i;
-	cr_assert_eq(engine_run(s, &in, 1, &out, 1), 0, "%s", cep_last_error());
+	cr_assert_eq(eu_run(s, &in, 1, &out, 1), 0, "%s", cep_last_error());
 	cr_assert_eq(out.rank, 2);
 	cr_assert_eq(out.dims[0], d0);
 	cr_assert_eq(out.dims[1], 12);
@@ -165,7 +166,7 @@ Test(fold, constant_arithmetic_folds)
 	cr_assert_eq(engine_model_node_count(m), 2);
 	cr_assert_eq(backend_host_new(0, &be), 0);
 	cr_assert_eq(engine_session_new(m, be, NULL, &s), 0);
-	cr_assert_eq(engine_run(s, &in, 1, &out, 1), 0, "%s", cep_last_error());
+	cr_assert_eq(eu_run(s, &in, 1, &out, 1), 0, "%s", cep_last_error());
 	cr_assert_float_eq(y[0], 1.5f * (1.0f / expf(10.0f)), 1e-9f);
 	cr_assert_float_eq(y[1], 2.5f * (2.0f / expf(40.0f)), 1e-20f);
 	engine_session_free(s);

@@ -16,6 +16,7 @@
 #include "gpu/backend.h"
 #include "client/cudaep.h"
 #include "engine/engine.h"
+#include "tests/unit/engine_util.h"
 #include "tests/unit/onnxb.h"
 
 struct fixture {
@@ -88,7 +89,7 @@ static int reshape_run(struct fixture *f, int64_t a, int64_t b, int64_t want0, i
 	for (i = 0; i < 24; i++)
 		x[i] = (float)i + 0.5f;
 	memset(y, 0, sizeof(y));
-	ret = engine_run(f->s, in, 2, out, 2);
+	ret = eu_run(f->s, in, 2, out, 2);
 	if (ret < 0)
 		return ret;
 	cr_assert_eq(out[0].rank, 2);
@@ -203,7 +204,7 @@ Test(plan_values, a_shape_chain_mixed_with_a_value_input)
 		x[i] = (float)i;
 
 	in[0].bytes = 24 * sizeof(float);
-	cr_assert_eq(engine_run(f.s, in, 2, &out, 1), 0, "%s", cep_last_error());
+	cr_assert_eq(eu_run(f.s, in, 2, &out, 1), 0, "%s", cep_last_error());
 	cr_assert_eq(out.rank, 2);
 	cr_assert_eq(out.dims[0], 2);
 	cr_assert_eq(out.dims[1], 12);
@@ -216,12 +217,12 @@ Test(plan_values, a_shape_chain_mixed_with_a_value_input)
 	/* The same value with another batch: the shape key changes. */
 	dims[0] = 4;
 	in[0].bytes = 48 * sizeof(float);
-	cr_assert_eq(engine_run(f.s, in, 2, &out, 1), 0, "%s", cep_last_error());
+	cr_assert_eq(eu_run(f.s, in, 2, &out, 1), 0, "%s", cep_last_error());
 	cr_assert_eq(out.dims[0], 4);
 	cr_assert_eq(out.dims[1], 12);
 	/* Another value with that batch: the value key changes. */
 	v = -1;
-	cr_assert_eq(engine_run(f.s, in, 2, &out, 1), 0, "%s", cep_last_error());
+	cr_assert_eq(eu_run(f.s, in, 2, &out, 1), 0, "%s", cep_last_error());
 	cr_assert_eq(out.dims[0], 4);
 	cr_assert_eq(out.dims[1], 12);
 	for (i = 0; i < 48; i++)
@@ -229,7 +230,7 @@ Test(plan_values, a_shape_chain_mixed_with_a_value_input)
 	st = stats(&f);
 	cr_assert_eq(st.plans_built, 3);
 	v = 12;
-	cr_assert_eq(engine_run(f.s, in, 2, &out, 1), 0, "%s", cep_last_error());
+	cr_assert_eq(eu_run(f.s, in, 2, &out, 1), 0, "%s", cep_last_error());
 	st = stats(&f);
 	cr_assert_eq(st.plans_built, 3);
 	cr_assert_eq(st.plan_hits, 1);
@@ -258,19 +259,19 @@ Test(plan_values, an_input_that_is_only_data_keys_nothing)
 	onnxb_node(b, "Unsqueeze", "x,axes", "y");
 	fixture_open(&f, b, 0);
 
-	cr_assert_eq(engine_run(f.s, in, 2, &out, 1), 0, "%s", cep_last_error());
+	cr_assert_eq(eu_run(f.s, in, 2, &out, 1), 0, "%s", cep_last_error());
 	cr_assert_eq(out.rank, 2);
 	cr_assert_eq(out.dims[0], 1);
 	cr_assert_eq(out.dims[1], 3);
 	x[0] = 7;
-	cr_assert_eq(engine_run(f.s, in, 2, &out, 1), 0, "%s", cep_last_error());
+	cr_assert_eq(eu_run(f.s, in, 2, &out, 1), 0, "%s", cep_last_error());
 	cr_assert_eq(y[0], 7, "x's new values are used, not ones kept from planning");
 	cr_assert_eq(y[2], 3);
 	st = stats(&f);
 	cr_assert_eq(st.plans_built, 1);
 	cr_assert_eq(st.plan_hits, 1);
 	axes[0] = -1;
-	cr_assert_eq(engine_run(f.s, in, 2, &out, 1), 0, "%s", cep_last_error());
+	cr_assert_eq(eu_run(f.s, in, 2, &out, 1), 0, "%s", cep_last_error());
 	cr_assert_eq(out.dims[0], 3);
 	cr_assert_eq(out.dims[1], 1);
 	cr_assert_eq(y[0], 7);
@@ -297,10 +298,10 @@ Test(plan_values, an_empty_value_input_keys_a_plan)
 	onnxb_node(b, "Reshape", "x,shape", "y");
 	fixture_open(&f, b, 0);
 	/* An empty target shape makes a scalar. */
-	cr_assert_eq(engine_run(f.s, in, 2, &out, 1), 0, "%s", cep_last_error());
+	cr_assert_eq(eu_run(f.s, in, 2, &out, 1), 0, "%s", cep_last_error());
 	cr_assert_eq(out.rank, 0);
 	cr_assert_eq(y, 2.5f);
-	cr_assert_eq(engine_run(f.s, in, 2, &out, 1), 0, "%s", cep_last_error());
+	cr_assert_eq(eu_run(f.s, in, 2, &out, 1), 0, "%s", cep_last_error());
 	cr_assert_eq(stats(&f).plan_hits, 1);
 	fixture_close(&f);
 }
@@ -330,7 +331,7 @@ Test(plan_values, an_oversized_value_input_is_refused)
 	big[0] = 2;
 	big[1] = 3;
 	memset(x, 0, sizeof(x));
-	cr_assert_eq(engine_run(f.s, in, 2, &out, 1), CEP_EUNSUPPORTED);
+	cr_assert_eq(eu_run(f.s, in, 2, &out, 1), CEP_EUNSUPPORTED);
 	cr_assert_str_eq(cep_last_error(),
 			 "node 1 'y' (op Reshape, domain ai.onnx, opset 13): the shape [?,?] of "
 			 "output 'y' depends on values known only at run time: it needs the values "
@@ -365,7 +366,7 @@ Test(plan_values, values_computed_at_run_time_are_refused)
 	onnxb_node(b, "Reshape", "x,s", "y");
 	fixture_open(&f, b, 0);
 	memset(x, 0, sizeof(x));
-	cr_assert_eq(engine_run(f.s, in, 2, &out, 1), CEP_EUNSUPPORTED);
+	cr_assert_eq(eu_run(f.s, in, 2, &out, 1), CEP_EUNSUPPORTED);
 	cr_assert_str_eq(cep_last_error(),
 			 "node 2 'y' (op Reshape, domain ai.onnx, opset 13): the shape [?,?] of "
 			 "output 'y' depends on values known only at run time: it needs values "

@@ -1,6 +1,6 @@
 /*
  * test_precision.c — fp16, bf16 and tf32 sessions on the host backend
- * (engine/precision.c, engine/engine.c). An MLP, a CNN with
+ * (engine/precision.c, engine/engine_model.c). An MLP, a CNN with
  * BatchNormalization and a transformer block (prec_models.h), converted
  * to float16 and to bfloat16, match the float32 session within 1e-2
  * (relative to the norm of each output) on fresh random weights and
@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "tests/unit/engine_util.h"
 #include "tests/unit/prec_models.h"
 
 #include "alloc/account.h"
@@ -51,10 +52,10 @@ static struct backend *host_new(unsigned flags)
 }
 
 /* What converting pm for precision p on the host did. */
-static struct precision_stats stats_of(const struct pm_model *pm, cep_precision p)
+static struct engine_precision_stats stats_of(const struct pm_model *pm, cep_precision p)
 {
 	struct engine_model_options mo = { .precision = p, .backend = BACKEND_HOST };
-	struct precision_stats st;
+	struct engine_precision_stats st;
 	engine_model *m;
 
 	cr_assert_eq(engine_model_load_as(pm->bytes, pm->len, -1, &mo, &m), 0, "%s",
@@ -73,7 +74,7 @@ Test(precision, an_mlp_in_fp16_and_bf16_matches_fp32)
 	unsigned seed = fresh_seed("mlp");
 	struct pm_model pm = pm_mlp(&seed);
 	struct backend *be = host_new(0);
-	struct precision_stats st;
+	struct engine_precision_stats st;
 
 	cr_assert_gt(pm_compare(&pm, be, CEP_PRECISION_FP16, be, &seed, 3, TOL), 0.0,
 		     "an fp16 session computed exactly what fp32 does");
@@ -93,7 +94,7 @@ Test(precision, a_cnn_with_batchnorm_in_fp16_and_bf16_matches_fp32)
 	unsigned seed = fresh_seed("cnn");
 	struct pm_model pm13 = pm_cnn(13, &seed), pm22 = pm_cnn(22, &seed);
 	struct backend *be = host_new(0);
-	struct precision_stats st;
+	struct engine_precision_stats st;
 
 	cr_assert_gt(pm_compare(&pm13, be, CEP_PRECISION_FP16, be, &seed, 2, TOL), 0.0);
 	cr_assert_eq(stats_of(&pm13, CEP_PRECISION_FP16).float_nodes, 0);
@@ -120,7 +121,7 @@ Test(precision, a_transformer_block_in_fp16_and_bf16_matches_fp32)
 	unsigned seed = fresh_seed("transformer");
 	struct pm_model pm = pm_transformer(&seed);
 	struct backend *be = host_new(0);
-	struct precision_stats st;
+	struct engine_precision_stats st;
 	cep_precision p;
 
 	for (p = CEP_PRECISION_FP16; p <= CEP_PRECISION_BF16; p++) {
@@ -271,7 +272,7 @@ Test(precision, constants_take_half_the_bytes_rounded_to_nearest_even)
 
 	for (t = 0; t < 2; t++) {
 		struct model *a = graph_load(&pm), *h = graph_load(&pm);
-		struct precision_stats st;
+		struct engine_precision_stats st;
 		int checked = 0;
 
 		cr_assert_eq(precision_model_convert(h, halves[t], BACKEND_HOST, &st), 0, "%s",
@@ -345,7 +346,7 @@ Test(precision, outputs_that_are_constants_or_casts_keep_float32)
 	};
 	static const char *const names[] = { "y1", "c", "ci", "y2", "y3", "y4", "x" };
 	struct engine_output o[7];
-	struct precision_stats st;
+	struct engine_precision_stats st;
 	struct backend *be = host_new(0);
 	unsigned seed = fresh_seed("edges");
 	engine_model *m;
@@ -368,7 +369,7 @@ Test(precision, outputs_that_are_constants_or_casts_keep_float32)
 	for (i = 0; i < 7; i++)
 		o[i] = (struct engine_output){ .name = names[i], .data = out[i],
 					       .capacity = sizeof(out[i]) };
-	cr_assert_eq(engine_run(s, in, 2, o, 7), 0, "%s", cep_last_error());
+	cr_assert_eq(eu_run(s, in, 2, o, 7), 0, "%s", cep_last_error());
 	for (i = 0; i < 7; i++)
 		cr_assert_eq(o[i].dtype, CEP_DTYPE_FLOAT32, "'%s'", names[i]);
 	cr_assert_eq(memcmp(out[1], c, sizeof(c)), 0, "the constant output is not rounded");
@@ -421,7 +422,7 @@ Test(precision, range_stays_float32_so_its_length_does_not_change)
 		{ .name = "y", .data = y, .capacity = sizeof(y) },
 		{ .name = "z", .data = z, .capacity = sizeof(z) },
 	};
-	struct precision_stats st;
+	struct engine_precision_stats st;
 	struct backend *be = host_new(0);
 	engine_model *m;
 	engine_session *s;
@@ -436,7 +437,7 @@ Test(precision, range_stays_float32_so_its_length_does_not_change)
 	cr_assert_eq(st.float_nodes, 1);
 	cr_assert_eq(st.first_float_node, 0, "Range (node 0) stays float32");
 	cr_assert_eq(engine_session_new(m, be, &so, &s), 0, "%s", cep_last_error());
-	cr_assert_eq(engine_run(s, in, 2, o, 2), 0, "%s", cep_last_error());
+	cr_assert_eq(eu_run(s, in, 2, o, 2), 0, "%s", cep_last_error());
 	/* ceil(300.3 / 0.25) in float32; in bfloat16 the limit is 300. */
 	cr_assert_eq(o[0].dims[0], 1202);
 	for (i = 0; i < 1202; i++)
@@ -478,7 +479,7 @@ Test(precision, constants_past_the_half_range_saturate_and_infinities_stay)
 		cr_assert_eq(engine_model_load_as(buf, len, -1, &mo, &m), 0, "%s", cep_last_error());
 		free(buf);
 		cr_assert_eq(engine_session_new(m, be, &so, &s), 0, "%s", cep_last_error());
-		cr_assert_eq(engine_run(s, &in, 1, &o, 1), 0, "%s", cep_last_error());
+		cr_assert_eq(eu_run(s, &in, 1, &o, 1), 0, "%s", cep_last_error());
 		cr_assert_eq(y[0], -max, "%s: lowest float32 became %g", cep_dtype_name(half[h]),
 			     (double)y[0]);
 		if (half[h] == CEP_DTYPE_FLOAT16)
@@ -597,7 +598,7 @@ static void table_run(engine_session *s, const float *x, float *y)
 	struct engine_input in = { "x", CEP_DTYPE_FLOAT32, 2, dims, x, sizeof(float) * 2 * ROWS };
 	struct engine_output out = { .name = "y", .data = y, .capacity = sizeof(float) * 2 * COLS };
 
-	cr_assert_eq(engine_run(s, &in, 1, &out, 1), 0, "%s", cep_last_error());
+	cr_assert_eq(eu_run(s, &in, 1, &out, 1), 0, "%s", cep_last_error());
 }
 
 Test(precision, models_are_shared_by_bytes_and_precision_and_fp16_weights_are_half)

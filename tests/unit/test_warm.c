@@ -19,6 +19,7 @@
 #include "gpu/backend.h"
 #include "client/cudaep.h"
 #include "engine/engine.h"
+#include "tests/unit/engine_util.h"
 #include "tests/unit/onnxb.h"
 
 #include "tests/unit/malloc_count.h"
@@ -74,13 +75,13 @@ Test(warm, cached_runs_call_no_allocator)
 
 	cr_assert_eq(backend_host_new(0, &be), 0);
 	cr_assert_eq(engine_session_new(m, be, NULL, &s), 0);
-	cr_assert_eq(engine_run(s, &in, 1, out, 2), 0, "%s", cep_last_error());
+	cr_assert_eq(eu_run(s, &in, 1, out, 2), 0, "%s", cep_last_error());
 	cr_assert_eq(rows, 4);
 	backend_counters_get(be, &before);
 	engine_session_stats(s, &s0);
 	counted = allocs;
 	for (i = 0; i < 100; i++)
-		failures += engine_run(s, &in, 1, out, 2) != 0;
+		failures += eu_run(s, &in, 1, out, 2) != 0;
 	counted = allocs - counted;
 	backend_counters_get(be, &after);
 	engine_session_stats(s, &s1);
@@ -143,7 +144,7 @@ Test(warm, value_keyed_runs_call_no_allocator)
 	 * the backend captures) before counting. */
 	for (i = 0; i < 4; i++) {
 		v = i % 2 ? -1 : 12;
-		cr_assert_eq(engine_run(s, in, 2, &out, 1), 0, "%s", cep_last_error());
+		cr_assert_eq(eu_run(s, in, 2, &out, 1), 0, "%s", cep_last_error());
 	}
 	engine_session_stats(s, &s0);
 	cr_assert_eq(s0.plans_built, 2);
@@ -151,7 +152,7 @@ Test(warm, value_keyed_runs_call_no_allocator)
 	counted = allocs;
 	for (i = 0; i < 100; i++) {
 		v = i % 2 ? -1 : 12;
-		failures += engine_run(s, in, 2, &out, 1) != 0;
+		failures += eu_run(s, in, 2, &out, 1) != 0;
 		wrong += out.rank != 2 || out.dims[0] != 2 || out.dims[1] != 12;
 	}
 	counted = allocs - counted;

@@ -1,0 +1,92 @@
+/*
+ * plan_priv.h — what the planner's files share (engine/plan.h is their
+ * public face): the scratch state of one build and the steps of a build
+ * that live in files of their own.
+ *
+ * plan.c drives a build: it walks the graph node by node (folding what it
+ * can, making steps of the rest) and calls down into plan_values.c, which
+ * learns the values a shape depends on from the run's inputs, and
+ * plan_layout.c, which prepares the steps' calls and gives every value a
+ * home in memory. Neither calls back into plan.c. Internal to
+ * engine/plan*.c: nothing else includes it.
+ */
+#ifndef CEP_ENGINE_PLAN_PRIV_H
+#define CEP_ENGINE_PLAN_PRIV_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "engine/plan.h"
+
+/* Where a value lives while a plan runs. */
+enum plan_home {
+	PLAN_HOME_NONE,   /* not needed at run time */
+	PLAN_HOME_CONST,  /* the session's copy of a model constant */
+	PLAN_HOME_BLOCK,  /* an offset in the plan's block */
+};
+
+/* Scratch state of one build, per value of the graph unless said. */
+struct plan_builder {
+	const struct plan_env *env;
+	struct plan *p;
+	struct op_tensor *vals;  /* fixed type and shape */
+	void **host;             /* the value on the host when known here */
+	bool *owned;             /* host[v] was computed here (free it) */
+	const void **given;      /* a graph input's data in the run, or NULL */
+	bool *keyed;             /* a graph input whose values were read */
+	int *mark;               /* == stamp: needed by the current search */
+	int *node_mark;          /* (per node) == stamp: to evaluate for it */
+	int stamp;
+	int *made_by;            /* the step producing it, -1 */
+	int *last;               /* the last step reading it, -1 */
+	enum plan_home *home;
+	size_t *offset;          /* in the block, for PLAN_HOME_BLOCK */
+	struct op_tensor *in, *out; /* per-node scratch */
+	struct op_tensor *ein, *eout; /* scratch of evaluations for a shape */
+};
+
+/* Why values a shape needs cannot be known while planning. */
+struct plan_unknowable {
+	int input;  /* a graph input that cannot key the plan, or -1 */
+	int node;   /* a node that cannot be evaluated here, or -1 */
+};
+
+/* ------------------------------------------ values shapes depend on: plan_values.c */
+
+/* Fills in with node n's inputs as far as they are known (type and shape,
+ * and the value on the host when there is one). */
+void plan__inputs_fill(const struct plan_builder *b, int n, struct op_tensor *in);
+
+/* Sets *which to the first output of node n whose shape in b->out is not
+ * fixed, -1 when all are; fails only for a tensor beyond OP_MAX_NUMEL. */
+int plan__outputs_unfixed(const struct plan_builder *b, int n, int *which);
+
+/* Node n, at position k of the order, has an output whose shape is not
+ * fixed: learns the values it depends on from the run where it can, until
+ * every output is fixed. Leaves in *unfixed the output still not fixed
+ * (-1: none) and in *why the first reason a value could not be learnt.
+ * Fails with the errors of evaluating or inferring a node. */
+int plan__values_resolve(struct plan_builder *b, int k, int n, int *unfixed,
+			 struct plan_unknowable *why);
+
+/* The CEP_EUNSUPPORTED refusal of node n, whose output o has a shape that
+ * could not be settled, saying why when that is known. */
+int plan__unfixed_refuse(const struct plan_builder *b, int n, int o,
+			 const struct plan_unknowable *why);
+
+/* --------------------------------------------- calls and memory: plan_layout.c */
+
+/* Fills the steps' calls (tensors without data yet) and runs each
+ * kernel's prepare; the largest workspace is what the plan reserves.
+ * Fails with CEP_ENOMEM or a kernel's error naming the node. */
+int plan__calls_prepare(struct plan_builder *b);
+
+/* Decides where each value lives and places those of the block; fails
+ * with CEP_ELIMIT past env->max_block_bytes, CEP_ENOMEM, CEP_EINTERNAL. */
+int plan__memory_place(struct plan_builder *b);
+
+/* Allocates the block, uploads plan-time values and points every call and
+ * copy at its memory. Fails with the backend's errors or CEP_ENOMEM. */
+int plan__block_bind(struct plan_builder *b);
+
+#endif /* CEP_ENGINE_PLAN_PRIV_H */
