@@ -1,10 +1,11 @@
 /*
- * run.c — the Run request, the hot path of libcudaep-client: check every
- * tensor here (a bad slice gets an error naming it before anything is
- * sent), build the Run request in the client's preallocated struct, and
- * copy the outputs' dtypes and shapes back from the reply. cep_run() is
- * cep_run_submit() and cep_fence_wait() (fence.c). Nothing here
- * allocates.
+ * run.c — the Run request, the hot path of libcudaep-client, above regions,
+ * sessions and fences: check every tensor here (a bad slice gets an error
+ * naming it before anything is sent), build the Run request in the
+ * client's preallocated struct, send it with a fence booked in fence.c (or
+ * without one, to a daemon that shared no fence page), and copy the
+ * outputs' dtypes and shapes back from the reply. cep_run() is
+ * cep_run_submit() and cep_fence_wait(). Nothing here allocates.
  */
 #include "client/client_priv.h"
 #include "common/error.h"
@@ -177,8 +178,8 @@ static int outputs_fill(cep_tensor *outputs, size_t n,
 	return 0;
 }
 
-int cep__run_check(const cep_session *s, const cep_tensor *inputs, size_t n_inputs,
-		   const cep_tensor *outputs, size_t n_outputs)
+static int run_check(const cep_session *s, const cep_tensor *inputs, size_t n_inputs,
+		     const cep_tensor *outputs, size_t n_outputs)
 {
 	int ret;
 
@@ -203,17 +204,19 @@ int cep__run_check(const cep_session *s, const cep_tensor *inputs, size_t n_inpu
 	return 0;
 }
 
-int cep__run_call_locked(cep_session *s, const cep_tensor *inputs, size_t n_inputs,
-			 cep_tensor *outputs, size_t n_outputs, uint64_t fence_seq)
+/* Builds the Run with fence_seq and calls the daemon with the lock held;
+ * fills outputs from the reply (also for CEP_ENOSPC). */
+static int run_call(cep_session *s, const cep_tensor *inputs, size_t n_inputs,
+		    cep_tensor *outputs, size_t n_outputs, uint64_t fence_seq)
 {
-	cep_client *c = s->client;
+	struct cep__conn *t = &s->client->conn;
 	cudaep_v1_Request *req;
 	cudaep_v1_Run *run;
 	int ret;
 
 	/* Every field that is encoded is set below; clearing the whole Run
 	 * body (tens of KiB) would cost more than the call. */
-	req = cep__req_begin(c, cudaep_v1_Request_run_tag, 0);
+	req = cep__conn_req(t, cudaep_v1_Request_run_tag, 0);
 	run = &req->body.run;
 	run->session_id = s->id;
 	run->fence_seq = fence_seq;
@@ -223,14 +226,49 @@ int cep__run_call_locked(cep_session *s, const cep_tensor *inputs, size_t n_inpu
 		ref_from_tensor(&run->inputs[i], &inputs[i]);
 	for (size_t i = 0; i < n_outputs; i++)
 		ref_from_tensor(&run->outputs[i], &outputs[i]);
-	ret = cep__call_locked(c, req, NULL, 0, c->resp,
-			       cudaep_v1_Response_run_tag);
+	ret = cep__conn_call(t, req, NULL, 0, t->resp,
+			     cudaep_v1_Response_run_tag);
 	if (ret == 0)
-		ret = outputs_fill(outputs, n_outputs, &c->resp->body.run, false);
+		ret = outputs_fill(outputs, n_outputs, &t->resp->body.run, false);
 	else if (ret == CEP_ENOSPC &&
-		 c->resp->which_body == cudaep_v1_Response_run_tag &&
-		 outputs_fill(outputs, n_outputs, &c->resp->body.run, true) != 0)
+		 t->resp->which_body == cudaep_v1_Response_run_tag &&
+		 outputs_fill(outputs, n_outputs, &t->resp->body.run, true) != 0)
 		ret = CEP_EPROTO;
+	return ret;
+}
+
+int cep_run_submit(cep_session *s, const cep_tensor *inputs, size_t n_inputs,
+		   cep_tensor *outputs, size_t n_outputs, cep_fence *fence)
+{
+	cep_client *c;
+	uint64_t seq = 0;
+	int ret;
+
+	if (fence == NULL)
+		return cep__set_error(CEP_EINVAL, "cep_run_submit: fence is NULL");
+	fence->client = NULL;
+	fence->seq = 0;
+	if (s == NULL)
+		return cep__set_error(CEP_EINVAL, "cep_run_submit: session is NULL");
+	ret = run_check(s, inputs, n_inputs, outputs, n_outputs);
+	if (ret != 0)
+		return ret;
+	c = s->client;
+	pthread_mutex_lock(&c->conn.lock);
+	/* A daemon without fence pages answers once the run is done: the
+	 * run goes with fence 0. */
+	if (c->fences.page != NULL)
+		ret = cep__fence_book(c, &seq);
+	if (ret == 0) {
+		ret = run_call(s, inputs, n_inputs, outputs, n_outputs, seq);
+		if (ret != 0 && seq != 0)
+			cep__fence_unbook(c, seq);
+	}
+	pthread_mutex_unlock(&c->conn.lock);
+	if (ret == 0) {
+		fence->client = c;
+		fence->seq = seq;
+	}
 	return ret;
 }
 
