@@ -133,6 +133,27 @@ int cep_connect(const char *socket_path, const char *client_name,
 	return client_start(c, client_name, out);
 }
 
+int cep__connect_fd(int fd, const char *client_name, cep_client **out)
+{
+	cep_client *c = NULL;
+	int ret;
+
+	if (out == NULL || fd < 0) {
+		if (fd >= 0)
+			close(fd);
+		return cep__set_error(CEP_EINVAL, "cep__connect_fd: fd %d, out %s",
+				      fd, out == NULL ? "NULL" : "given");
+	}
+	*out = NULL;
+	ret = client_alloc(&c);
+	if (ret != 0) {
+		close(fd);
+		return ret;
+	}
+	c->conn.fd = fd;
+	return client_start(c, client_name, out);
+}
+
 void cep_close(cep_client *c)
 {
 	if (c == NULL)
