@@ -15,7 +15,10 @@
  * its documented bounds.
  *
  * Input: byte 0 says how the daemon starts: bit 0, a fence page (a memfd
- * of CEP_FENCE_SLOTS slots) is made; bit 1, it is made too short to use.
+ * of CEP_FENCE_SLOTS slots) is made; bit 1, it is made too short to use;
+ * bit 2, the daemon closes its end once the packets are queued (as one
+ * that refuses a connection does), so that every request meets a closed
+ * socket and the library reads why.
  * With a page, 4 pairs (seq, status) follow, each one byte (status
  * signed), written into slots 1 to 4 before anything runs, so the runs
  * with fences 1 to 4 find them completed (seq >= theirs) or not. Then
@@ -55,6 +58,10 @@ static int fd_baseline, maps_baseline;
 static unsigned long runs;
 static bool trace;
 static uint8_t pad[CEP_MAX_PACKET + 64];
+/* What page_make() wrote into slots 1 to 4 (slot 0 unused); zeros when
+ * there is no usable page. */
+static uint64_t slot_seq[5];
+static int32_t slot_status[5];
 static cudaep_v1_Request *req;
 static cudaep_v1_Response *resp;
 
@@ -123,6 +130,8 @@ static int page_make(const uint8_t *data, size_t size, size_t *pos, size_t bytes
 	struct cep_fence_slot *slots;
 	int fd;
 
+	memset(slot_seq, 0, sizeof(slot_seq));
+	memset(slot_status, 0, sizeof(slot_status));
 	if (*pos + 8 > size)
 		return -1;
 	fd = memfd_create("fuzz-page", MFD_CLOEXEC);
@@ -132,8 +141,10 @@ static int page_make(const uint8_t *data, size_t size, size_t *pos, size_t bytes
 		slots = mmap(NULL, PAGE_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 		FUZZ_CHECK(slots != MAP_FAILED);
 		for (int i = 1; i <= 4; i++) {
-			slots[i].seq = data[*pos];
-			slots[i].status = (int8_t)data[*pos + 1];
+			slot_seq[i] = data[*pos];
+			slot_status[i] = (int8_t)data[*pos + 1];
+			slots[i].seq = slot_seq[i];
+			slots[i].status = slot_status[i];
 			*pos += 2;
 		}
 		munmap(slots, PAGE_BYTES);
@@ -243,21 +254,29 @@ static void check_session(const cep_session *s)
 	FUZZ_CHECK(cep_session_output(s, n_out) == NULL);
 }
 
-/* What a run left in outputs: its own room unless the run failed with
- * CEP_ENOSPC, and a rank the shape holds either way. */
-static void check_outputs(int ret, const cep_tensor *out, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		FUZZ_CHECK(out[i].rank >= 0 && out[i].rank <= CEP_MAX_RANK);
-		if (ret == 0)
-			FUZZ_CHECK(out[i].bytes <= ROOM);
-	}
-}
-
 static void outputs_init(cep_tensor *out, cep_region *r)
 {
 	out[0] = (cep_tensor){.name = "y", .region = r, .offset = 4096, .bytes = ROOM};
 	out[1] = (cep_tensor){.name = "z", .region = r, .offset = 8192, .bytes = ROOM};
+}
+
+/* What a run left in outputs: after a success, what was written within
+ * each one's room; after CEP_ENOSPC, the room needed (or nothing); after
+ * any other failure, nothing touched. */
+static void check_outputs(int ret, const cep_tensor *out, size_t n)
+{
+	cep_tensor fresh[2];
+
+	outputs_init(fresh, out[0].region);
+	for (size_t i = 0; i < n; i++) {
+		FUZZ_CHECK(out[i].rank >= 0 && out[i].rank <= CEP_MAX_RANK);
+		FUZZ_CHECK(out[i].name == fresh[i].name && out[i].region == fresh[i].region &&
+			   out[i].offset == fresh[i].offset);
+		if (ret == 0)
+			FUZZ_CHECK(out[i].bytes <= ROOM);
+		else if (ret != CEP_ENOSPC)
+			FUZZ_CHECK(memcmp(&out[i], &fresh[i], sizeof(fresh[i])) == 0);
+	}
 }
 
 /* A raw call of body tag (an empty body, or session id for SessionInfo),
@@ -269,6 +288,29 @@ static void raw_call(cep_client *c, const char *what, pb_size_t tag,
 	req->which_body = tag;
 	req->body.session_info.session_id = session_id;
 	check(what, cep__call(c, req, NULL, 0, resp));
+}
+
+/* Waits for f (poll: cep_fence_poll(), else a microsecond at most) and
+ * checks the result against the slot this target wrote: a fence completes
+ * with 0 exactly when its slot shows it done with status 0. */
+static void fence_check_wait(cep_fence *f, bool poll)
+{
+	uint64_t seq = f->seq;
+	bool done, ok;
+	int ret;
+
+	ret = poll ? CHECK(cep_fence_poll(f)) : CHECK(cep_fence_wait(f, 1000));
+	FUZZ_CHECK((f->client == NULL) == (ret != CEP_ETIMEDOUT && ret != CEP_EAGAIN));
+	if (seq == 0) {
+		FUZZ_CHECK(ret == 0);
+		return;
+	}
+	FUZZ_CHECK(seq < 5);
+	done = slot_seq[seq] >= seq;
+	ok = done && slot_status[seq] == 0;
+	FUZZ_CHECK((ret == 0) == ok);
+	if (!done)
+		FUZZ_CHECK(ret == CEP_ETIMEDOUT || ret == CEP_EAGAIN || ret == CEP_ECONNRESET);
 }
 
 /* The fenced runs: two submitted, then waited for in two ways. */
@@ -285,18 +327,15 @@ static void runs_fenced(cep_session *s, const cep_tensor *in, cep_region *r)
 		if (ret != 0)
 			FUZZ_CHECK(f[i].client == NULL);
 	}
-	/* The first wait spins a microsecond at most: a slot the input
-	 * left unfinished times out and stays in flight. */
+	/* A wait spins a microsecond at most: a slot the input left
+	 * unfinished times out and stays in flight. */
 	if (f[0].client != NULL)
-		CHECK(cep_fence_wait(&f[0], 1000));
+		fence_check_wait(&f[0], false);
 	if (f[1].client != NULL)
-		CHECK(cep_fence_poll(&f[1]));
-	for (int i = 0; i < 2; i++) {
-		if (f[i].client == NULL)
-			continue;
-		ret = CHECK(cep_fence_wait(&f[i], 1000));
-		FUZZ_CHECK((f[i].client == NULL) == (ret != CEP_ETIMEDOUT));
-	}
+		fence_check_wait(&f[1], true);
+	for (int i = 0; i < 2; i++)
+		if (f[i].client != NULL)
+			fence_check_wait(&f[i], false);
 }
 
 static void client_script(int sock, bool paged)
@@ -366,10 +405,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		page_fd = page_make(data, size, &pos, (data[0] & 2) ? PAGE_BYTES / 2
 								    : PAGE_BYTES);
 	daemon_queue(sv[1], data, size, pos, page_fd);
-	FUZZ_CHECK(shutdown(sv[1], SHUT_WR) == 0);
+	if (data[0] & 4) {
+		close(sv[1]);
+		sv[1] = -1;
+	} else {
+		FUZZ_CHECK(shutdown(sv[1], SHUT_WR) == 0);
+	}
 	client_script(sv[0], page_fd >= 0);
 	/* What the client sent, fds included, goes with the socket. */
-	close(sv[1]);
+	if (sv[1] >= 0)
+		close(sv[1]);
 	if (page_fd >= 0)
 		close(page_fd);
 	/* Reading /proc every time would slow the fuzzer down tenfold. */

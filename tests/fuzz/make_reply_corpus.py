@@ -2,7 +2,8 @@
 """Writes the seed corpus of fuzz_reply (tests/fuzz/corpus/fuzz_reply/).
 
 Each seed is one input in fuzz_reply.c's format: a start byte (bit 0: a
-fence page is made, bit 1: too short), with a page four (seq, status) byte
+fence page is made, bit 1: too short, bit 2: the daemon closes its end
+once the packets are queued), with a page four (seq, status) byte
 pairs for slots 1 to 4, then records of control byte (bit 0: /dev/null
 attached, bit 1: the fence page attached, bit 2: padded past the packet
 limit), 16-bit little-endian length and packet. Packets are cudaep.proto
@@ -169,6 +170,8 @@ SEEDS = {
     rec(response(5, None, b"", ENOENT, "no session 0")) +
     rec(response(6, None, b"", 5, "positive")) + rec(ping(7)),
     "refused_connection": bytes([0]) +
+    rec(response(0, None, b"", ELIMIT, "too many connections for uid 0")),
+    "refused_then_closed": bytes([4]) +
     rec(response(0, None, b"", ELIMIT, "too many connections for uid 0")),
     "version_mismatch": bytes([0]) + rec(hello(0, 2)),
     "framing": bytes([0]) + rec(hello()) + rec(ping(2), OVERSIZED) +
