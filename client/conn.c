@@ -306,9 +306,12 @@ static int closed_reason(struct cep__conn *t, cudaep_v1_Response *resp)
 	msg.msg_control = ctl.buf;
 	msg.msg_controllen = sizeof(ctl.buf);
 	n = recvmsg(t->fd, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-	if (n <= 0)
+	if (n < 0)
 		return closed_error();
+	/* An empty packet may carry fds too. */
 	take_received_fds(t, &msg, false);
+	if (n == 0)
+		return closed_error();
 	is = pb_istream_from_buffer(t->recv_buf, (size_t)n);
 	if (!pb_decode(&is, cudaep_v1_Response_fields, resp) || resp->id != 0 ||
 	    !resp->has_status || resp->status.code >= 0)
