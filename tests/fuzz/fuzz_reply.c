@@ -65,9 +65,10 @@ static int32_t slot_status[5];
 static cudaep_v1_Request *req;
 static cudaep_v1_Response *resp;
 
-/* Open fds of the kinds this target makes: memfds and /dev/null. (The
- * sanitizer runtime opens pipes of its own now and then.) */
-static int fd_count(void)
+/* Open fds of the kinds this target makes: memfds and /dev/null (the
+ * sanitizer runtime opens pipes of its own now and then), each printed
+ * when print. */
+static int fd_list(bool print)
 {
 	char path[64], target[256];
 	DIR *d = opendir("/proc/self/fd");
@@ -84,9 +85,12 @@ static int fd_count(void)
 		if (n < 0)
 			continue;
 		target[n] = '\0';
-		if (strncmp(target, "/memfd:", 7) == 0 ||
-		    strcmp(target, "/dev/null") == 0)
-			count++;
+		if (strncmp(target, "/memfd:", 7) != 0 &&
+		    strcmp(target, "/dev/null") != 0)
+			continue;
+		count++;
+		if (print)
+			fprintf(stderr, "fd %s: %s\n", e->d_name, target);
 	}
 	closedir(d);
 	return count;
@@ -116,7 +120,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	FUZZ_CHECK(req != NULL && resp != NULL);
 	/* CEP_FUZZ_LOG=1 prints each call's result when replaying one input. */
 	trace = getenv("CEP_FUZZ_LOG") != NULL;
-	fd_baseline = fd_count();
+	fd_baseline = fd_list(false);
 	maps_baseline = maps_count();
 	return 0;
 }
@@ -417,9 +421,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		close(sv[1]);
 	if (page_fd >= 0)
 		close(page_fd);
-	/* Reading /proc every time would slow the fuzzer down tenfold. */
-	if (++runs % 256 == 0) {
-		FUZZ_CHECK(fd_count() == fd_baseline);
+	/* Reading /proc every time would slow the fuzzer down tenfold; when
+	 * replaying with a trace it is done every time. */
+	if (++runs % 256 == 0 || trace || getenv("CEP_FUZZ_FDS") != NULL) {
+		if (fd_list(false) != fd_baseline)
+			fd_list(true);
+		FUZZ_CHECK(fd_list(false) == fd_baseline);
 		FUZZ_CHECK(maps_count() == maps_baseline);
 	}
 	return 0;
