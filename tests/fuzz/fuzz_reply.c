@@ -2,7 +2,8 @@
  * fuzz_reply.c — libFuzzer target for libcudaep-client's handling of what
  * cudaepd sends: arbitrary bytes become the packets of a daemon on the far
  * end of a socketpair, queued before the client starts (then that end is
- * shut for writing, so the client meets end-of-file once they are read),
+ * shut for writing, or closed, so the client meets end-of-file once they
+ * are read),
  * and the library's real calls read them: the Hello reply and its fence
  * page, Ping, RegisterRegion, LoadModel with its tensor lists (the nanopb
  * callbacks of session.c), a raw SessionInfo and Stats call, Runs filling
@@ -19,7 +20,7 @@
  * bit 2, the daemon closes its end once the packets are queued (as one
  * that refuses a connection does), so that every request meets a closed
  * socket and the library reads why.
- * With a page, 4 pairs (seq, status) follow, each one byte (status
+ * With bit 0, 4 pairs (seq, status) follow, each one byte (status
  * signed), written into slots 1 to 4 before anything runs, so the runs
  * with fences 1 to 4 find them completed (seq >= theirs) or not. Then
  * records of
@@ -27,7 +28,12 @@
  * each one packet the daemon sends, in order; control bit 0 attaches
  * /dev/null, bit 1 the fence page (a new fd of it each time), bit 2 pads
  * the packet with zeros past CEP_MAX_PACKET. A client's request ids are
- * 1 (Hello), 2, 3, ... in the order of the calls below.
+ * 1 (Hello), 2, 3, ... in the order of the calls below (the seeds:
+ * tests/fuzz/make_reply_corpus.py).
+ *
+ * Replaying: CEP_FUZZ_LOG=1 prints each call's result and counts the fds
+ * after the input; CEP_FUZZ_FDS=1 counts them after every input while
+ * fuzzing (else after every 256th).
  */
 #include <dirent.h>
 #include <fcntl.h>
