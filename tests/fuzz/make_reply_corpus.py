@@ -173,6 +173,9 @@ SEEDS = {
     rec(response(0, None, b"", ELIMIT, "too many connections for uid 0")),
     "refused_then_closed": bytes([4]) +
     rec(response(0, None, b"", ELIMIT, "too many connections for uid 0")),
+    # What found the fd leak of closed_reason() (fixed in 0aef52d).
+    "closed_empty_packet_with_fd": bytes([4]) + rec(b"", DEVNULL) +
+    rec(hello()),
     "version_mismatch": bytes([0]) + rec(hello(0, 2)),
     "framing": bytes([0]) + rec(hello()) + rec(ping(2), OVERSIZED) +
     rec(b"\xff\xff\xff") + rec(ping(4), DEVNULL) + rec(ping(5), PAGE) +
