@@ -389,6 +389,11 @@ $(FUZZ_BUILD)/fuzz_%: $(call obj,tests/fuzz/fuzz_%.c) $(CORE_A)
 	$(call say,LD,$@)
 	$(Q)$(CC) -fsanitize=fuzzer,address,undefined -o $@ $^ $(DAEMON_LIBS)
 
+# fuzz_reply plays the daemon to the client library, which it links instead.
+$(FUZZ_BUILD)/fuzz_reply: $(call obj,tests/fuzz/fuzz_reply.c) $(CLIENT_A)
+	$(call say,LD,$@)
+	$(Q)$(CC) -fsanitize=fuzzer,address,undefined -o $@ $^ $(CLIENT_LIBS) -pthread
+
 # Seeds: tests/fuzz/corpus/<target> where committed (small hand-made
 # packets), and models made at fuzz time for fuzz_model.
 fuzz: fuzz-build

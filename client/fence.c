@@ -1,13 +1,14 @@
 /*
- * fence.c — runs in flight for libcudaep-client. cep_run_submit() sends a
- * Run with the next fence sequence number and returns on its reply;
- * cep_fence_wait() and cep_fence_poll() watch the run's slot of the fence
- * page the daemon shared at Hello (proto/cep_fence.h, which describes the
- * protocol): they spin on the sequence number the GPU writes, then sleep
- * on the slot's futex, and read the status the daemon left beside it. The
- * message of a failed run follows its reply on the socket; whoever reads
- * the socket keeps it in the slot's book (cep__fence_stash()) until its
- * waiter takes it.
+ * fence.c — runs in flight for libcudaep-client, beside regions and
+ * sessions above the transport (conn.c). The daemon shares a fence page at
+ * Hello (proto/cep_fence.h describes the protocol); run.c books a slot's
+ * fence sequence number for each Run it sends with a fence.
+ * cep_fence_wait() and cep_fence_poll() watch the run's slot: they spin on
+ * the sequence number the GPU writes, then sleep on the slot's futex, and
+ * read the status the daemon left beside it. The message of a failed run
+ * follows its reply on the socket; whoever reads the socket hands it here
+ * (fence_unasked(), the transport's callback), to be kept in the slot's
+ * book until its waiter takes it.
  *
  * Waiting takes no lock and makes no system call while the run completes
  * within the spin; nothing here allocates.
@@ -17,9 +18,7 @@
 
 #include <errno.h>
 #include <limits.h>
-#include <poll.h>
 #include <linux/futex.h>
-#include <pb_decode.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -57,42 +56,20 @@ static inline void cpu_relax(void)
 
 /* ------------------------------------------------------------- the page */
 
-void cep__fence_open(cep_client *c, uint32_t slots)
+/* Keeps the error of a failed run (a RunDone response) for its waiter:
+ * the transport's callback for responses that answer no call. Returns
+ * whether resp was one; the caller holds the lock. */
+static bool fence_unasked(void *arg, const cudaep_v1_Response *resp)
 {
-	int fd = c->recv_fd;
-	struct stat st;
-	void *p;
-
-	c->recv_fd = -1;
-	if (fd < 0)
-		return;
-	/* A page of another layout is left alone: runs then wait for their
-	 * replies, which every daemon supports. */
-	if (slots == CEP_FENCE_SLOTS && fstat(fd, &st) == 0 && st.st_size >= PAGE_BYTES) {
-		p = mmap(NULL, PAGE_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-		if (p != MAP_FAILED)
-			c->fence_page = p;
-	}
-	close(fd);
-}
-
-void cep__fence_close(cep_client *c)
-{
-	if (c->fence_page != NULL)
-		munmap(c->fence_page, PAGE_BYTES);
-	c->fence_page = NULL;
-}
-
-bool cep__fence_stash(cep_client *c, const cudaep_v1_Response *resp)
-{
-	uint64_t seq;
+	cep_client *c = arg;
 	struct cep__fence_book *b;
+	uint64_t seq;
 	int code;
 
 	if (resp->which_body != cudaep_v1_Response_run_done_tag)
 		return false;
 	seq = resp->body.run_done.fence_seq;
-	b = &c->fences[cep_fence_slot_of(seq)];
+	b = &c->fences.books[cep_fence_slot_of(seq)];
 	if (atomic_load_explicit(&b->seq, memory_order_acquire) != seq || b->err_have)
 		return true;
 	code = resp->has_status ? resp->status.code : 0;
@@ -108,63 +85,66 @@ bool cep__fence_stash(cep_client *c, const cudaep_v1_Response *resp)
 	return true;
 }
 
-/* --------------------------------------------------------------- submit */
-
-int cep_run_submit(cep_session *s, const cep_tensor *inputs, size_t n_inputs,
-		   cep_tensor *outputs, size_t n_outputs, cep_fence *fence)
+void cep__fence_init(cep_client *c)
 {
-	struct cep__fence_book *b;
-	cep_client *c;
-	uint64_t seq;
-	int ret;
+	c->conn.cb.unasked = fence_unasked;
+	c->conn.cb.arg = c;
+}
 
-	if (fence == NULL)
-		return cep__set_error(CEP_EINVAL, "cep_run_submit: fence is NULL");
-	fence->client = NULL;
-	fence->seq = 0;
-	if (s == NULL)
-		return cep__set_error(CEP_EINVAL, "cep_run_submit: session is NULL");
-	ret = cep__run_check(s, inputs, n_inputs, outputs, n_outputs);
-	if (ret != 0)
-		return ret;
-	c = s->client;
-	pthread_mutex_lock(&c->lock);
-	if (c->fence_page == NULL) {
-		/* A daemon without fence pages answers once the run is done. */
-		ret = cep__run_call_locked(s, inputs, n_inputs, outputs, n_outputs, 0);
-		pthread_mutex_unlock(&c->lock);
-		if (ret == 0)
-			fence->client = c;
-		return ret;
+void cep__fence_open(cep_client *c, int fd, uint32_t slots)
+{
+	struct stat st;
+	void *p;
+
+	if (fd < 0)
+		return;
+	/* A page of another layout is left alone: runs then wait for their
+	 * replies, which every daemon supports. */
+	if (slots == CEP_FENCE_SLOTS && fstat(fd, &st) == 0 && st.st_size >= PAGE_BYTES) {
+		p = mmap(NULL, PAGE_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		if (p != MAP_FAILED)
+			c->fences.page = p;
 	}
+	close(fd);
+}
+
+void cep__fence_close(cep_client *c)
+{
+	if (c->fences.page != NULL)
+		munmap(c->fences.page, PAGE_BYTES);
+	c->fences.page = NULL;
+}
+
+/* ------------------------------------------------------------- booking */
+
+int cep__fence_book(cep_client *c, uint64_t *out)
+{
+	struct cep__fences *f = &c->fences;
+	struct cep__fence_book *b;
+	uint64_t seq;
+
 	/* Sequence numbers need only grow: the next one whose slot is free
 	 * is taken, so that one slow fence does not hold up the others. */
-	b = NULL;
-	for (seq = c->fence_seq + 1; seq <= c->fence_seq + CEP_FENCE_SLOTS; seq++) {
-		b = &c->fences[cep_fence_slot_of(seq)];
-		if (atomic_load_explicit(&b->seq, memory_order_acquire) == 0)
-			break;
+	for (seq = f->seq + 1; seq <= f->seq + CEP_FENCE_SLOTS; seq++) {
+		b = &f->books[cep_fence_slot_of(seq)];
+		if (atomic_load_explicit(&b->seq, memory_order_acquire) != 0)
+			continue;
+		f->seq = seq;
+		/* The book is ready before the request goes: the run's error
+		 * can only follow its reply, but is then kept at once. */
+		b->err_have = false;
+		atomic_store_explicit(&b->seq, seq, memory_order_relaxed);
+		*out = seq;
+		return 0;
 	}
-	if (seq > c->fence_seq + CEP_FENCE_SLOTS) {
-		pthread_mutex_unlock(&c->lock);
-		return cep__set_error(CEP_EAGAIN, "%d fences of this client are in flight: "
-				      "wait for one before submitting more", CEP_FENCE_SLOTS);
-	}
-	c->fence_seq = seq;
-	/* The book is ready before the request goes: the run's error can
-	 * only follow its reply, but is then kept at once. */
-	b->req_id = c->next_id;
-	b->err_have = false;
-	atomic_store_explicit(&b->seq, seq, memory_order_relaxed);
-	ret = cep__run_call_locked(s, inputs, n_inputs, outputs, n_outputs, seq);
-	if (ret != 0)
-		atomic_store_explicit(&b->seq, 0, memory_order_relaxed);
-	pthread_mutex_unlock(&c->lock);
-	if (ret == 0) {
-		fence->client = c;
-		fence->seq = seq;
-	}
-	return ret;
+	return cep__set_error(CEP_EAGAIN, "%d fences of this client are in flight: "
+			      "wait for one before submitting more", CEP_FENCE_SLOTS);
+}
+
+void cep__fence_unbook(cep_client *c, uint64_t seq)
+{
+	atomic_store_explicit(&c->fences.books[cep_fence_slot_of(seq)].seq, 0,
+			      memory_order_relaxed);
 }
 
 /* ----------------------------------------------------------------- wait */
@@ -174,17 +154,9 @@ static bool slot_done(const struct cep_fence_slot *slot, uint64_t seq)
 	return atomic_load_explicit(&slot->seq, memory_order_acquire) >= seq;
 }
 
-/* Whether the daemon has closed the connection (it died, say): then no
- * fence of it will ever be signalled. Reads nothing, so it needs no lock. */
-static bool daemon_gone(const cep_client *c)
-{
-	struct pollfd pfd = { .fd = c->fd, .events = POLLRDHUP };
-
-	return poll(&pfd, 1, 0) > 0 && (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR));
-}
-
 /* Waits until the slot shows seq, until deadline (INT64_MAX: no limit).
- * Returns 0, CEP_ETIMEDOUT, or CEP_ECONNRESET when the daemon went away. */
+ * Returns 0, CEP_ETIMEDOUT, or CEP_ECONNRESET when the daemon went away
+ * (then no fence of it will ever be signalled). */
 static int slot_wait(const cep_client *c, struct cep_fence_slot *slot, uint64_t seq,
 		     int64_t deadline)
 {
@@ -220,7 +192,7 @@ static int slot_wait(const cep_client *c, struct cep_fence_slot *slot, uint64_t 
 		ts.tv_nsec = left % 1000000000;
 		/* Shared, not FUTEX_PRIVATE_FLAG: the daemon wakes it. */
 		if (syscall(SYS_futex, (uint32_t *)&slot->futex, FUTEX_WAIT, v, &ts, NULL, 0) != 0 &&
-		    errno == ETIMEDOUT && daemon_gone(c))
+		    errno == ETIMEDOUT && cep__conn_gone(&c->conn))
 			return cep__set_error(CEP_ECONNRESET, "cudaepd closed the connection "
 					      "while run %llu was in flight",
 					      (unsigned long long)seq);
@@ -239,12 +211,10 @@ static int fence_failed(cep_fence *f, struct cep__fence_book *b, int64_t deadlin
 {
 	cep_client *c = f->client;
 	char msg[CEP_MAX_STATUS_MSG];
-	pb_istream_t is;
 	int64_t left;
-	size_t len;
 	int ret = 0, code = 0, ms;
 
-	pthread_mutex_lock(&c->lock);
+	pthread_mutex_lock(&c->conn.lock);
 	while (!b->err_have) {
 		ms = -1;
 		if (deadline != INT64_MAX) {
@@ -252,27 +222,12 @@ static int fence_failed(cep_fence *f, struct cep__fence_book *b, int64_t deadlin
 			left = left <= 0 ? 0 : (left + 999999) / 1000000;
 			ms = left > INT_MAX ? INT_MAX : (int)left;
 		}
-		ret = cep__packet_recv(c, &len, false, ms);
+		ret = cep__conn_pump(&c->conn, ms);
 		if (ret != 0)
 			break;
-		is = pb_istream_from_buffer(c->recv_buf, len);
-		c->resp->cb_body.funcs.decode = NULL;
-		c->resp->cb_body.arg = NULL;
-		if (!pb_decode(&is, cudaep_v1_Response_fields, c->resp)) {
-			ret = cep__set_error(CEP_EPROTO, "cannot decode a response from "
-					     "cudaepd: %s", PB_GET_ERROR(&is));
-			break;
-		}
-		/* Nothing else can be on its way: every call takes the lock
-		 * and reads its own reply. */
-		if (!cep__fence_stash(c, c->resp)) {
-			ret = cep__set_error(CEP_EPROTO, "cudaepd sent response %llu, which "
-					     "nobody asked for", (unsigned long long)c->resp->id);
-			break;
-		}
 	}
 	if (ret == CEP_ETIMEDOUT) {
-		pthread_mutex_unlock(&c->lock);
+		pthread_mutex_unlock(&c->conn.lock);
 		return ret;
 	}
 	if (ret == 0) {
@@ -282,7 +237,7 @@ static int fence_failed(cep_fence *f, struct cep__fence_book *b, int64_t deadlin
 	/* Without its message (the connection broke) the run still failed:
 	 * the fence is done either way. */
 	fence_consume(f, b);
-	pthread_mutex_unlock(&c->lock);
+	pthread_mutex_unlock(&c->conn.lock);
 	if (ret != 0)
 		return ret;
 	return cep__set_error(code, "%s", msg);
@@ -306,8 +261,8 @@ static int fence_wait(cep_fence *f, int64_t timeout_ns, bool poll)
 		return 0;
 	}
 	i = cep_fence_slot_of(f->seq);
-	b = &c->fences[i];
-	slot = &c->fence_page[i];
+	b = &c->fences.books[i];
+	slot = &c->fences.page[i];
 	if (atomic_load_explicit(&b->seq, memory_order_acquire) != f->seq)
 		return cep__set_error(CEP_EINVAL, "fence %llu was consumed already",
 				      (unsigned long long)f->seq);
@@ -317,7 +272,7 @@ static int fence_wait(cep_fence *f, int64_t timeout_ns, bool poll)
 	else
 		deadline += timeout_ns;
 	if (!slot_done(slot, f->seq)) {
-		if (timeout_ns == 0 && daemon_gone(c))
+		if (timeout_ns == 0 && cep__conn_gone(&c->conn))
 			ret = cep__set_error(CEP_ECONNRESET, "cudaepd closed the connection "
 					     "while run %llu was in flight",
 					     (unsigned long long)f->seq);

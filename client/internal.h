@@ -21,6 +21,14 @@
 int cep__call(cep_client *c, cudaep_v1_Request *req, const int *fds, int nfds,
 	      cudaep_v1_Response *resp);
 
+/*
+ * As cep_connect() over fd, a SOCK_SEQPACKET socket already connected to
+ * a daemon (one end of a socketpair, in the fuzzer and tests that play the
+ * daemon). fd becomes the library's: released by cep_close(), or closed
+ * here when this fails.
+ */
+int cep__connect_fd(int fd, const char *client_name, cep_client **out);
+
 /* The connected socket's fd (for tests that poke at the transport). */
 int cep__client_fd(const cep_client *c);
 

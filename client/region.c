@@ -2,7 +2,8 @@
  * region.c — shared-memory regions of libcudaep-client: a memfd sealed so
  * its size can never change (the daemon maps it and must not fault on a
  * truncation), mapped here and registered with cudaepd, which pins it for
- * DMA. Tensors handed to cep_run() are slices of regions.
+ * DMA. Tensors handed to cep_run() are slices of regions. Above the
+ * transport (conn.c) only; cep_close() (client.c) drops the ones left.
  */
 #include "client/client_priv.h"
 #include "common/error.h"
@@ -72,16 +73,16 @@ int cep_region_new(cep_client *c, size_t bytes, cep_region **out)
 	r->size = bytes;
 	r->client = c;
 
-	pthread_mutex_lock(&c->lock);
-	req = CEP__REQ(c, register_region);
+	pthread_mutex_lock(&c->conn.lock);
+	req = CEP__REQ(&c->conn, register_region);
 	req->body.register_region.size = bytes;
-	ret = cep__call_locked(c, req, &fd, 1, c->resp,
-			       cudaep_v1_Response_register_region_tag);
+	ret = cep__conn_call(&c->conn, req, &fd, 1, c->conn.resp,
+			     cudaep_v1_Response_register_region_tag);
 	if (ret == 0) {
-		r->id = c->resp->body.register_region.region_id;
+		r->id = c->conn.resp->body.register_region.region_id;
 		cep__link_add(&c->regions, &r->link);
 	}
-	pthread_mutex_unlock(&c->lock);
+	pthread_mutex_unlock(&c->conn.lock);
 	if (ret != 0)
 		goto out;
 	*out = r;
@@ -114,13 +115,13 @@ int cep_region_free(cep_region *r)
 	if (r == NULL)
 		return 0;
 	c = r->client;
-	pthread_mutex_lock(&c->lock);
-	req = CEP__REQ(c, release_region);
+	pthread_mutex_lock(&c->conn.lock);
+	req = CEP__REQ(&c->conn, release_region);
 	req->body.release_region.region_id = r->id;
 	/* The reply body is empty: any body, or none, will do. */
-	ret = cep__call_locked(c, req, NULL, 0, c->resp, 0);
+	ret = cep__conn_call(&c->conn, req, NULL, 0, c->conn.resp, 0);
 	cep__link_del(&r->link);
-	pthread_mutex_unlock(&c->lock);
+	pthread_mutex_unlock(&c->conn.lock);
 	cep__region_drop(r);
 	return ret;
 }

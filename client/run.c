@@ -1,77 +1,47 @@
 /*
- * run.c — the Run request, the hot path of libcudaep-client: check every
- * tensor here (a bad slice gets an error naming it before anything is
- * sent), build the Run request in the client's preallocated struct, and
- * copy the outputs' dtypes and shapes back from the reply. cep_run() is
- * cep_run_submit() and cep_fence_wait() (fence.c). Nothing here
- * allocates.
+ * run.c — the Run request, the hot path of libcudaep-client, above regions,
+ * sessions and fences: check what a tensor needs to be encoded (the
+ * daemon checks what it means), build the Run request in the client's
+ * preallocated struct, send it with a fence booked in fence.c (or
+ * without one, to a daemon that shared no fence page), and copy the
+ * outputs' dtypes and shapes back from the reply. cep_run() is
+ * cep_run_submit() and cep_fence_wait(). Nothing here allocates.
  */
 #include "client/client_priv.h"
 #include "common/error.h"
 
 #include <inttypes.h>
 #include <stdbool.h>
-#include <stdio.h>
 #include <string.h>
 
-/* "[2, 3, 224]" into buf, cut short with "..." if it does not fit. */
-static const char *shape_str(char *buf, size_t len, const int64_t *shape,
-			     int rank)
-{
-	size_t pos = 0;
-	int n;
-
-	n = snprintf(buf, len, "[");
-	pos = n > 0 ? (size_t)n : 0;
-	for (int i = 0; i < rank && pos < len; i++) {
-		n = snprintf(buf + pos, len - pos, "%s%" PRId64, i ? ", " : "",
-			     shape[i]);
-		pos += n > 0 ? (size_t)n : 0;
-	}
-	if (pos < len)
-		snprintf(buf + pos, len - pos, "]");
-	else if (len > 4)
-		memcpy(buf + len - 4, "...", 4);
-	return buf;
-}
-
-/* Bytes of a dense tensor of shape and element size esize into *out;
- * false when that overflows 64 bits. */
-static bool shape_bytes(const int64_t *shape, int rank, size_t esize,
-			uint64_t *out)
-{
-	uint64_t n = esize;
-
-	for (int i = 0; i < rank; i++) {
-		uint64_t d = (uint64_t)shape[i];
-
-		if (d != 0 && n > UINT64_MAX / d)
-			return false;
-		n *= d;
-	}
-	*out = n;
-	return true;
-}
-
+/*
+ * What a tensor needs to be encoded: a name that fits TensorRef.name, a
+ * region of this client (whose id is what goes), a rank that fits
+ * TensorRef.shape. The rest of a tensor's meaning (an input's dtype, its
+ * bytes against its shape, a slice within its region) is cudaepd's to
+ * check, at its trust boundary, and its error comes back through
+ * cep_last_error(); the library does not repeat it.
+ */
 static int tensor_check(const cep_session *s, const cep_tensor *t, size_t i,
 			bool output)
 {
 	const char *kind = output ? "output" : "input";
-	const cep_region *r = t->region;
-	size_t esize = cep_dtype_size(t->dtype);
-	char shape[96];
-	uint64_t need;
 
+	/* Each check below guards what encoding would do: read the name,
+	 * copy it into a fixed array, read the region's id, copy rank
+	 * dimensions into a fixed array. */
 	if (t->name == NULL)
 		return cep__set_error(CEP_EINVAL, "%s #%zu has no name", kind, i);
 	if (strlen(t->name) >= CEP_MAX_TENSOR_NAME)
 		return cep__set_error(CEP_EINVAL,
 				      "%s '%.40s...': name longer than %d bytes",
 				      kind, t->name, CEP_MAX_TENSOR_NAME - 1);
-	if (r == NULL)
+	if (t->region == NULL)
 		return cep__set_error(CEP_EINVAL, "%s '%s': no region", kind,
 				      t->name);
-	if (r->client != s->client)
+	/* The handle is this library's: one of another client stands for
+	 * nothing on this connection, whatever its id. */
+	if (t->region->client != s->client)
 		return cep__set_error(CEP_EINVAL,
 				      "%s '%s': its region belongs to another "
 				      "client",
@@ -80,35 +50,19 @@ static int tensor_check(const cep_session *s, const cep_tensor *t, size_t i,
 		return cep__set_error(CEP_ESHAPE,
 				      "%s '%s': rank %d (at most %d)", kind,
 				      t->name, t->rank, CEP_MAX_RANK);
+	if (!output)
+		return 0;
+	/* The daemon reads neither the dtype nor the shape of an output (the
+	 * reply brings the model's), so nobody else would refuse a bad one.
+	 * An output may leave its dtype to the model. */
 	for (int d = 0; d < t->rank; d++)
 		if (t->shape[d] < 0)
 			return cep__set_error(CEP_ESHAPE,
-					      "%s '%s': dimension %d is %" PRId64,
-					      kind, t->name, d, t->shape[d]);
-	/* An output may leave its dtype to the model. */
-	if (esize == 0 && (!output || t->dtype != CEP_DTYPE_UNDEFINED))
-		return cep__set_error(CEP_EDTYPE, "%s '%s': unknown dtype %d",
-				      kind, t->name, (int)t->dtype);
-	if (!output) {
-		if (!shape_bytes(t->shape, t->rank, esize, &need))
-			return cep__set_error(
-				CEP_ESHAPE, "input '%s': shape %s overflows",
-				t->name,
-				shape_str(shape, sizeof(shape), t->shape, t->rank));
-		if (need != (uint64_t)t->bytes)
-			return cep__set_error(
-				CEP_ESHAPE,
-				"input '%s': %zu bytes, but shape %s of %s "
-				"takes %" PRIu64,
-				t->name, t->bytes,
-				shape_str(shape, sizeof(shape), t->shape, t->rank),
-				cep_dtype_name(t->dtype), need);
-	}
-	if (t->offset > r->size || t->bytes > r->size - t->offset)
-		return cep__set_error(CEP_EBOUNDS,
-				      "%s '%s': %zu bytes at offset %zu lie "
-				      "outside its region of %zu bytes",
-				      kind, t->name, t->bytes, t->offset, r->size);
+					      "output '%s': dimension %d is %" PRId64,
+					      t->name, d, t->shape[d]);
+	if (t->dtype != CEP_DTYPE_UNDEFINED && cep_dtype_size(t->dtype) == 0)
+		return cep__set_error(CEP_EDTYPE, "output '%s': unknown dtype %d",
+				      t->name, (int)t->dtype);
 	return 0;
 }
 
@@ -136,11 +90,10 @@ static int reply_find(const cudaep_v1_RunReply *rr, const char *name,
 	return -1;
 }
 
-/* Checks the whole reply before writing any output, so a bad reply leaves
- * the caller's tensors as they were. */
-/* Fills outputs from the reply. need: the run failed with CEP_ENOSPC and
- * the reply gives the room each output needs, which exceeds what is
- * there by definition. */
+/* Fills outputs from the reply, checking the whole reply before writing
+ * any output, so a bad reply leaves the caller's tensors as they were.
+ * need: the run failed with CEP_ENOSPC and the reply gives the room each
+ * output needs, which exceeds what is there by definition. */
 static int outputs_fill(cep_tensor *outputs, size_t n,
 			const cudaep_v1_RunReply *rr, bool need)
 {
@@ -177,14 +130,15 @@ static int outputs_fill(cep_tensor *outputs, size_t n,
 	return 0;
 }
 
-int cep__run_check(const cep_session *s, const cep_tensor *inputs, size_t n_inputs,
-		   const cep_tensor *outputs, size_t n_outputs)
+static int run_check(const cep_session *s, const cep_tensor *inputs, size_t n_inputs,
+		     const cep_tensor *outputs, size_t n_outputs)
 {
 	int ret;
 
 	if ((n_inputs > 0 && inputs == NULL) ||
 	    (n_outputs > 0 && outputs == NULL))
 		return cep__set_error(CEP_EINVAL, "cep_run: tensors are NULL");
+	/* Run.inputs and Run.outputs are arrays of CEP_MAX_IO. */
 	if (n_inputs > CEP_MAX_IO || n_outputs > CEP_MAX_IO)
 		return cep__set_error(CEP_ELIMIT,
 				      "%zu inputs and %zu outputs; a run takes "
@@ -203,17 +157,19 @@ int cep__run_check(const cep_session *s, const cep_tensor *inputs, size_t n_inpu
 	return 0;
 }
 
-int cep__run_call_locked(cep_session *s, const cep_tensor *inputs, size_t n_inputs,
-			 cep_tensor *outputs, size_t n_outputs, uint64_t fence_seq)
+/* Builds the Run with fence_seq and calls the daemon with the lock held;
+ * fills outputs from the reply (also for CEP_ENOSPC). */
+static int run_call(cep_session *s, const cep_tensor *inputs, size_t n_inputs,
+		    cep_tensor *outputs, size_t n_outputs, uint64_t fence_seq)
 {
-	cep_client *c = s->client;
+	struct cep__conn *t = &s->client->conn;
 	cudaep_v1_Request *req;
 	cudaep_v1_Run *run;
 	int ret;
 
 	/* Every field that is encoded is set below; clearing the whole Run
 	 * body (tens of KiB) would cost more than the call. */
-	req = cep__req_begin(c, cudaep_v1_Request_run_tag, 0);
+	req = cep__conn_req(t, cudaep_v1_Request_run_tag, 0);
 	run = &req->body.run;
 	run->session_id = s->id;
 	run->fence_seq = fence_seq;
@@ -223,14 +179,49 @@ int cep__run_call_locked(cep_session *s, const cep_tensor *inputs, size_t n_inpu
 		ref_from_tensor(&run->inputs[i], &inputs[i]);
 	for (size_t i = 0; i < n_outputs; i++)
 		ref_from_tensor(&run->outputs[i], &outputs[i]);
-	ret = cep__call_locked(c, req, NULL, 0, c->resp,
-			       cudaep_v1_Response_run_tag);
+	ret = cep__conn_call(t, req, NULL, 0, t->resp,
+			     cudaep_v1_Response_run_tag);
 	if (ret == 0)
-		ret = outputs_fill(outputs, n_outputs, &c->resp->body.run, false);
+		ret = outputs_fill(outputs, n_outputs, &t->resp->body.run, false);
 	else if (ret == CEP_ENOSPC &&
-		 c->resp->which_body == cudaep_v1_Response_run_tag &&
-		 outputs_fill(outputs, n_outputs, &c->resp->body.run, true) != 0)
+		 t->resp->which_body == cudaep_v1_Response_run_tag &&
+		 outputs_fill(outputs, n_outputs, &t->resp->body.run, true) != 0)
 		ret = CEP_EPROTO;
+	return ret;
+}
+
+int cep_run_submit(cep_session *s, const cep_tensor *inputs, size_t n_inputs,
+		   cep_tensor *outputs, size_t n_outputs, cep_fence *fence)
+{
+	cep_client *c;
+	uint64_t seq = 0;
+	int ret;
+
+	if (fence == NULL)
+		return cep__set_error(CEP_EINVAL, "cep_run_submit: fence is NULL");
+	fence->client = NULL;
+	fence->seq = 0;
+	if (s == NULL)
+		return cep__set_error(CEP_EINVAL, "cep_run_submit: session is NULL");
+	ret = run_check(s, inputs, n_inputs, outputs, n_outputs);
+	if (ret != 0)
+		return ret;
+	c = s->client;
+	pthread_mutex_lock(&c->conn.lock);
+	/* A daemon without fence pages answers once the run is done: the
+	 * run goes with fence 0. */
+	if (c->fences.page != NULL)
+		ret = cep__fence_book(c, &seq);
+	if (ret == 0) {
+		ret = run_call(s, inputs, n_inputs, outputs, n_outputs, seq);
+		if (ret != 0 && seq != 0)
+			cep__fence_unbook(c, seq);
+	}
+	pthread_mutex_unlock(&c->conn.lock);
+	if (ret == 0) {
+		fence->client = c;
+		fence->seq = seq;
+	}
 	return ret;
 }
 

@@ -4,7 +4,8 @@
  * path on a client's behalf), keep the model's input and output list, and
  * unload. The tensor lists arrive as repeated fields that nanopb hands to
  * callbacks here (cudaep.options), which copy them into heap arrays owned
- * by the session; loading is not the hot path.
+ * by the session; loading is not the hot path. Above the transport
+ * (conn.c) only; cep_close() (client.c) drops the ones left.
  */
 #include "client/client_priv.h"
 #include "common/error.h"
@@ -143,8 +144,8 @@ static int session_load(cep_client *c, int model_fd, int dir_fd,
 	}
 	s->client = c;
 
-	pthread_mutex_lock(&c->lock);
-	req = CEP__REQ(c, load_model);
+	pthread_mutex_lock(&c->conn.lock);
+	req = CEP__REQ(&c->conn, load_model);
 	lm = &req->body.load_model;
 	lm->source = cudaep_v1_ModelSource_MODEL_SOURCE_FD;
 	lm->has_dir_fd = dir_fd >= 0;
@@ -156,13 +157,13 @@ static int session_load(cep_client *c, int model_fd, int dir_fd,
 		lm->options.memory_limit = opts->memory_limit;
 		lm->options.batching = opts->batching != 0;
 	}
-	c->resp->cb_body.funcs.decode = body_prepare;
-	c->resp->cb_body.arg = &lists;
-	ret = cep__call_locked(c, req, fds, dir_fd >= 0 ? 2 : 1, c->resp,
-			       cudaep_v1_Response_load_model_tag);
-	c->resp->cb_body.funcs.decode = NULL;
-	c->resp->cb_body.arg = NULL;
-	reply = &c->resp->body.load_model;
+	c->conn.resp->cb_body.funcs.decode = body_prepare;
+	c->conn.resp->cb_body.arg = &lists;
+	ret = cep__conn_call(&c->conn, req, fds, dir_fd >= 0 ? 2 : 1,
+			     c->conn.resp, cudaep_v1_Response_load_model_tag);
+	c->conn.resp->cb_body.funcs.decode = NULL;
+	c->conn.resp->cb_body.arg = NULL;
+	reply = &c->conn.resp->body.load_model;
 	if (lists.err != 0)
 		ret = cep__set_error(lists.err,
 				     "cannot allocate the model's tensor list");
@@ -179,7 +180,7 @@ static int session_load(cep_client *c, int model_fd, int dir_fd,
 		lists.outputs.items = NULL;
 		cep__link_add(&c->sessions, &s->link);
 	}
-	pthread_mutex_unlock(&c->lock);
+	pthread_mutex_unlock(&c->conn.lock);
 	if (ret != 0)
 		goto out;
 	*out = s;
@@ -315,13 +316,13 @@ int cep_session_free(cep_session *s)
 	if (s == NULL)
 		return 0;
 	c = s->client;
-	pthread_mutex_lock(&c->lock);
-	req = CEP__REQ(c, unload);
+	pthread_mutex_lock(&c->conn.lock);
+	req = CEP__REQ(&c->conn, unload);
 	req->body.unload.session_id = s->id;
 	/* The reply body is empty: any body, or none, will do. */
-	ret = cep__call_locked(c, req, NULL, 0, c->resp, 0);
+	ret = cep__conn_call(&c->conn, req, NULL, 0, c->conn.resp, 0);
 	cep__link_del(&s->link);
-	pthread_mutex_unlock(&c->lock);
+	pthread_mutex_unlock(&c->conn.lock);
 	cep__session_drop(s);
 	return ret;
 }

@@ -72,8 +72,13 @@ static int tensor_take(struct req *r, const Cudaep__V1__TensorRef *t, bool input
 		return cep__set_error(ret, "%s '%s': no region %llu on this connection", what,
 				      name, (unsigned long long)t->region_id);
 	ret = region_slice_check(*reg, t->offset, t->bytes, NULL);
-	if (ret != 0)
-		return cep__set_error(ret, "%s '%s': %s", what, name, cep_last_error());
+	if (ret != 0) {
+		char why[CEP_MAX_STATUS_MSG];
+
+		/* Copied first: cep_last_error() is the buffer written next. */
+		snprintf(why, sizeof(why), "%s", cep_last_error());
+		return cep__set_error(ret, "%s '%s': %s", what, name, why);
+	}
 	snprintf(jt->name, sizeof(jt->name), "%s", name);
 	jt->region_id = t->region_id;
 	jt->offset = t->offset;

@@ -2,13 +2,16 @@
  * test_client.c — libcudaep-client's connection against a scripted fake
  * daemon (fakedaemon.c): hello and version checks, connect failures, the
  * daemon's error statuses and messages, request id correlation, a daemon
- * that closes or misbehaves on the wire, and calls from several threads.
+ * that closes or misbehaves on the wire (also one the test plays itself
+ * on a socketpair), and calls from several threads.
  */
 #include "tests/unit/fakedaemon.h"
 
 #include <criterion/criterion.h>
 
 #include <errno.h>
+#include <fcntl.h>
+#include <pb_encode.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -458,6 +461,76 @@ Test(client, fds_in_a_response_are_closed)
 	fake_stop(&fake);
 	close(pipefd[0]);
 	close(pipefd[1]);
+}
+
+/* A socketpair whose far end the test plays the daemon on: the client on
+ * sv[0] has said hello (answered from here), sv[1] is the daemon's. */
+static cep_client *pair_connect(int sv[2])
+{
+	cudaep_v1_Response hr = cudaep_v1_Response_init_zero;
+	uint8_t buf[256];
+	pb_ostream_t os = pb_ostream_from_buffer(buf, sizeof(buf));
+	cep_client *c = NULL;
+
+	cr_assert_eq(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+	hr.id = 1;
+	hr.which_body = cudaep_v1_Response_hello_tag;
+	hr.body.hello.protocol_version = CEP_PROTOCOL_VERSION;
+	cr_assert(pb_encode(&os, cudaep_v1_Response_fields, &hr));
+	cr_assert_eq(send(sv[1], buf, os.bytes_written, 0), (ssize_t)os.bytes_written);
+	cr_assert_eq(cep__connect_fd(sv[0], "pair", &c), 0, "%s", cep_last_error());
+	return c;
+}
+
+/* Sends an empty packet with /dev/null attached on sock. */
+static void send_empty_with_fd(int sock)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} ctl;
+	struct iovec iov = {.iov_base = (void *)"", .iov_len = 0};
+	struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1,
+			     .msg_control = ctl.buf, .msg_controllen = sizeof(ctl.buf)};
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+	int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+
+	cr_assert_geq(fd, 0);
+	memset(&ctl, 0, sizeof(ctl));
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	cr_assert_eq(sendmsg(sock, &msg, 0), 0);
+	close(fd);
+}
+
+/* Found by fuzz_reply: why a closed connection went was read, but the fds
+ * of an empty packet were left open. */
+Test(client, fds_of_an_empty_packet_after_a_close_are_closed)
+{
+	int sv[2], before;
+	cep_client *c = pair_connect(sv);
+
+	send_empty_with_fd(sv[1]);
+	close(sv[1]);
+	before = fake_count_fds();
+	cr_expect_eq(cep_ping(c), CEP_ECONNRESET);
+	cr_expect_eq(fake_count_fds(), before, "a received fd leaked");
+	cep_close(c);
+}
+
+Test(client, fds_of_an_empty_packet_are_closed)
+{
+	int sv[2], before;
+	cep_client *c = pair_connect(sv);
+
+	send_empty_with_fd(sv[1]);
+	before = fake_count_fds();
+	cr_expect_eq(cep_ping(c), CEP_ECONNRESET);
+	cr_expect_eq(fake_count_fds(), before, "a received fd leaked");
+	close(sv[1]);
+	cep_close(c);
 }
 
 /* ------------------------------------------------------------- threads */
