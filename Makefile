@@ -10,7 +10,8 @@
 #
 # Knobs: V=1 (loud), SANITIZE=address,undefined (own build dir), BUILD=dir,
 # CUDA_HOME=/usr/local/cuda, NOBUILD=1, FUZZ_SECONDS=N, RUN_ARGS="...",
-# SOAK_KILLS=N (clients the soak test SIGKILLs, default 1000).
+# SOAK_KILLS=N (clients the soak test SIGKILLs, default 1000), WERROR=1
+# (warnings are errors: CI's builds; the fuzz build passes it on).
 
 SANITIZE ?=
 ifneq ($(SANITIZE),)
@@ -40,6 +41,11 @@ endif
 
 WARN     := -Wall -Wextra -Wstrict-prototypes -Werror=implicit-function-declaration \
             -Wno-unused-parameter
+# CI builds with WERROR=1, so that no warning lands; a developer's build
+# without it is not stopped by a warning a newer compiler adds.
+ifeq ($(WERROR),1)
+WARN     += -Werror
+endif
 CSTD     := -std=c11
 OPT      ?= -O2 -g
 # One include root: a project header is named by its folder
