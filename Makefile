@@ -389,6 +389,8 @@ gpu-pack: $(ALL) $(UNIT_BIN) $(INTEG_BIN) $(ENGINE_CONF) $(BENCH_BIN) $(CUDAEPD_
 #   fuzz_request  request packets with their fds on one connection
 #                 (daemon: decoding and dispatch)
 #   fuzz_config   cudaepd's INI file and command line (daemon/config.c)
+#   fuzz_npy      a .npy file as cudaep-run reads it, and the write back
+#                 (tools/cudaep-run/cudaep-run-npy.c)
 # Every target links the daemon core, the client library and the tools'
 # objects but their main()s, as archives, so it takes what it uses and a
 # new target needs no edit here. Seeds: tests/fuzz/corpus/fuzz_<name>/
