@@ -399,7 +399,8 @@ gpu-pack: $(ALL) $(UNIT_BIN) $(INTEG_BIN) $(ENGINE_CONF) $(BENCH_BIN) $(CUDAEPD_
 FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BUILD := build/fuzz
 FUZZ_BIN := $(patsubst tests/fuzz/%.c,$(FUZZ_BUILD)/%,$(FUZZ_SRC))
-FUZZ_FLAGS := -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer -g -O1 -DCEP_FUZZING
+FUZZ_FLAGS := -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined \
+              -fno-omit-frame-pointer -g -O1 -DCEP_FUZZING
 FUZZ_SEEDS := $(wildcard tests/fuzz/make_*_seeds.py)
 
 # The tools' files without their main() (found, so that a tool's files can
