@@ -394,8 +394,9 @@ gpu-pack: $(ALL) $(UNIT_BIN) $(INTEG_BIN) $(ENGINE_CONF) $(BENCH_BIN) $(CUDAEPD_
 # Every target links the daemon core, the client library and the tools'
 # objects but their main()s, as archives, so it takes what it uses and a
 # new target needs no edit here. Seeds: tests/fuzz/corpus/fuzz_<name>/
-# where committed, and what tests/fuzz/make_<name>_seeds.py writes at fuzz
-# time; tests/fuzz/fuzz_<name>.dict is its libFuzzer dictionary.
+# where committed (hand-made inputs, and those of bugs found), and what
+# tests/fuzz/make_<name>_seeds.py writes at fuzz time;
+# tests/fuzz/fuzz_<name>.dict is its libFuzzer dictionary.
 FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BUILD := build/fuzz
 FUZZ_BIN := $(patsubst tests/fuzz/%.c,$(FUZZ_BUILD)/%,$(FUZZ_SRC))
