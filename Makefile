@@ -10,7 +10,8 @@
 #
 # Knobs: V=1 (loud), SANITIZE=address,undefined (own build dir), BUILD=dir,
 # CUDA_HOME=/usr/local/cuda, NOBUILD=1, FUZZ_SECONDS=N, RUN_ARGS="...",
-# SOAK_KILLS=N (clients the soak test SIGKILLs, default 1000).
+# SOAK_KILLS=N (clients the soak test SIGKILLs, default 1000), WERROR=1
+# (warnings are errors: CI's builds; the fuzz build passes it on).
 
 SANITIZE ?=
 ifneq ($(SANITIZE),)
@@ -40,6 +41,11 @@ endif
 
 WARN     := -Wall -Wextra -Wstrict-prototypes -Werror=implicit-function-declaration \
             -Wno-unused-parameter
+# CI builds with WERROR=1, so that no warning lands; a developer's build
+# without it is not stopped by a warning a newer compiler adds.
+ifeq ($(WERROR),1)
+WARN     += -Werror
+endif
 CSTD     := -std=c11
 OPT      ?= -O2 -g
 # One include root: a project header is named by its folder
@@ -376,33 +382,63 @@ gpu-pack: $(ALL) $(UNIT_BIN) $(INTEG_BIN) $(ENGINE_CONF) $(BENCH_BIN) $(CUDAEPD_
 
 # ---------------------------------------------------------------- fuzzing
 
+# A libFuzzer target per decoder: each tests/fuzz/fuzz_<name>.c is one
+# target, build/fuzz/fuzz_<name>, built by clang with ASan and UBSan.
+#   fuzz_model    an ONNX model as a client passes it (engine: load, then
+#                 plan and run on the host backend)
+#   fuzz_request  request packets with their fds on one connection
+#                 (daemon: decoding and dispatch)
+#   fuzz_config   cudaepd's INI file and command line (daemon/config.c)
+#   fuzz_npy      a .npy file as cudaep-run reads it, and the write back
+#                 (tools/cudaep-run/cudaep-run-npy.c)
+#   fuzz_handover the memfd a previous image hands over, read and restored
+#                 into a listening server (daemon/handover.c and every
+#                 module's x_restore())
+#   fuzz_reply    what cudaepd sends, as the client library handles it
+#                 (client/: replies, fence results, fds)
+# Every target links the daemon core, the client library and the tools'
+# objects but their main()s, as archives, so it takes what it uses and a
+# new target needs no edit here. Seeds: tests/fuzz/corpus/fuzz_<name>/
+# where committed (hand-made inputs, and those of bugs found), and what
+# tests/fuzz/make_<name>_seeds.py writes at fuzz time;
+# tests/fuzz/fuzz_<name>.dict is its libFuzzer dictionary.
 FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BUILD := build/fuzz
 FUZZ_BIN := $(patsubst tests/fuzz/%.c,$(FUZZ_BUILD)/%,$(FUZZ_SRC))
-FUZZ_FLAGS := -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer -g -O1 -DCEP_FUZZING
+FUZZ_FLAGS := -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined \
+              -fno-omit-frame-pointer -g -O1 -DCEP_FUZZING
+FUZZ_SEEDS := $(wildcard tests/fuzz/make_*_seeds.py)
+
+# The tools' files without their main() (found, so that a tool's files can
+# be rearranged freely).
+MAIN_RE     := ^int[[:space:]]+main[[:space:]]*[(]
+TOOLS_MAIN  := $(shell grep -l -E '$(MAIN_RE)' $(CTL_SRC) $(RUNCLI_SRC) /dev/null)
+TOOLS_A     := $(LIB)/libcudaep-tools.a
 
 fuzz-build: deps
-	$(Q)$(MAKE) --no-print-directory BUILD=$(FUZZ_BUILD) CC=$(CLANG) \
+	$(Q)$(MAKE) --no-print-directory BUILD=$(FUZZ_BUILD) CC=$(CLANG) WERROR=$(WERROR) \
 	  OPT="$(FUZZ_FLAGS)" LDFLAGS="-fsanitize=address,undefined" $(FUZZ_BIN)
 
-$(FUZZ_BUILD)/fuzz_%: $(call obj,tests/fuzz/fuzz_%.c) $(CORE_A)
-	$(call say,LD,$@)
-	$(Q)$(CC) -fsanitize=fuzzer,address,undefined -o $@ $^ $(DAEMON_LIBS)
+$(TOOLS_A): $(call obj,$(filter-out $(TOOLS_MAIN),$(CTL_SRC) $(RUNCLI_SRC)))
+	$(call say,AR,$@)
+	@mkdir -p $(@D)
+	$(Q)rm -f $@ && ar rcs $@ $^
 
-# fuzz_reply plays the daemon to the client library, which it links instead.
-$(FUZZ_BUILD)/fuzz_reply: $(call obj,tests/fuzz/fuzz_reply.c) $(CLIENT_A)
+$(FUZZ_BUILD)/fuzz_%: $(call obj,tests/fuzz/fuzz_%.c) $(TOOLS_A) $(CORE_A) $(CLIENT_A)
 	$(call say,LD,$@)
-	$(Q)$(CC) -fsanitize=fuzzer,address,undefined -o $@ $^ $(CLIENT_LIBS) -pthread
+	$(Q)$(CC) -fsanitize=fuzzer,address,undefined -o $@ $^ $(DAEMON_LIBS) $(CLIENT_LIBS) -lm
 
-# Seeds: tests/fuzz/corpus/<target> where committed (small hand-made
-# packets), and models made at fuzz time for fuzz_model.
 fuzz: fuzz-build
-	@$(VENV)/bin/python tests/fuzz/make_model_seeds.py $(FUZZ_BUILD)/seeds/fuzz_model
+	@set -e; for s in $(FUZZ_SEEDS); do \
+	  n=$$(basename $$s .py); n=fuzz_$${n#make_}; n=$${n%_seeds}; \
+	  $(VENV)/bin/python $$s $(FUZZ_BUILD)/seeds/$$n; \
+	done
 	@set -e; for f in $(FUZZ_BIN); do \
 	  n=$$(basename $$f); mkdir -p $(FUZZ_BUILD)/corpus/$$n; \
 	  seeds=$$(for d in tests/fuzz/corpus/$$n $(FUZZ_BUILD)/seeds/$$n; do if [ -d $$d ]; then echo $$d; fi; done); \
+	  dict=$$(if [ -f tests/fuzz/$$n.dict ]; then echo -dict=tests/fuzz/$$n.dict; fi); \
 	  echo "== $$n for $(FUZZ_SECONDS)s"; \
-	  $$f -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -print_final_stats=1 \
+	  $$f -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -print_final_stats=1 $$dict \
 	    $(FUZZ_BUILD)/corpus/$$n $$seeds 2>$(FUZZ_BUILD)/$$n.log \
 	    || { tail -50 $(FUZZ_BUILD)/$$n.log; exit 1; }; \
 	  grep -E 'stat::number_of_executed_units|stat::peak_rss' $(FUZZ_BUILD)/$$n.log; \

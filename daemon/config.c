@@ -493,49 +493,53 @@ static int ini_on_key(void *user, const char *section, const char *name,
 	return 1;
 }
 
-int config_load_file(struct config *cfg, const char *path, char *err,
-		     size_t errlen)
+int config_load_stream(struct config *cfg, FILE *f, const char *name,
+		       char *err, size_t errlen)
 {
-	struct ini_state st = { .cfg = cfg };
-	struct stat sb;
-	int ret, line;
+	struct ini_state st = { .cfg = cfg, .f = f };
+	int line;
 
-	if (strlen(path) >= CONFIG_FILE_MAX)
-		return say(err, errlen, "%s: path too long", path);
-	st.f = fopen(path, "re");
-	if (st.f == NULL)
-		return say(err, errlen, "%s: cannot read: %s", path,
-			   strerror(errno));
-	if (fstat(fileno(st.f), &sb) == 0 && S_ISDIR(sb.st_mode)) {
-		ret = say(err, errlen, "%s: cannot read: %s", path,
-			  strerror(EISDIR));
-		goto out;
-	}
 	line = ini_parse_stream(ini_read_line, &st, ini_on_key, &st);
-	if (ferror(st.f)) {
-		ret = say(err, errlen, "%s: cannot read: %s", path,
-			  strerror(errno));
-		goto out;
-	}
-	if (line == -2) {
-		ret = say(err, errlen, "%s: out of memory", path);
-		goto out;
-	}
+	if (ferror(st.f))
+		return say(err, errlen, "%s: cannot read: %s", name,
+			   strerror(errno));
+	if (line == -2)
+		return say(err, errlen, "%s: out of memory", name);
 	if (line != 0) {
 		/* inih reports the first bad line, ours or a syntax error it
 		 * found on its own, whichever came first. */
 		if (st.err_line != 0 && st.err_line <= line)
-			ret = say(err, errlen, "%s:%d: %s", path, st.err_line,
-				  st.err);
-		else
-			ret = say(err, errlen, "%s:%d: syntax error (expected "
-				  "[daemon] or key = value)", path, line);
+			return say(err, errlen, "%s:%d: %s", name, st.err_line,
+				   st.err);
+		return say(err, errlen, "%s:%d: syntax error (expected "
+			   "[daemon] or key = value)", name, line);
+	}
+	return 0;
+}
+
+int config_load_file(struct config *cfg, const char *path, char *err,
+		     size_t errlen)
+{
+	struct stat sb;
+	FILE *f;
+	int ret;
+
+	if (strlen(path) >= CONFIG_FILE_MAX)
+		return say(err, errlen, "%s: path too long", path);
+	f = fopen(path, "re");
+	if (f == NULL)
+		return say(err, errlen, "%s: cannot read: %s", path,
+			   strerror(errno));
+	if (fstat(fileno(f), &sb) == 0 && S_ISDIR(sb.st_mode)) {
+		ret = say(err, errlen, "%s: cannot read: %s", path,
+			  strerror(EISDIR));
 		goto out;
 	}
-	strcpy(cfg->file, path);
-	ret = 0;
+	ret = config_load_stream(cfg, f, path, err, errlen);
+	if (ret == 0)
+		strcpy(cfg->file, path);
 out:
-	fclose(st.f);
+	fclose(f);
 	return ret;
 }
 

@@ -103,6 +103,16 @@ int config_load_file(struct config *cfg, const char *path, char *err,
 		     size_t errlen);
 
 /*
+ * config_load_file() without the file: applies the [daemon] section read
+ * from f (left open, positioned wherever inih stopped) over cfg, naming it
+ * name in messages ("NAME:LINE: ..."). Returns 0 or CEP_EINVAL as
+ * config_load_file() does; cfg->file is not set. For the fuzzer
+ * (tests/fuzz/fuzz_config.c), which reads from memory with fmemopen(3).
+ */
+int config_load_stream(struct config *cfg, FILE *f, const char *name,
+		       char *err, size_t errlen);
+
+/*
  * The whole command line: config_init(), then the file of --config if one
  * is given, then every other flag in order. Returns CONFIG_RUN when the
  * daemon should run with *cfg; otherwise the status main() should exit

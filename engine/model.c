@@ -502,7 +502,8 @@ static int attr_load(struct load_ctx *c, int n, const Onnx__AttributeProto *ap,
 
 		if (!f)
 			return cep__set_error(CEP_ENOMEM, NULL);
-		memcpy(f, ap->floats, sizeof(float) * ap->n_floats);
+		if (ap->n_floats)
+			memcpy(f, ap->floats, sizeof(float) * ap->n_floats);
 		a->floats = f;
 		a->n = (int)ap->n_floats;
 		return 0;
@@ -512,7 +513,8 @@ static int attr_load(struct load_ctx *c, int n, const Onnx__AttributeProto *ap,
 
 		if (!v)
 			return cep__set_error(CEP_ENOMEM, NULL);
-		memcpy(v, ap->ints, sizeof(int64_t) * ap->n_ints);
+		if (ap->n_ints)
+			memcpy(v, ap->ints, sizeof(int64_t) * ap->n_ints);
 		a->ints = v;
 		a->n = (int)ap->n_ints;
 		return 0;

@@ -15,6 +15,15 @@ void cpu_bcast_init(struct cpu_bcast *bc, const struct op_tensor *out,
 
 	memset(bc, 0, sizeof(*bc));
 	bc->n = n;
+	/* Nothing to iterate. Checked first: the dimensions of an input
+	 * with a 0 (which makes the output's 0 too) may multiply past int64. */
+	for (i = 0; i < r; i++) {
+		if (out->dims[i] == 0) {
+			bc->rows = 0;
+			bc->inner = 0;
+			return;
+		}
+	}
 	for (k = 0; k < n; k++) {
 		int64_t s = 1;
 
@@ -27,13 +36,6 @@ void cpu_bcast_init(struct cpu_bcast *bc, const struct op_tensor *out,
 			} else {
 				st[k][i] = 0;
 			}
-		}
-	}
-	for (i = 0; i < r; i++) {
-		if (out->dims[i] == 0) {
-			bc->rows = 0;
-			bc->inner = 0;
-			return;
 		}
 	}
 	/* Merge from the innermost dimension outwards (rdims is reversed). */

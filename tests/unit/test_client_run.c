@@ -219,7 +219,7 @@ Test(client_run, the_daemons_message_reaches_cep_last_error)
 	f.in.bytes = 100;
 	expect_refused(&f, CEP_ESHAPE, "input 'x'");
 	cr_expect_str_eq(cep_last_error(),
-			 "input 'x' has 100 bytes, its float32 shape needs 96");
+			 "input 'x' has 100 bytes, its shape needs 96");
 	f.in.bytes = 96;
 	f.in.offset = 65536 - 8;
 	expect_refused(&f, CEP_EBOUNDS, "input 'x'");
