@@ -148,7 +148,7 @@ BENCH_BIN := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 
 ALL := $(CUDAEPD) $(CUDAEPCTL) $(CUDAEPRUN) $(CLIENT_SO) $(CLIENT_A) $(CLIENT_PC)
 
-.PHONY: all deps run test test-unit test-integration test-python test-gpu \
+.PHONY: all deps run test test-callgraph test-unit test-integration test-python test-gpu \
         test-conformance conformance-update \
         fuzz fuzz-build bench install clean
 .DEFAULT_GOAL := all
@@ -325,8 +325,14 @@ export CUDAEP_SOAK_KILLS := $(SOAK_KILLS)
 # The suites run one after the other (Criterion parallelizes inside each),
 # so their logs do not interleave.
 test: deps $(TEST_PREREQ)
-	$(Q)$(MAKE) --no-print-directory -j1 test-unit test-integration test-python \
+	$(Q)$(MAKE) --no-print-directory -j1 test-callgraph test-unit test-integration test-python \
 	  test-conformance test-ops NOBUILD=1
+
+# No two files of the project may call each other, directly or around a
+# ring (docs/ARCHITECTURE.md): the file-level call graph, derived from the
+# objects' symbols, must have no cycle.
+test-callgraph: $(if $(filter 1,$(NOBUILD)),,$(ALL) $(CORE_A))
+	@python3 tests/callgraph.py $(BUILD)/obj
 
 test-unit: $(if $(filter 1,$(NOBUILD)),,$(UNIT_BIN))
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t $(CRITERION_FLAGS); done
