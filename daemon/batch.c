@@ -2,9 +2,9 @@
  * batch.c — cross-client batching (batch.h): groups of sessions of one
  * model, their windows, and the batches they flush to the engine.
  *
- * A member's life: the dispatcher opens its fence record and holds its
- * regions as for any fenced run, then hands it to batch_add() instead of
- * the engine; the connection stays busy (it reads nothing more) until
+ * A member's life: the dispatcher admits its run and holds its regions
+ * as for any fenced run (run.h), then hands it to batch_add() instead of
+ * the engine; its client is not read (its work is CLIENT_BATCH) until
  * the member's done function has answered it. When the group flushes, a
  * lone member, or a batch the engine refuses, goes back to the dispatcher
  * to run alone; a batch the engine takes is answered member by member.

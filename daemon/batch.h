@@ -49,7 +49,7 @@ enum batch_outcome {
 	BATCH_ALONE,          /* not merged: run it as an ordinary run */
 };
 
-/* A run waiting in a group; caller memory (the connection's job), valid
+/* A run waiting in a group; caller memory (the run's record, run.h), valid
  * until done is called or batch_member_cancel() takes it back. */
 struct batch_member {
 	struct batch_member *next;          /* in the group's list */

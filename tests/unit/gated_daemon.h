@@ -67,7 +67,7 @@ static struct {
 	pthread_cond_t moved;
 	bool open;               /* completions may happen */
 	bool log_on;             /* log completions: every host function is a
-	                          * fence_run's signal (no batching) */
+	                          * run's signal (no batching) */
 	uint64_t issued, done;   /* tickets handed out / called */
 	uint64_t log[1024];      /* (client id << 32 | fence seq), as completed */
 	size_t n_log;

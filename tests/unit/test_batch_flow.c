@@ -96,7 +96,7 @@ static cep_client *pair_start(struct cl *a, struct cl *b)
 	cep_client *w;
 
 	start_with(kv);
-	/* A batch's host functions are not all fence_run signals. */
+	/* A batch's host functions are not all runs' signals. */
 	g.log_on = false;
 	w = dial("watcher");
 	cl_open(a, "a", CEP_PRIORITY_NORMAL, true);
@@ -189,7 +189,7 @@ Test(batch_flow, a_lone_sessions_run_goes_alone)
 	cep_client *w;
 
 	start_with(kv);
-	/* A batch's host functions are not all fence_run signals. */
+	/* A batch's host functions are not all runs' signals. */
 	g.log_on = false;
 	w = dial("watcher");
 	cl_open(&a, "a", CEP_PRIORITY_NORMAL, true);
