@@ -85,6 +85,22 @@ static struct client *client_alloc(struct client_list *l, uint64_t id, pid_t pid
 	return c;
 }
 
+/* conn_close()'s callback for a client that never made it into its
+ * list. */
+static void client_on_unborn_closed(struct conn *cn)
+{
+	free(container_of(cn, struct client, conn));
+}
+
+/* Frees c after a failed conn_open() or conn_restore(). */
+static void client_unborn_free(struct client *c)
+{
+	if (c->conn.state == CONN_BROKEN)
+		conn_close(&c->conn, client_on_unborn_closed);
+	else
+		free(c);
+}
+
 static void client_free_parts(struct client *c)
 {
 	session_table_close(&c->sessions);
@@ -111,7 +127,7 @@ int client_new(struct client_list *l, int fd, pid_t pid, uid_t uid, gid_t gid, b
 	ret = conn_open(&c->conn, &l->conn_env, fd, c->id);
 	if (ret != 0) {
 		client_free_parts(c);
-		free(c);
+		client_unborn_free(c);
 		return ret;
 	}
 	l->next_id++;
@@ -267,7 +283,7 @@ int client_restore(struct client_list *l, struct backend *be, struct access *a,
 	ret = conn_restore(&c->conn, &l->conn_env, h, hc);
 	if (ret != 0) {
 		client_free_parts(c);
-		free(c);
+		client_unborn_free(c);
 		return ret;
 	}
 	list_link(l, c);

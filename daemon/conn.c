@@ -43,9 +43,10 @@ int conn_open(struct conn *c, const struct conn_env *env, int fd, uint64_t id)
 	c->poll_events = UV_READABLE | UV_DISCONNECT;
 	ret = uv_poll_start(&c->poll, c->poll_events, conn_on_poll);
 	if (ret != 0) {
-		/* Closed as any other; the owner waits for the callback. */
+		/* The handle exists: it is closed as any other's. */
+		c->poll_events = 0;
 		c->state = CONN_BROKEN;
-		return 0;
+		return ret;
 	}
 	return 0;
 }

@@ -104,8 +104,10 @@ struct conn {
 /*
  * Opens c (caller memory, which must stay until c is closed) on socket fd
  * (non-blocking; -1: detached) for the client id, and starts reading.
- * Takes fd in every case. Returns 0, or a libuv error mapped to CEP_E*
- * (c then needs no close: its fd is closed and nothing was started).
+ * Takes fd in every case. Returns 0, or a libuv error mapped to CEP_E*:
+ * when the socket could not be watched at all, c needs no close (its fd
+ * is closed); when the watch could not start (c->state is CONN_BROKEN),
+ * c must still be closed with conn_close(), its memory kept until then.
  */
 int conn_open(struct conn *c, const struct conn_env *env, int fd, uint64_t id);
 
