@@ -253,20 +253,28 @@ void run_queue_reap(struct run_queue *q, bool force)
 	}
 }
 
-/* Finishes the runs that landed early (their replies will never go). */
+/* Finishes the runs that landed early (their replies will never go).
+ * Listed first: finishing a client's last run may release the client,
+ * and its table with it. */
 static void queue_early_finish(struct run_queue *q)
 {
-	struct run_table *t, *next;
+	struct run *list = NULL, *r, *next;
+	struct run_table *t;
 	uint32_t i;
 
-	for (t = q->tables; t != NULL; t = next) {
-		next = t->next;
+	for (t = q->tables; t != NULL; t = t->next) {
 		for (i = 0; t->runs != NULL && i < RUN_RECORDS; i++) {
-			if (run_state(&t->runs[i]) != RUN_EARLY)
+			r = &t->runs[i];
+			if (run_state(r) != RUN_EARLY)
 				continue;
-			t->runs[i].replied = true;
-			run_finish(&t->runs[i]);
+			r->next = list;
+			list = r;
 		}
+	}
+	for (r = list; r != NULL; r = next) {
+		next = r->next;
+		r->replied = true;
+		run_finish(r);
 	}
 }
 
