@@ -526,19 +526,19 @@ int config_load_file(struct config *cfg, const char *path, char *err,
 
 	if (strlen(path) >= CONFIG_FILE_MAX)
 		return say(err, errlen, "%s: path too long", path);
+	/* Looked at before it is opened: opening a FIFO would wait for a
+	 * writer, and a device such as /dev/zero never ends a line. */
+	if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
+		return say(err, errlen, "%s: cannot read: %s", path, strerror(EISDIR));
+	if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode))
+		return say(err, errlen, "%s: cannot read: not a regular file", path);
 	f = fopen(path, "re");
 	if (f == NULL)
 		return say(err, errlen, "%s: cannot read: %s", path,
 			   strerror(errno));
-	if (fstat(fileno(f), &sb) == 0 && S_ISDIR(sb.st_mode)) {
-		ret = say(err, errlen, "%s: cannot read: %s", path,
-			  strerror(EISDIR));
-		goto out;
-	}
 	ret = config_load_stream(cfg, f, path, err, errlen);
 	if (ret == 0)
 		strcpy(cfg->file, path);
-out:
 	fclose(f);
 	return ret;
 }

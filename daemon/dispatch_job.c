@@ -66,15 +66,18 @@ uint64_t dispatch__job_session(const struct client *c)
 	return j->kind == JOB_LOAD ? j->load.session_id : j->run.sess->id;
 }
 
-static void job_work(uv_work_t *w)
+void dispatch__job_inline(struct job *j)
 {
-	struct job *j = container_of(w, struct job, work);
-
 	cep__clear_error();
 	j->work_fn(j);
-	/* The message lives in this worker thread's storage. */
+	/* The message lives in this thread's storage. */
 	if (j->ret != 0)
 		snprintf(j->msg, sizeof(j->msg), "%s", cep_last_error());
+}
+
+static void job_work(uv_work_t *w)
+{
+	dispatch__job_inline(container_of(w, struct job, work));
 }
 
 static void job_after(uv_work_t *w, int status)

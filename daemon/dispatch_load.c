@@ -387,10 +387,7 @@ int dispatch__load_model(struct req *r, const Cudaep__V1__LoadModel *m)
 	j->after_fn = load_after;
 	if (r->c->conn.fd >= 0 && dispatch__job_queue(j) == 0)
 		return DISPATCH__DEFERRED;
-	cep__clear_error();
-	load_work(j);
-	if (j->ret != 0)
-		snprintf(j->msg, sizeof(j->msg), "%s", cep_last_error());
+	dispatch__job_inline(j);
 	return load_finish(j, r);
 }
 

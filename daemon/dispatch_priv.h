@@ -159,6 +159,11 @@ int dispatch__job_get(struct dispatch *d, struct client *c, uint64_t req_id,
  * window) uses, 0 when c is idle. */
 uint64_t dispatch__job_session(const struct client *c);
 
+/* Runs j->work_fn here and now, keeping its error message in j->msg as
+ * the thread pool's run does: for a client without a socket, or when the
+ * pool refuses the work. */
+void dispatch__job_inline(struct job *j);
+
 /*
  * Runs j->work_fn on the thread pool, then j->after_fn on the loop; c is
  * CLIENT_JOB meanwhile (not read). Returns 0, or the libuv error after

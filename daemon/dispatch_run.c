@@ -263,10 +263,7 @@ static int fenced_start(struct job *j, struct req *r, int (*finish)(struct job *
 	j->after_fn = fenced_after;
 	if (r->c->conn.fd >= 0 && dispatch__job_queue(j) == 0)
 		return DISPATCH__DEFERRED;
-	cep__clear_error();
-	fenced_work(j);
-	if (j->ret != 0)
-		snprintf(j->msg, sizeof(j->msg), "%s", cep_last_error());
+	dispatch__job_inline(j);
 	return finish(j, r);
 }
 
@@ -457,10 +454,7 @@ void dispatch_queued_start(struct dispatch *d, struct client *c, struct run *run
 		j->after_fn = fenced_after;
 		if (dispatch__job_queue(j) == 0)
 			return;
-		cep__clear_error();
-		fenced_work(j);
-		if (j->ret != 0)
-			snprintf(j->msg, sizeof(j->msg), "%s", cep_last_error());
+		dispatch__job_inline(j);
 		queued_after(j);
 		return;
 	}
@@ -515,10 +509,7 @@ static void batch_member_done(struct batch_member *bm, enum batch_outcome how)
 	j->after_fn = fenced_after;
 	if (dispatch__job_queue(j) == 0)
 		return;
-	cep__clear_error();
-	fenced_work(j);
-	if (j->ret != 0)
-		snprintf(j->msg, sizeof(j->msg), "%s", cep_last_error());
+	dispatch__job_inline(j);
 	dispatch__job_reply(j, fenced_finish);
 }
 
@@ -667,9 +658,6 @@ int dispatch__run(struct req *r, const Cudaep__V1__Run *m)
 	j->after_fn = sync_after;
 	if (r->c->conn.fd >= 0 && dispatch__job_queue(j) == 0)
 		return DISPATCH__DEFERRED;
-	cep__clear_error();
-	sync_work(j);
-	if (j->ret != 0)
-		snprintf(j->msg, sizeof(j->msg), "%s", cep_last_error());
+	dispatch__job_inline(j);
 	return sync_finish(j, r);
 }

@@ -28,15 +28,8 @@
 #include "client/cudaep.h"
 #include "common/log.h"
 #include "daemon/config.h"
+#include "tests/fuzz/fuzz_check.h"
 
-#define FUZZ_CHECK(cond)                                                       \
-	do {                                                                   \
-		if (!(cond)) {                                                 \
-			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, \
-				__LINE__, #cond);                              \
-			abort();                                               \
-		}                                                              \
-	} while (0)
 
 #define MAX_ARGS 16
 #define NAME     "fuzz.conf"

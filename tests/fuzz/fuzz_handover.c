@@ -39,15 +39,8 @@
 #include "daemon/handover.h"
 #include "daemon/server.h"
 #include "proto/cep_fence.h"
+#include "tests/fuzz/fuzz_check.h"
 
-#define FUZZ_CHECK(cond)                                                       \
-	do {                                                                   \
-		if (!(cond)) {                                                 \
-			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, \
-				__LINE__, #cond);                              \
-			abort();                                               \
-		}                                                              \
-	} while (0)
 
 #define FD_BASE 900
 #define N_FDS 5

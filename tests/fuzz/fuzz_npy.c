@@ -21,15 +21,8 @@
 
 #include "client/cudaep.h"
 #include "tools/cudaep-run/cudaep-run.h"
+#include "tests/fuzz/fuzz_check.h"
 
-#define FUZZ_CHECK(cond)                                                       \
-	do {                                                                   \
-		if (!(cond)) {                                                 \
-			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, \
-				__LINE__, #cond);                              \
-			abort();                                               \
-		}                                                              \
-	} while (0)
 
 /* The input, the first write and the second write. */
 static int fds[3];

@@ -46,15 +46,8 @@
 
 #include "client/internal.h"
 #include "proto/cep_fence.h"
+#include "tests/fuzz/fuzz_check.h"
 
-#define FUZZ_CHECK(cond)                                                       \
-	do {                                                                   \
-		if (!(cond)) {                                                 \
-			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, \
-				__LINE__, #cond);                              \
-			abort();                                               \
-		}                                                              \
-	} while (0)
 
 #define PAGE_BYTES (CEP_FENCE_SLOTS * CEP_FENCE_SLOT_BYTES)
 #define MAX_PACKETS 64 /* packets queued per input */

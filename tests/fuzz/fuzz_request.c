@@ -31,15 +31,8 @@
 #include "daemon/dispatch.h"
 #include "common/log.h"
 #include "daemon/server.h"
+#include "tests/fuzz/fuzz_check.h"
 
-#define FUZZ_CHECK(cond)                                                       \
-	do {                                                                   \
-		if (!(cond)) {                                                 \
-			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, \
-				__LINE__, #cond);                              \
-			abort();                                               \
-		}                                                              \
-	} while (0)
 
 /* A fresh server per input keeps ids (client, region) the same from one
  * run of an input to the next, so the fuzzer can learn them and a crash

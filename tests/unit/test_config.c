@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <syslog.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <criterion/criterion.h>
@@ -320,6 +321,12 @@ Test(config, file_errors_exit_2_with_file_and_line)
 	expect_usage(LOAD(&cfg, "--config", want), "cannot read: No such file");
 	expect_usage(LOAD(&cfg, "--config", tmpdir), "cannot read: Is a "
 		     "directory");
+	/* Refused before it is opened: a FIFO would block the open, and
+	 * /dev/zero would be read for ever. */
+	snprintf(want, sizeof(want), "%s/fifo.conf", tmpdir);
+	cr_assert_eq(mkfifo(want, 0600), 0);
+	expect_usage(LOAD(&cfg, "--config", want), "cannot read: not a regular file");
+	expect_usage(LOAD(&cfg, "--config", "/dev/zero"), "cannot read: not a regular file");
 }
 
 Test(config, a_bad_flag_after_a_good_file_still_fails)
