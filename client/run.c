@@ -17,8 +17,8 @@
 /*
  * What a tensor needs to be encoded: a name that fits TensorRef.name, a
  * region of this client (whose id is what goes), a rank that fits
- * TensorRef.shape. The rest of a tensor's meaning (an input's dtype, its
- * bytes against its shape, a slice within its region) is cudaepd's to
+ * TensorRef.shape. The rest of a tensor's meaning (its dtype, its shape,
+ * an input's bytes against its shape, a slice within its region) is cudaepd's to
  * check, at its trust boundary, and its error comes back through
  * cep_last_error(); the library does not repeat it.
  */
@@ -50,19 +50,6 @@ static int tensor_check(const cep_session *s, const cep_tensor *t, size_t i,
 		return cep__set_error(CEP_ESHAPE,
 				      "%s '%s': rank %d (at most %d)", kind,
 				      t->name, t->rank, CEP_MAX_RANK);
-	if (!output)
-		return 0;
-	/* The daemon reads neither the dtype nor the shape of an output (the
-	 * reply brings the model's), so nobody else would refuse a bad one.
-	 * An output may leave its dtype to the model. */
-	for (int d = 0; d < t->rank; d++)
-		if (t->shape[d] < 0)
-			return cep__set_error(CEP_ESHAPE,
-					      "output '%s': dimension %d is %" PRId64,
-					      t->name, d, t->shape[d]);
-	if (t->dtype != CEP_DTYPE_UNDEFINED && cep_dtype_size(t->dtype) == 0)
-		return cep__set_error(CEP_EDTYPE, "output '%s': unknown dtype %d",
-				      t->name, (int)t->dtype);
 	return 0;
 }
 

@@ -48,9 +48,9 @@ static bool fairq_applies(const struct dispatch *d, const struct client *c)
 
 /*
  * Checks one tensor of a Run against its region and copies it into the
- * job: the region is this client's, the slice lies in it, and for an
- * input its dtype is one cudaep stores and its shape a valid one. What
- * the model says of it is engine_run_check()'s, right after.
+ * job: the region is this client's, the slice lies in it, its dtype is
+ * one cudaep stores (an output may leave it out) and its shape a valid
+ * one. What the model says of it is engine_run_check()'s, right after.
  */
 static int tensor_take(struct req *r, const Cudaep__V1__TensorRef *t, bool input,
 		       struct job_tensor *jt, struct region **reg)
@@ -82,8 +82,21 @@ static int tensor_take(struct req *r, const Cudaep__V1__TensorRef *t, bool input
 	snprintf(jt->name, sizeof(jt->name), "%s", name);
 	jt->region_id = t->region_id;
 	jt->offset = t->offset;
-	if (!input)
+	if (!input) {
+		/* An output's dtype and shape are the model's (the reply says
+		 * them); one given must still be a valid one, or left out. */
+		if (t->dtype != 0 && esz == 0)
+			return cep__set_error(CEP_EDTYPE, "output '%s': unknown dtype %d",
+					      name, (int)t->dtype);
+		if (t->n_shape > CEP_MAX_RANK)
+			return cep__set_error(CEP_ESHAPE, "output '%s' has rank %zu, at most "
+					      "%d is supported", name, t->n_shape, CEP_MAX_RANK);
+		for (k = 0; k < t->n_shape; k++)
+			if (t->shape[k] < 0)
+				return cep__set_error(CEP_ESHAPE, "output '%s': dimension %zu "
+						      "is %lld", name, k, (long long)t->shape[k]);
 		return 0;
+	}
 	if (esz == 0)
 		return cep__set_error(CEP_EDTYPE, "input '%s': element type %d is not one "
 				      "cudaep stores", name, (int)t->dtype);

@@ -190,6 +190,17 @@ Test(client_run, the_daemon_refuses_what_a_tensor_means)
 	expect_refused(&f, CEP_EBOUNDS, "output 'y'");
 	f.out.bytes = 16384;
 
+	/* An output's dtype and shape are the model's, but one given must
+	 * be a valid one. */
+	f.out.dtype = (cep_dtype)99;
+	expect_refused(&f, CEP_EDTYPE, "output 'y'");
+	f.out.dtype = CEP_DTYPE_UNDEFINED;
+	f.out.rank = 2;
+	f.out.shape[0] = 2;
+	f.out.shape[1] = -1;
+	expect_refused(&f, CEP_ESHAPE, "output 'y'");
+	f.out.rank = 0;
+
 	/* The same refusals for a run submitted with a fence: nothing is
 	 * queued. */
 	{
