@@ -93,9 +93,13 @@ static bool is_op(const struct graph_node *node, const char *op_type)
 
 /* Whether input i of node stays float32 whatever the node computes in:
  * Resize's roi and scales and Upsample's scales are float32 by their
- * schemas, and the output's shape is computed from them. */
+ * schemas, and the output's shape is computed from them; OneHot's
+ * indices and depth are counts, which rounding would move (and bfloat16
+ * is not a type they may have). */
 static bool slot_keeps_float(const struct graph_node *node, int i)
 {
+	if (is_op(node, "OneHot"))
+		return i < 2;
 	return i > 0 && (is_op(node, "Resize") || is_op(node, "Upsample"));
 }
 

@@ -7,8 +7,9 @@
  * and depth of every type they may have (floats truncated), values of
  * every type each opset takes, the errors (depth not positive or not a
  * scalar, values not two, an axis out of range, a depth the plan did not
- * expect), inference with an unknown depth and symbols, and a model whose
- * depth is fed at run time.
+ * expect), inference with an unknown depth and symbols, a model whose
+ * depth is fed at run time, and half sessions keeping indices and depth
+ * float32.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -361,4 +362,54 @@ Test(ops_onehot, engine_runs_a_depth_fed_at_run_time)
 	engine_session_free(s);
 	engine_model_unref(m);
 	backend_free(be);
+}
+
+/* In a half session the values go half (bfloat16 from opset 28), but
+ * float32 indices and depth stay float32: rounding them would move a
+ * class (3001 is not a float16) or change the depth, and so the shape. */
+static void onehot_in_half(cep_precision p, int opset)
+{
+	struct engine_model_options mo = { .precision = p };
+	struct engine_session_options so = { .precision = p };
+	struct onnxb *b = onnxb_new(opset);
+	int64_t dims[1] = { 2 };
+	float idx[2] = { 3001.0f, 1.0f }, depth = 4001.0f;
+	static float y[2 * 4001];
+	struct engine_input in[2] = {
+		{ "idx", CEP_DTYPE_FLOAT32, 1, dims, idx, sizeof(idx) },
+		{ "depth", CEP_DTYPE_FLOAT32, 0, NULL, &depth, sizeof(depth) },
+	};
+	struct engine_output out = { .name = "y", .data = y, .capacity = sizeof(y) };
+	float values[2] = { 0.0f, 1.0f };
+	struct backend *be;
+	engine_model *m;
+	engine_session *s = NULL;
+	size_t len;
+	uint8_t *buf;
+	int i;
+
+	onnxb_input(b, "idx", CEP_DTYPE_FLOAT32, "2");
+	onnxb_input(b, "depth", CEP_DTYPE_FLOAT32, "");
+	onnxb_init(b, "values", CEP_DTYPE_FLOAT32, "2", values);
+	onnxb_output(b, "y", CEP_DTYPE_FLOAT32, NULL);
+	onnxb_node(b, "OneHot", "idx,depth,values", "y");
+	buf = onnxb_finish(b, &len);
+	cr_assert_eq(engine_model_load_as(buf, len, -1, &mo, &m), 0, "%s", cep_last_error());
+	free(buf);
+	cr_assert_eq(backend_host_new(0, &be), 0);
+	cr_assert_eq(engine_session_new(m, be, &so, &s), 0, "%s", cep_last_error());
+	cr_assert_eq(eu_run(s, in, 2, &out, 1), 0, "%s", cep_last_error());
+	cr_assert_eq(out.dims[1], 4001);
+	for (i = 0; i < 2 * 4001; i++)
+		cr_assert_eq(y[i], i == 3001 || i == 4001 + 1 ? 1.0f : 0.0f, "element %d", i);
+	engine_session_free(s);
+	engine_model_unref(m);
+	backend_free(be);
+}
+
+Test(ops_onehot, half_sessions_keep_float_indices_and_depth_exact)
+{
+	onehot_in_half(CEP_PRECISION_FP16, 11);
+	onehot_in_half(CEP_PRECISION_BF16, 11);
+	onehot_in_half(CEP_PRECISION_BF16, 28);
 }
