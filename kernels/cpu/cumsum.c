@@ -62,12 +62,10 @@ static int scan_infer(struct op_infer *x)
 /* One column of n elements from base, step apart: the running sum or
  * product, forward or reversed, inclusive or not. */
 static void scan_column(const struct op_call *c, int64_t base, int64_t n, int64_t step,
-			bool prod)
+			bool prod, bool excl, bool rev)
 {
 	const struct op_tensor *in = &c->in[0];
 	void *out = c->out[0].data;
-	bool excl = op_attr_int(c->node, "exclusive", 0) != 0;
-	bool rev = op_attr_int(c->node, "reverse", 0) != 0;
 	bool fl = cpu_is_float(in->dtype);
 	double accf = prod ? 1.0 : 0.0;
 	uint64_t acci = prod ? 1 : 0;
@@ -99,6 +97,8 @@ static void scan_column(const struct op_call *c, int64_t base, int64_t n, int64_
 static int scan_run(struct op_call *c, bool prod)
 {
 	const struct op_tensor *in = &c->in[0];
+	bool excl = op_attr_int(c->node, "exclusive", 0) != 0;
+	bool rev = op_attr_int(c->node, "reverse", 0) != 0;
 	int64_t outer, n, inner, o, j;
 	int axis, ret;
 
@@ -110,7 +110,7 @@ static int scan_run(struct op_call *c, bool prod)
 	inner = op_dims_product(in, axis + 1, in->rank);
 	for (o = 0; o < outer; o++) {
 		for (j = 0; j < inner; j++)
-			scan_column(c, o * n * inner + j, n, inner, prod);
+			scan_column(c, o * n * inner + j, n, inner, prod, excl, rev);
 	}
 	return 0;
 }
