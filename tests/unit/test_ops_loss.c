@@ -7,11 +7,13 @@
  * log_prob, and in float16 and bfloat16 where each opset allows them; a
  * label out of range failing the run with the operator named; the
  * inference of the outputs' shapes, symbolic dims included, and the
- * refusals of bad types, shapes and attributes.
+ * refusals of bad types, shapes and attributes; both in fp16 and bf16
+ * sessions, computed in half with their weights, matching float32.
  */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <criterion/criterion.h>
 
@@ -19,6 +21,7 @@
 #include "kernels/cpu/cpu.h"
 #include "kernels/registry.h"
 #include "tests/unit/ops_harness.h"
+#include "tests/unit/prec_models.h"
 
 /* ------------------------------------------------------------------ helpers */
 
@@ -420,4 +423,53 @@ Test(ops_loss, refusals)
 	in[1] = oh_tensor(CEP_DTYPE_INT64, 1, d1, NULL);
 	cr_assert_eq(oh_infer("NegativeLogLikelihoodLoss", 13, NULL, 0, in, 2, out, 1), CEP_ESHAPE);
 	cr_assert(strstr(cep_last_error(), "input has rank 1"), "%s", cep_last_error());
+}
+
+/* ------------------------------------------------------------ half sessions */
+
+/* scores [6, 10] and labels [6] -> SoftmaxCrossEntropyLoss (weighted
+ * mean, log_prob) and NegativeLogLikelihoodLoss of the log_prob (sum):
+ * every node computes in the session's half type, as LayerNormalization
+ * does, its weights converted to half with it, and the float32 outputs
+ * match the float32 session's. */
+Test(ops_loss, a_half_session_computes_them_in_half)
+{
+	static const int64_t sd[2] = { 6, 10 }, ld[1] = { 6 };
+	unsigned seed = 31u ^ (unsigned)getpid();
+	struct pm_model pm = { .what = "losses" };
+	struct onnxb *b = onnxb_new(22);
+	struct engine_model_options mo = { .backend = BACKEND_HOST };
+	struct engine_precision_stats st;
+	struct backend *be;
+	engine_model *m;
+	cep_precision p;
+
+	onnxb_input(b, "scores", CEP_DTYPE_FLOAT32, "n,10");
+	onnxb_input(b, "labels", CEP_DTYPE_INT64, "n");
+	onnxb_output(b, "loss", CEP_DTYPE_FLOAT32, NULL);
+	onnxb_output(b, "log_prob", CEP_DTYPE_FLOAT32, NULL);
+	onnxb_output(b, "nll", CEP_DTYPE_FLOAT32, NULL);
+	pm_init(b, "w", "10", 10, 0.5f, 1.5f, &seed);
+	onnxb_node(b, "SoftmaxCrossEntropyLoss", "scores,labels,w", "loss,log_prob");
+	onnxb_attr_string(onnxb_node(b, "NegativeLogLikelihoodLoss", "log_prob,labels", "nll"),
+			  "reduction", "sum");
+	pm.bytes = onnxb_finish(b, &pm.len);
+	pm_input_add(&pm, "scores", CEP_DTYPE_FLOAT32, 2, sd, 0);
+	pm_input_add(&pm, "labels", CEP_DTYPE_INT64, 1, ld, 9);
+	pm.out[pm.n_out++] = "loss";
+	pm.out[pm.n_out++] = "log_prob";
+	pm.out[pm.n_out++] = "nll";
+	cr_assert_eq(backend_host_new(0, &be), 0, "%s", cep_last_error());
+	for (p = CEP_PRECISION_FP16; p <= CEP_PRECISION_BF16; p++) {
+		mo.precision = p;
+		cr_assert_eq(engine_model_load_as(pm.bytes, pm.len, -1, &mo, &m), 0, "%s",
+			     cep_last_error());
+		engine_model_precision_stats(m, &st);
+		engine_model_unref(m);
+		cr_assert_eq(st.float_nodes, 0, "%s", st.first_float);
+		cr_assert_eq(st.half_nodes, 2);
+		pm_compare(&pm, be, p, be, &seed, 2, 1e-2);
+	}
+	backend_free(be);
+	pm_model_free(&pm);
 }

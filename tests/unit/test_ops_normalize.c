@@ -6,13 +6,15 @@
  * equivalences with InstanceNormalization and one group, RMSNormalization
  * with every axis and way Scale broadcasts, LpNormalization with p 1 and
  * 2 along every axis and its zero norm; and their refusals and symbolic
- * inference. Each is called as the engine calls it (schema inference,
+ * inference. A model of all four runs in fp16 and bf16 sessions with
+ * every node in half and matches float32. Each is called as the engine calls it (schema inference,
  * then the host kernel) and compared with the formula computed here, or
  * with the values of the specification's examples.
  */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <criterion/criterion.h>
 
@@ -20,6 +22,7 @@
 #include "kernels/cpu/cpu.h"
 #include "kernels/registry.h"
 #include "tests/unit/ops_harness.h"
+#include "tests/unit/prec_models.h"
 
 /* ------------------------------------------------------------------ helpers */
 
@@ -596,4 +599,62 @@ Test(ops_normalize, lpnorm_refusals_and_symbols)
 	cr_assert_eq(oh_infer("LpNormalization", 22, NULL, 0, &in, 1, &out, 1), 0, "%s",
 		     cep_last_error());
 	cr_assert_eq(out.dims[0], OP_DIM_SYM(0));
+}
+
+/* ------------------------------------------------------------ half sessions */
+
+/* What converting pm for precision p on the host did, printed. */
+static struct engine_precision_stats stats_of(const struct pm_model *pm, cep_precision p)
+{
+	struct engine_model_options mo = { .precision = p, .backend = BACKEND_HOST };
+	struct engine_precision_stats st;
+	engine_model *m;
+
+	cr_assert_eq(engine_model_load_as(pm->bytes, pm->len, -1, &mo, &m), 0, "%s",
+		     cep_last_error());
+	engine_model_precision_stats(m, &st);
+	engine_model_unref(m);
+	printf("  %s %s: %d half nodes, %d float32 nodes, %d casts\n", pm->what,
+	       engine_precision_name(p), st.half_nodes, st.float_nodes, st.casts);
+	return st;
+}
+
+/* x [2, 8, 4, 4] -> GroupNormalization (4 groups) -> InstanceNormalization
+ * -> RMSNormalization over the last two dims -> LpNormalization along
+ * the channels -> y; opset 23. As LayerNormalization does, each computes
+ * in the session's half type with its statistics in float32 or wider
+ * (stash_type stays float32), so no node is left in float32. */
+Test(ops_normalize, a_half_session_computes_them_in_half)
+{
+	static const int64_t xd[4] = { 2, 8, 4, 4 };
+	unsigned seed = 29u ^ (unsigned)getpid();
+	struct pm_model pm = { .what = "norms" };
+	struct onnxb *b = onnxb_new(23);
+	struct backend *be;
+	cep_precision p;
+
+	onnxb_input(b, "x", CEP_DTYPE_FLOAT32, "batch,8,4,4");
+	onnxb_output(b, "y", CEP_DTYPE_FLOAT32, "batch,8,4,4");
+	pm_init(b, "gs", "8", 8, 0.5f, 1.5f, &seed);
+	pm_init(b, "gb", "8", 8, -0.5f, 0.5f, &seed);
+	pm_init(b, "is", "8", 8, 0.5f, 1.5f, &seed);
+	pm_init(b, "ib", "8", 8, -0.5f, 0.5f, &seed);
+	pm_init(b, "rs", "4,4", 16, 0.5f, 1.5f, &seed);
+	onnxb_attr_int(onnxb_node(b, "GroupNormalization", "x,gs,gb", "g"), "num_groups", 4);
+	onnxb_node(b, "InstanceNormalization", "g,is,ib", "i");
+	onnxb_attr_int(onnxb_node(b, "RMSNormalization", "i,rs", "r"), "axis", 2);
+	onnxb_attr_int(onnxb_node(b, "LpNormalization", "r", "y"), "axis", 1);
+	pm.bytes = onnxb_finish(b, &pm.len);
+	pm_input_add(&pm, "x", CEP_DTYPE_FLOAT32, 4, xd, 0);
+	pm.out[pm.n_out++] = "y";
+	cr_assert_eq(backend_host_new(0, &be), 0, "%s", cep_last_error());
+	for (p = CEP_PRECISION_FP16; p <= CEP_PRECISION_BF16; p++) {
+		struct engine_precision_stats st = stats_of(&pm, p);
+
+		cr_assert_eq(st.float_nodes, 0, "%s", st.first_float);
+		cr_assert_eq(st.half_nodes, 4);
+		pm_compare(&pm, be, p, be, &seed, 2, 1e-2);
+	}
+	backend_free(be);
+	pm_model_free(&pm);
 }
