@@ -12,7 +12,8 @@
 #include "kernels/cpu/cpu.h"
 
 /* How a scatter combines an update with the element it lands on. The
- * values are part of the device kernels' names (index_red_name()). */
+ * device kernels number them the same (RED_* of kernels/cuda/index.cu)
+ * and carry cpu_index_red_name() in their names. */
 enum cpu_index_red {
 	CPU_INDEX_RED_NONE,     /* replaced: the last update in index order wins */
 	CPU_INDEX_RED_ADD,
