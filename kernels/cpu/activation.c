@@ -1,8 +1,8 @@
 /*
  * activation.c — activations with parameters: LeakyRelu, Elu, HardSigmoid,
- * HardSwish, Softplus, Gelu (attributes), PRelu (a slope tensor broadcast
- * to the input) and Clip (bounds as attributes before opset 11, optional
- * scalar inputs from 11 on).
+ * HardSwish, Softplus, Gelu, ThresholdedRelu (attributes), Mish, PRelu (a
+ * slope tensor broadcast to the input) and Clip (bounds as attributes
+ * before opset 11, optional scalar inputs from 11 on).
  *
  * Float types are computed in float32. PRelu takes int32 and int64 from
  * opset 9 and Clip every integer type from opset 12; those are computed in
@@ -22,11 +22,14 @@ enum actop {
 	ACT_SOFTPLUS,
 	ACT_GELU,
 	ACT_GELU_TANH,
+	ACT_THRESHOLDED_RELU,
+	ACT_MISH,
 };
 
 struct act_params {
 	enum actop op;              /* Gelu becomes ACT_GELU_TANH per attribute */
-	float alpha, beta;          /* LeakyRelu, Elu, HardSigmoid; HardSwish's fixed */
+	float alpha, beta;          /* LeakyRelu, Elu, HardSigmoid, ThresholdedRelu;
+	                             * HardSwish's fixed */
 };
 
 /* ---------------------------------------------------------------- inference */
@@ -95,6 +98,15 @@ static float act_f(const struct act_params *p, float v)
 		return 0.5f * v * (1.0f + erff(v * k_erf));
 	case ACT_GELU_TANH:
 		return 0.5f * v * (1.0f + tanhf(k_tanh * (v + 0.044715f * v * v * v)));
+	case ACT_THRESHOLDED_RELU:
+		/* A NaN is not above alpha: 0, as the spec's Where(Less(alpha,
+		 * X), X, 0) body makes it. */
+		return v > p->alpha ? v : 0.0f;
+	case ACT_MISH:
+		/* x * tanh(softplus(x)), softplus as above. -inf gives NaN
+		 * (-inf * 0), as the spec's formula and its function body do. */
+		h = v > 0.0f ? v + log1pf(expf(-v)) : log1pf(expf(v));
+		return v * tanhf(h);
 	}
 	return 0.0f;
 }
@@ -153,6 +165,16 @@ static int softplus_prepare(struct op_call *c, size_t *ws)
 static int gelu_prepare(struct op_call *c, size_t *ws)
 {
 	return act_prepare(c, ws, ACT_GELU, 0.0f, 0.0f);
+}
+
+static int thresholded_relu_prepare(struct op_call *c, size_t *ws)
+{
+	return act_prepare(c, ws, ACT_THRESHOLDED_RELU, 1.0f, 0.0f);
+}
+
+static int mish_prepare(struct op_call *c, size_t *ws)
+{
+	return act_prepare(c, ws, ACT_MISH, 0.0f, 0.0f);
 }
 
 static int act_run(struct op_call *c)
@@ -457,6 +479,8 @@ static const struct op_schema schemas[] = {
 	ACT_SCHEMA("HardSwish", 14, OP_OPSET_MAX, 1, 1, act_infer),
 	ACT_SCHEMA("Softplus", 7, OP_OPSET_MAX, 1, 1, act_infer),
 	ACT_SCHEMA("Gelu", 20, OP_OPSET_MAX, 1, 1, gelu_infer),
+	ACT_SCHEMA("ThresholdedRelu", 10, OP_OPSET_MAX, 1, 1, act_infer),
+	ACT_SCHEMA("Mish", 18, OP_OPSET_MAX, 1, 1, act_infer),
 	ACT_SCHEMA("PRelu", 7, OP_OPSET_MAX, 2, 2, prelu_infer),
 	ACT_SCHEMA("Clip", 7, 10, 1, 1, clip6_infer),
 	ACT_SCHEMA("Clip", 11, OP_OPSET_MAX, 1, 3, clip11_infer),
@@ -474,6 +498,12 @@ static const struct op_kernel kernels[] = {
 	ACT_KERNEL("Softplus", 7, 21, ELEM_DTS_F32_F16, softplus_prepare, act_run),
 	ACT_KERNEL("Softplus", 22, OP_OPSET_MAX, OP_DTS_FLOAT, softplus_prepare, act_run),
 	ACT_KERNEL("Gelu", 20, OP_OPSET_MAX, OP_DTS_FLOAT, gelu_prepare, act_run),
+	ACT_KERNEL("ThresholdedRelu", 10, 21, ELEM_DTS_F32_F16, thresholded_relu_prepare,
+		   act_run),
+	ACT_KERNEL("ThresholdedRelu", 22, OP_OPSET_MAX, OP_DTS_FLOAT, thresholded_relu_prepare,
+		   act_run),
+	ACT_KERNEL("Mish", 18, 21, ELEM_DTS_F32_F16, mish_prepare, act_run),
+	ACT_KERNEL("Mish", 22, OP_OPSET_MAX, OP_DTS_FLOAT, mish_prepare, act_run),
 	ACT_KERNEL("PRelu", 7, 8, ELEM_DTS_F32_F16, prelu_prepare, prelu_run),
 	ACT_KERNEL("PRelu", 9, 15, ELEM_DTS_F32_F16 | ELEM_DTS_I32_I64, prelu_prepare, prelu_run),
 	ACT_KERNEL("PRelu", 16, OP_OPSET_MAX, OP_DTS_FLOAT | ELEM_DTS_I32_I64, prelu_prepare,

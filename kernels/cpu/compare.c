@@ -1,7 +1,7 @@
 /*
  * compare.c — comparisons, logic and selection with numpy broadcasting:
  * Equal, Less, LessOrEqual, Greater, GreaterOrEqual (bool out), And, Or,
- * Not (bool in and out), and Where (picks from X or Y by a bool
+ * Xor, Not (bool in and out), and Where (picks from X or Y by a bool
  * condition).
  *
  * Floats compare in float32 (exact for float16 and bfloat16, and NaN is
@@ -20,6 +20,7 @@ enum cmpop {
 	CMP_GE,
 	CMP_AND,
 	CMP_OR,
+	CMP_XOR,
 };
 
 /* ---------------------------------------------------------------- inference */
@@ -34,7 +35,7 @@ static int compare_infer(struct op_infer *x)
 	return elem_infer_broadcast(x, 0, 1);
 }
 
-/* And, Or and Not: the kernel lookup checks input 0's type, this the rest. */
+/* And, Or, Xor and Not: the kernel lookup checks input 0's type, this the rest. */
 static int logic_infer(struct op_infer *x)
 {
 	int i;
@@ -77,6 +78,7 @@ static bool cmpop_f(enum cmpop op, float a, float b)
 	case CMP_GE: return a >= b;
 	case CMP_AND: return a != 0.0f && b != 0.0f;
 	case CMP_OR: return a != 0.0f || b != 0.0f;
+	case CMP_XOR: return (a != 0.0f) != (b != 0.0f);
 	}
 	return false;
 }
@@ -91,6 +93,7 @@ static bool cmpop_i(enum cmpop op, int64_t a, int64_t b)
 	case CMP_GE: return a >= b;
 	case CMP_AND: return a && b;
 	case CMP_OR: return a || b;
+	case CMP_XOR: return (a != 0) != (b != 0);
 	}
 	return false;
 }
@@ -162,6 +165,7 @@ static int greater_run(struct op_call *c) { return compare_run(c, CMP_GT); }
 static int greater_equal_run(struct op_call *c) { return compare_run(c, CMP_GE); }
 static int and_run(struct op_call *c) { return compare_run(c, CMP_AND); }
 static int or_run(struct op_call *c) { return compare_run(c, CMP_OR); }
+static int xor_run(struct op_call *c) { return compare_run(c, CMP_XOR); }
 
 static int not_run(struct op_call *c)
 {
@@ -230,6 +234,7 @@ static const struct op_schema schemas[] = {
 	CMP_SCHEMA("GreaterOrEqual", 12, 2, 0, compare_infer),
 	CMP_SCHEMA("And", 7, 2, 0, logic_infer),
 	CMP_SCHEMA("Or", 7, 2, 0, logic_infer),
+	CMP_SCHEMA("Xor", 7, 2, 0, logic_infer),
 	/* Not has not changed since opset 1, so every opset runs it. */
 	CMP_SCHEMA("Not", 1, 1, 0, logic_infer),
 	CMP_SCHEMA("Where", 9, 3, 1, where_infer),
@@ -251,6 +256,7 @@ static const struct op_kernel kernels[] = {
 	CMP_KERNEL("GreaterOrEqual", 16, OP_OPSET_MAX, OP_DTS_NUMERIC, greater_equal_run),
 	CMP_KERNEL("And", 7, OP_OPSET_MAX, OP_DT(CEP_DTYPE_BOOL), and_run),
 	CMP_KERNEL("Or", 7, OP_OPSET_MAX, OP_DT(CEP_DTYPE_BOOL), or_run),
+	CMP_KERNEL("Xor", 7, OP_OPSET_MAX, OP_DT(CEP_DTYPE_BOOL), xor_run),
 	CMP_KERNEL("Not", 1, OP_OPSET_MAX, OP_DT(CEP_DTYPE_BOOL), not_run),
 	CMP_KERNEL("Where", 9, 15, OP_DTS_ALL & ~OP_DT(CEP_DTYPE_BFLOAT16), where_run),
 	CMP_KERNEL("Where", 16, OP_OPSET_MAX, OP_DTS_ALL, where_run),

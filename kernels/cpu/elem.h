@@ -1,10 +1,10 @@
 /*
  * elem.h — what the elementwise families of kernels/cpu share (math.c,
- * activation.c, compare.c, variadic.c, powmod.c): the type sets that the
- * ONNX type constraints reduce to among the types cudaep stores, and
- * broadcasting inference over any number of inputs. Internal to
- * kernels/cpu; the element loads, stores and the broadcasting iterator are
- * cpu.h's.
+ * activation.c, compare.c, variadic.c, powmod.c, trig.c, fpclass.c,
+ * bitwise.c): the type sets that the ONNX type constraints reduce to
+ * among the types cudaep stores, and broadcasting inference over any
+ * number of inputs. Internal to kernels/cpu; the element loads, stores and
+ * the broadcasting iterator are cpu.h's.
  */
 #ifndef CEP_KERNELS_CPU_ELEM_H
 #define CEP_KERNELS_CPU_ELEM_H

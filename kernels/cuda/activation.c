@@ -1,7 +1,7 @@
 /*
  * activation.c — the CUDA kernels of the activations with parameters of
  * kernels/cpu/activation.c: LeakyRelu, Elu, HardSigmoid, HardSwish,
- * Softplus, Gelu, PRelu and Clip, with the host's type sets per opset.
+ * Softplus, Gelu, ThresholdedRelu, Mish, PRelu and Clip, with the host's type sets per opset.
  * Device side: kernels/cuda/activation.cu. prepare() reads the attributes
  * (and lays out PRelu's broadcast) once per plan; run() launches one grid.
  */
@@ -77,6 +77,16 @@ static int gelu_prepare(struct op_call *c, size_t *ws)
 	const char *a = op_attr_string(c->node, "approximate", "none");
 
 	return act_prepare(c, ws, strcmp(a, "tanh") == 0 ? "gelutanh" : "gelu", 0.0f, 0.0f);
+}
+
+static int thresholded_relu_prepare(struct op_call *c, size_t *ws)
+{
+	return act_prepare(c, ws, "thresholdedrelu", 1.0f, 0.0f);
+}
+
+static int mish_prepare(struct op_call *c, size_t *ws)
+{
+	return act_prepare(c, ws, "mish", 0.0f, 0.0f);
 }
 
 static int act_run(struct op_call *c)
@@ -250,6 +260,11 @@ static const struct op_kernel kernels[] = {
 	ACT_KERNEL("Softplus", 7, 21, F32_F16, softplus_prepare, act_run),
 	ACT_KERNEL("Softplus", 22, OP_OPSET_MAX, OP_DTS_FLOAT, softplus_prepare, act_run),
 	ACT_KERNEL("Gelu", 20, OP_OPSET_MAX, OP_DTS_FLOAT, gelu_prepare, act_run),
+	ACT_KERNEL("ThresholdedRelu", 10, 21, F32_F16, thresholded_relu_prepare, act_run),
+	ACT_KERNEL("ThresholdedRelu", 22, OP_OPSET_MAX, OP_DTS_FLOAT, thresholded_relu_prepare,
+		   act_run),
+	ACT_KERNEL("Mish", 18, 21, F32_F16, mish_prepare, act_run),
+	ACT_KERNEL("Mish", 22, OP_OPSET_MAX, OP_DTS_FLOAT, mish_prepare, act_run),
 	ACT_KERNEL("PRelu", 7, 8, F32_F16, prelu_prepare, prelu_run),
 	ACT_KERNEL("PRelu", 9, 15, F32_F16 | I32_I64, prelu_prepare, prelu_run),
 	ACT_KERNEL("PRelu", 16, OP_OPSET_MAX, OP_DTS_FLOAT | I32_I64, prelu_prepare, prelu_run),

@@ -1,20 +1,20 @@
 /*
  * activation.cu — activations with parameters, the device side of
  * kernels/cpu/activation.c: LeakyRelu, Elu, HardSigmoid, HardSwish,
- * Softplus, Gelu (exact and tanh forms), PRelu (a slope broadcast to the
- * input) and Clip. Float types are computed in float with the host's
- * formulas; products that feed a sum are rounded separately
- * (__fmul_rn), as the host's C does, rather than fused. PRelu and Clip of
- * integers work in int64, wrapping at the type's width. All but PRelu walk
- * their tensor contiguously, 16 bytes per access where aligned (elem.cuh's
- * cep_map1). Launcher:
- * kernels/cuda/activation.c. Kernels: <op>_<type> (hardswish_f16,
- * gelutanh_f32, prelu_i64, clip_u8).
+ * Softplus, Gelu (exact and tanh forms), ThresholdedRelu, Mish, PRelu (a
+ * slope broadcast to the input) and Clip. Float types are computed in
+ * float with the host's formulas; products that feed a sum are rounded
+ * separately (__fmul_rn), as the host's C does, rather than fused. PRelu
+ * and Clip of integers work in int64, wrapping at the type's width. All
+ * but PRelu walk their tensor contiguously, 16 bytes per access where
+ * aligned (elem.cuh's cep_map1). Launcher: kernels/cuda/activation.c.
+ * Kernels: <op>_<type> (hardswish_f16, gelutanh_f32, mish_bf16,
+ * prelu_i64, clip_u8).
  */
 #include "elem.cuh"
 
 enum { ACT_LEAKY_RELU, ACT_ELU, ACT_HARD_SIGMOID, ACT_HARD_SWISH, ACT_SOFTPLUS,
-       ACT_GELU, ACT_GELU_TANH };
+       ACT_GELU, ACT_GELU_TANH, ACT_THRESHOLDED_RELU, ACT_MISH };
 
 template <int OP> __device__ __forceinline__ float act_f(float v, float alpha, float beta)
 {
@@ -36,6 +36,11 @@ template <int OP> __device__ __forceinline__ float act_f(float v, float alpha, f
 		return v > 0.0f ? v + log1pf(expf(-v)) : log1pf(expf(v));
 	case ACT_GELU:
 		return 0.5f * v * (1.0f + erff(v * k_erf));
+	case ACT_THRESHOLDED_RELU:
+		return v > alpha ? v : 0.0f;
+	case ACT_MISH:
+		h = v > 0.0f ? v + log1pf(expf(-v)) : log1pf(expf(v));
+		return v * tanhf(h);
 	default:
 		return 0.5f * v *
 		       (1.0f + tanhf(k_tanh * (v + __fmul_rn(__fmul_rn(0.044715f * v, v), v))));
@@ -78,6 +83,8 @@ ACT_TYPES(hardsigmoid, ACT_HARD_SIGMOID)
 ACT_TYPES(hardswish, ACT_HARD_SWISH)
 ACT_TYPES(softplus, ACT_SOFTPLUS)
 ACT_TYPES(gelu, ACT_GELU)
+ACT_TYPES(thresholdedrelu, ACT_THRESHOLDED_RELU)
+ACT_TYPES(mish, ACT_MISH)
 ACT_TYPES(gelutanh, ACT_GELU_TANH)
 
 /* ------------------------------------------------------------------ PRelu */

@@ -1,7 +1,7 @@
 /*
  * compare.c — the CUDA kernels of the comparisons, logic and selection of
  * kernels/cpu/compare.c: Equal, Less, LessOrEqual, Greater,
- * GreaterOrEqual, And, Or, Not and Where, with the host's type sets per
+ * GreaterOrEqual, And, Or, Xor, Not and Where, with the host's type sets per
  * opset. Device side: kernels/cuda/compare.cu. prepare() lays out the
  * broadcast once per plan and picks a comparison's fast path where the
  * layout has one (as kernels/cuda/binary.c does); run() launches one
@@ -147,6 +147,7 @@ static const struct op_kernel kernels[] = {
 	CMP_COMPARE("GreaterOrEqual", 16, OP_OPSET_MAX, OP_DTS_NUMERIC),
 	CMP_COMPARE("And", 7, OP_OPSET_MAX, OP_DT(CEP_DTYPE_BOOL)),
 	CMP_COMPARE("Or", 7, OP_OPSET_MAX, OP_DT(CEP_DTYPE_BOOL)),
+	CMP_COMPARE("Xor", 7, OP_OPSET_MAX, OP_DT(CEP_DTYPE_BOOL)),
 	CMP_KERNEL("Not", 1, OP_OPSET_MAX, OP_DT(CEP_DTYPE_BOOL), not_prepare, not_run),
 	CMP_KERNEL("Where", 9, 15, OP_DTS_ALL & ~OP_DT(CEP_DTYPE_BFLOAT16), where_prepare,
 		   where_run),

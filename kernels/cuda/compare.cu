@@ -1,7 +1,7 @@
 /*
  * compare.cu — comparisons, logic and selection with numpy broadcasting,
  * the device side of kernels/cpu/compare.c: Equal, Less, LessOrEqual,
- * Greater, GreaterOrEqual, And, Or (bool out), Not, and Where. Floats
+ * Greater, GreaterOrEqual, And, Or, Xor (bool out), Not, and Where. Floats
  * compare in float (so NaN is unequal to everything), integers and bool
  * in int64; Where moves elements as bits of their width and reads the
  * condition as a byte, nonzero true. Launcher: kernels/cuda/compare.c.
@@ -12,7 +12,7 @@
  */
 #include "elem.cuh"
 
-enum { CMP_EQ, CMP_LT, CMP_LE, CMP_GT, CMP_GE, CMP_AND, CMP_OR };
+enum { CMP_EQ, CMP_LT, CMP_LE, CMP_GT, CMP_GE, CMP_AND, CMP_OR, CMP_XOR };
 
 template <int OP> __device__ __forceinline__ bool cmp_f(float a, float b)
 {
@@ -23,7 +23,8 @@ template <int OP> __device__ __forceinline__ bool cmp_f(float a, float b)
 	case CMP_GT: return a > b;
 	case CMP_GE: return a >= b;
 	case CMP_AND: return a != 0.0f && b != 0.0f;
-	default: return a != 0.0f || b != 0.0f;
+	case CMP_OR: return a != 0.0f || b != 0.0f;
+	default: return (a != 0.0f) != (b != 0.0f);
 	}
 }
 
@@ -36,7 +37,8 @@ template <int OP> __device__ __forceinline__ bool cmp_i(i64 a, i64 b)
 	case CMP_GT: return a > b;
 	case CMP_GE: return a >= b;
 	case CMP_AND: return a && b;
-	default: return a || b;
+	case CMP_OR: return a || b;
+	default: return (a != 0) != (b != 0);
 	}
 }
 
@@ -102,6 +104,7 @@ COMPARE_TYPES(greater, CMP_GT)
 COMPARE_TYPES(greaterorequal, CMP_GE)
 COMPARE_KERNEL(and, CMP_AND, b8, bool)
 COMPARE_KERNEL(or, CMP_OR, b8, bool)
+COMPARE_KERNEL(xor, CMP_XOR, b8, bool)
 
 struct not_fn {
 	__device__ __forceinline__ void operator()(const u8 *a, i64 ia, u8 *o, i64 io) const
