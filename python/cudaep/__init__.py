@@ -16,6 +16,10 @@ one of the client's regions (Region.array()) are passed by reference to
 submit(): nothing is copied at all. Errors raise cudaep.Error with the
 daemon's message.
 
+Element types: the numpy types of cudaep.DTYPES; bfloat16 is ml_dtypes'
+(ml_dtypes.bfloat16, as onnx and jax hold it). float8 and other types that
+cudaep does not store are refused with a TypeError naming the tensor.
+
 The library is found through $CUDAEP_CLIENT_LIB, then the build tree next to
 this package (build/lib/libcudaep-client.so), then the system's loader path.
 """
@@ -26,7 +30,12 @@ import threading
 
 import numpy as np
 
-__all__ = ["connect", "Client", "Session", "Region", "Pending", "Error", "TensorInfo"]
+try:
+    import ml_dtypes
+except ImportError:  # bfloat16 tensors then cannot be held
+    ml_dtypes = None
+
+__all__ = ["connect", "Client", "Session", "Region", "Pending", "Error", "TensorInfo", "DTYPES"]
 
 MAX_RANK = 8
 
@@ -121,13 +130,19 @@ _cep_fence_poll = _fn("cep_fence_poll", _int, ctypes.POINTER(_Fence))
 ENOSPC = -28
 EAGAIN = -11
 ETIMEDOUT = -110
+EDTYPE = -4005
 
+# ONNX TensorProto.DataType -> the numpy type that holds it.
 _DTYPES = {
     1: np.float32, 2: np.uint8, 3: np.int8, 4: np.uint16, 5: np.int16,
     6: np.int32, 7: np.int64, 9: np.bool_, 10: np.float16, 11: np.float64,
     12: np.uint32, 13: np.uint64,
 }
+if ml_dtypes is not None:
+    _DTYPES[16] = ml_dtypes.bfloat16
 _CODES = {np.dtype(v): k for k, v in _DTYPES.items()}
+DTYPES = tuple(np.dtype(v) for v in _DTYPES.values())
+"""The numpy dtypes that tensors of cudaep are sent and received as."""
 _PRECISIONS = {"fp32": 0, "tf32": 1, "fp16": 2, "bf16": 3}
 _PRIORITIES = {"normal": 0, "high": 1, "low": 2}
 
@@ -148,16 +163,33 @@ def _check(rc):
         raise Error(rc)
 
 
-def _dtype_code(dt):
+def _dtype_code(what, dt):
+    """The ONNX code of numpy dtype dt, or a TypeError naming the tensor."""
     dt = np.dtype(dt)
-    if dt not in _CODES:
-        raise TypeError("cudaep: unsupported dtype %s" % dt)
-    return _CODES[dt]
+    code = _CODES.get(dt)
+    if code is not None:
+        return code
+    if dt.name.startswith(("float8", "float6", "float4")):
+        why = "cudaep stores no %s type (cast it to float16, bfloat16 or float32)" % dt.name
+    elif dt.name == "bfloat16":
+        why = "its numpy type is not ml_dtypes', which cudaep holds bfloat16 as"
+    else:
+        why = "cudaep stores %s" % ", ".join(d.name for d in DTYPES)
+    raise TypeError("cudaep: %s has dtype %s, which cudaep cannot hold: %s" % (what, dt, why))
+
+
+def _output_dtype(name, code):
+    dt = _DTYPES.get(code)
+    if dt is None:
+        extra = " (install ml_dtypes to receive bfloat16)" if code == 16 else ""
+        raise Error(EDTYPE, "output %r has dtype %d, which numpy cannot hold%s"
+                    % (name, code, extra))
+    return dt
 
 
 class TensorInfo:
-    """A model input or output: name, numpy dtype (None if cudaep has no
-    numpy match, e.g. bfloat16), and shape with ints for fixed dims and
+    """A model input or output: name, numpy dtype (None if the client has no
+    numpy type for it), and shape with ints for fixed dims and
     strings (or None) for symbolic ones."""
 
     def __init__(self, raw):
@@ -248,6 +280,8 @@ class Session:
         names = list(feeds)
         # np.require keeps 0-d arrays 0-d (ascontiguousarray would make them 1-d).
         arrays = [np.require(feeds[n], requirements="C") for n in names]
+        for n, a in zip(names, arrays):
+            _dtype_code("input %r" % n, a.dtype)
         for attempt in range(2):
             place, outs, need = self._layout(arrays)
             if self._region is None or self._region.size < need:
@@ -264,7 +298,7 @@ class Session:
                 keep.append(nb)
                 t = tin[i]
                 t.name, t.region, t.offset, t.bytes = nb, self._region._h, place[i], a.nbytes
-                t.dtype, t.rank = _dtype_code(a.dtype), a.ndim
+                t.dtype, t.rank = _dtype_code("input %r" % n, a.dtype), a.ndim
                 for k, d in enumerate(a.shape):
                     t.shape[k] = d
             tout = (_Tensor * len(self.outputs))()
@@ -284,9 +318,7 @@ class Session:
             result = {}
             for i, o in enumerate(self.outputs):
                 t = tout[i]
-                dt = _DTYPES.get(t.dtype)
-                if dt is None:
-                    raise Error(-4005, "output %r has dtype %d, which numpy cannot hold" % (o.name, t.dtype))
+                dt = _output_dtype(o.name, t.dtype)
                 shape = tuple(t.shape[k] for k in range(t.rank))
                 view = self._region.array(dt, shape, outs[i])
                 result[o.name] = view.copy() if copy else view
@@ -305,8 +337,11 @@ class Session:
         EAGAIN beyond). Threads may submit to one session at once."""
         names = list(feeds)
         arrays = [np.require(feeds[n], requirements="C") for n in names]
+        for n, a in zip(names, arrays):
+            _dtype_code("input %r" % n, a.dtype)
         given = dict(outputs or {})
         for n, a in given.items():
+            _dtype_code("output %r" % n, a.dtype)
             if self._client._locate(a) is None or not a.flags.writeable:
                 raise ValueError("cudaep: output %r must be a writable, contiguous view "
                                  "of one of the client's regions" % n)
@@ -340,7 +375,7 @@ class Session:
                 keep.append(nb)
                 t = tin[i]
                 t.name, t.region, t.offset, t.bytes = nb, region._h, offset, a.nbytes
-                t.dtype, t.rank = _dtype_code(a.dtype), a.ndim
+                t.dtype, t.rank = _dtype_code("input %r" % n, a.dtype), a.ndim
                 for k, d in enumerate(a.shape):
                     t.shape[k] = d
             order = list(given) + [o.name for o in self.outputs if o.name not in given]
@@ -432,7 +467,7 @@ class Pending:
                 t = self._tout[i]
                 dt = _DTYPES.get(t.dtype)
                 if dt is None:
-                    self._error = Error(-4005, "output %r has dtype %d, which numpy cannot hold"
+                    self._error = Error(EDTYPE, "output %r has dtype %d, which numpy cannot hold"
                                         % (n, t.dtype))
                     break
                 shape = tuple(t.shape[k] for k in range(t.rank))
