@@ -1,7 +1,7 @@
 """Element types through the Python client against a real cudaepd:
 bfloat16 tensors go in and come out as ml_dtypes.bfloat16 arrays, through
-run(), run(copy=False) and submit() (copied and in place in a region),
-with values checked against float32 references
+run(), run(copy=False), submit() (copied and in place in a region) and
+InferenceSession.run(), with values checked against float32 references
 computed here; float8 arrays, which cudaep does not store, are refused
 with a TypeError naming the tensor and its dtype before anything is sent."""
 import ml_dtypes
@@ -90,7 +90,9 @@ def test_bfloat16_round_trips_through_run(daemon, tmp_path):
     path = bf16_model(str(tmp_path / "bf16.onnx"), w)
     with cudaep.connect(daemon) as c, c.load(path) as s:
         assert s.inputs[0].dtype is BF16 and s.inputs[0].dtype_code == 16
-        assert [o.dtype for o in s.outputs] == [BF16] * 2 + [np.float32] + [BF16] * 2
+        assert s.inputs[0].type == "tensor(bfloat16)"
+        assert [o.type for o in s.outputs] == ["tensor(bfloat16)"] * 2 + ["tensor(float)"] + \
+            ["tensor(bfloat16)"] * 2
         for n in (1, 5, 64):
             x, f = inputs(rng, n)
             check_outputs(s.run({"x": x, "f": f}), x, f, w)
@@ -123,17 +125,32 @@ def test_bfloat16_round_trips_through_submit(async_daemon, tmp_path):
             check_outputs(out, x, f, w)
 
 
+def test_bfloat16_through_inference_session(daemon, tmp_path):
+    rng = np.random.default_rng()
+    w = rng.standard_normal(8).astype(np.float32)
+    path = bf16_model(str(tmp_path / "bf16.onnx"), w)
+    with cudaep.InferenceSession(path, socket=daemon) as sess:
+        assert [i.type for i in sess.get_inputs()] == ["tensor(bfloat16)", "tensor(float)"]
+        x, f = inputs(rng, 6)
+        names = ["same", "twice", "yf", "y", "fb"]
+        check_outputs(dict(zip(names, sess.run(names, {"x": x, "f": f}))), x, f, w)
+        [y] = sess.run(["y"], {"x": x, "f": f})
+        np.testing.assert_array_equal(bits(y), bits((x.astype(np.float32) * w).astype(BF16)))
+
+
 def test_float8_arrays_are_refused_naming_the_tensor(daemon, tmp_path):
     rng = np.random.default_rng()
     w = rng.standard_normal(8).astype(np.float32)
     path = bf16_model(str(tmp_path / "bf16.onnx"), w)
     x, f = inputs(rng, 2)
     with cudaep.connect(daemon) as c, c.load(path) as s, c.region(1 << 12) as r:
+        sess = cudaep.InferenceSession(path, client=c)
         for t in FLOAT8:
             name = np.dtype(t).name
             x8 = x.astype(np.float32).astype(t)
             for call in (lambda: s.run({"x": x8, "f": f}),
-                         lambda: s.submit({"x": x8, "f": f})):
+                         lambda: s.submit({"x": x8, "f": f}),
+                         lambda: sess.run(None, {"x": x8, "f": f})):
                 with pytest.raises(TypeError) as e:
                     call()
                 assert not isinstance(e.value, cudaep.Error), "refused before it is sent"
@@ -144,6 +161,7 @@ def test_float8_arrays_are_refused_naming_the_tensor(daemon, tmp_path):
             assert "output 'y'" in str(e.value) and name in str(e.value)
         # Nothing reached the daemon: the session runs on.
         check_outputs(s.run({"x": x, "f": f}), x, f, w)
+        sess.close()
         c.ping()
 
 
