@@ -10,7 +10,8 @@ case's rtol/atol). A case is
     FAIL  a mismatch, or an error other than "unsupported",
     SKIP  cudaep refuses it as unsupported (an operator, opset, attribute
           or element type; the reason is printed), or its data are not
-          tensors numpy can hold.
+          tensors of a type the Python client holds (cudaep.DTYPES, bfloat16
+          among them as ml_dtypes.bfloat16).
 
 It prints a per-operator table of pass/fail/skip counts and, last,
 `conformance: N passed, M failed, K skipped`. With --expected FILE, a list
@@ -111,7 +112,12 @@ def compare(name, got, want, rtol, atol):
         return "output %r is %s, expected %s" % (name, got.dtype, want.dtype)
     if got.shape != want.shape:
         return "output %r has shape %s, expected %s" % (name, got.shape, want.shape)
-    if want.dtype.kind in "fc":
+    if want.dtype.name == "bfloat16":
+        # ml_dtypes' bfloat16 (kind "V"): compared as the float32 values it
+        # holds exactly, with the case's tolerance.
+        ok = np.isclose(got.astype(np.float32), want.astype(np.float32), rtol=rtol, atol=atol,
+                        equal_nan=True)
+    elif want.dtype.kind in "fc":
         ok = np.isclose(got, want, rtol=rtol, atol=atol, equal_nan=True)
     else:
         ok = got == want
@@ -145,7 +151,7 @@ def run_case(client, case_dir, case):
         out_names = [o.name for o in sess.outputs]
         for ins, outs in data_sets(case_dir):
             for a in ins:
-                if not isinstance(a, np.ndarray) or np.dtype(a.dtype) not in cudaep._CODES:
+                if not isinstance(a, np.ndarray) or np.dtype(a.dtype) not in cudaep.DTYPES:
                     return "SKIP", "input of type %s" % getattr(a, "dtype", type(a)), label
             try:
                 got = sess.run(dict(zip(in_names, ins)))
