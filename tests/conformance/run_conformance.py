@@ -18,10 +18,12 @@ It prints a per-operator table of pass/fail/skip counts and, last,
 of case names expected to pass, any of those that does not pass is a
 regression and the exit status is 1; a FAIL of a case not on the list is
 reported but not fatal (its operator is still being built). --update
-rewrites FILE with the cases that pass now.
+rewrites FILE with the cases that pass now, and --rest FILE2 (with
+--update) lists every case that does not pass, with its result and why.
 
     run_conformance.py CASES_DIR [--socket PATH] [--backend host|cuda]
-                       [--filter S] [--expected FILE [--update]] [--verbose]
+                       [--filter S] [--expected FILE [--update [--rest FILE2]]]
+                       [--verbose]
 
 Without --socket it starts its own cudaepd ($CUDAEP_BUILD_DIR/bin/cudaepd)
 on the given backend (default host).
@@ -175,6 +177,8 @@ def main():
     ap.add_argument("--filter", default="")
     ap.add_argument("--expected")
     ap.add_argument("--update", action="store_true")
+    ap.add_argument("--rest", help="with --update: write every case that does not pass, "
+                    "with its result and reason, here")
     ap.add_argument("--verbose", action="store_true")
     ap.add_argument("--backend", default="host", choices=["host", "cuda", "auto"],
                     help="the backend of the daemon this starts (default host)")
@@ -186,6 +190,7 @@ def main():
     if sock is None:
         proc, sock, tmp = start_daemon(build, args.backend)
     results = {}
+    whys = {}
     per_op = collections.defaultdict(collections.Counter)
     reasons = collections.Counter()
     try:
@@ -196,6 +201,7 @@ def main():
                 continue
             res, why, label = run_case(client, os.path.join(args.cases, case), case)
             results[case] = res
+            whys[case] = why
             per_op[label][res] += 1
             if res == "SKIP":
                 reasons[why.split(":")[0] if why.startswith("node ") else why] += 1
@@ -228,6 +234,14 @@ def main():
                         "# Regenerate: make conformance-update\n")
                 for case in sorted(c for c, r in results.items() if r == "PASS"):
                     f.write(case + "\n")
+            if args.rest:
+                with open(args.rest, "w") as f:
+                    f.write("# Node conformance cases that do not pass through cudaepd on the host\n"
+                            "# backend, each with its result and why (one line each: the case,\n"
+                            "# FAIL or SKIP, the reason, separated by tabs). Regenerate: make conformance-update\n")
+                    for case in sorted(c for c, r in results.items() if r != "PASS"):
+                        why = " ".join(whys.get(case, "").split())
+                        f.write("%s\t%s\t%s\n" % (case, results[case], why))
         else:
             want = [l.strip() for l in open(args.expected) if l.strip() and not l.startswith("#")]
             want = [c for c in want if args.filter in c]
