@@ -2,7 +2,7 @@
  * legacy.c — the rules of ONNX's first opsets that later ones dropped
  * (kernels/legacy.h): the broadcast attributes of the binary operators
  * before opset 7, PRelu's slope per channel before 7, Cast's type names
- * before 6. Each is checked here once and handed to the kernels as what
+ * before 6, Concat's default axis before 4. Each is checked here once and handed to the kernels as what
  * the later opsets mean.
  */
 #include "kernels/legacy.h"
@@ -107,7 +107,6 @@ bool op_legacy_bcast_axis(const struct op_node *n)
 int op_legacy_prelu_slope(const struct op_node *n, const struct op_tensor *x,
 			  const struct op_tensor *slope, struct op_tensor *view)
 {
-	char sx[160], ss[160];
 	int64_t c = 1;
 	int i, n_long = 0;
 
@@ -132,13 +131,11 @@ int op_legacy_prelu_slope(const struct op_node *n, const struct op_tensor *x,
 		view->dims[0] = c;
 		for (i = 1; i < view->rank; i++)
 			view->dims[i] = 1;
-		return 0;
 	}
-	op_dims_format(x, NULL, 0, sx, sizeof(sx));
-	op_dims_format(slope, NULL, 0, ss, sizeof(ss));
-	return cep__set_error(CEP_ESHAPE, "PRelu (opset %d): slope of shape %s is neither one value "
-			      "nor one per channel (dimension 1) of X of shape %s",
-			      n->opset, ss, sx);
+	/* Any other slope is outside the old rule: read as opset 7 reads it
+	 * (what ONNX's version converter takes it to mean), refused there if
+	 * it does not broadcast either. */
+	return 0;
 }
 
 /* ------------------------------------------------------------------- Cast */
@@ -155,15 +152,6 @@ int op_legacy_cast_to(const struct op_node *n, cep_dtype *dtype)
 	const struct op_attr *a = op_attr_find(n, "to");
 	size_t i;
 
-	if (n->opset >= 6) {
-		if (!a || a->type != OP_ATTR_INT)
-			return cep__set_error(CEP_EMODEL, "Cast: attribute 'to' (an int) is required");
-		*dtype = a->i < 0 || a->i > 31 ? CEP_DTYPE_UNDEFINED : (cep_dtype)a->i;
-		if (*dtype == CEP_DTYPE_UNDEFINED)
-			return cep__set_error(CEP_EMODEL, "Cast: 'to' is %" PRId64 ", no type",
-					      a->i);
-		return 0;
-	}
 	if (!a || a->type != OP_ATTR_STRING)
 		return cep__set_error(CEP_EMODEL, "Cast (opset %d): attribute 'to' (a type name "
 				      "such as \"FLOAT\") is required", n->opset);
@@ -175,4 +163,11 @@ int op_legacy_cast_to(const struct op_node *n, cep_dtype *dtype)
 	}
 	return cep__set_error(CEP_EMODEL, "Cast (opset %d): 'to' is \"%s\", not the name of a "
 			      "TensorProto data type", n->opset, a->s);
+}
+
+/* ----------------------------------------------------------------- Concat */
+
+int64_t op_legacy_concat_axis(const struct op_node *n)
+{
+	return op_attr_int(n, "axis", n->opset < 4 ? 1 : 0);
 }

@@ -3,7 +3,8 @@
  * read the same way by the reference kernels (kernels/cpu) and the
  * device ones (kernels/cuda): the limited broadcasting of the binary
  * elementwise operators before opset 7, PRelu's slope per channel before
- * 7, and the type names of Cast's `to` before 6.
+ * 7, the type names of Cast's `to` before 6 and Concat's default axis
+ * before 4.
  *
  * Each rule is turned into what the later opsets mean, so that a kernel
  * written for them runs the old node unchanged: a broadcast becomes a
@@ -45,21 +46,28 @@ bool op_legacy_bcast_axis(const struct op_node *n);
 /*
  * PRelu's slope before opset 7: one element shared by every channel, or
  * one value per channel (dimension 1 of X), as a vector or under unit
- * dims (it is read flat). Stores in *view the slope
- * under dims that broadcast numpy's way to X as that rule says ((C, 1,
- * ...) for a slope per channel, a scalar for one element); from opset 7
- * on, and while a rank is unknown, *view is slope. Returns 0 or
- * CEP_ESHAPE with a message naming both shapes.
+ * dims (it is read flat). Stores in *view the slope under dims that
+ * broadcast numpy's way to X as that rule says ((C, 1, ...) for a slope
+ * per channel, a scalar for one element). For a slope of neither kind,
+ * from opset 7 on, and while a rank is unknown, *view is slope: numpy's
+ * rule applies (ONNX's version converter takes PRelu-6 and -7 to be one),
+ * and the caller refuses what does not broadcast. Returns 0 (an int, so
+ * that the kernels keep one error path should the rule grow a check).
  */
 int op_legacy_prelu_slope(const struct op_node *n, const struct op_tensor *x,
 			  const struct op_tensor *slope, struct op_tensor *view);
 
 /*
- * The dtype that Cast's `to` names: a TensorProto.DataType number from
- * opset 6, its name ("FLOAT", "INT64", ...) at opsets 1 to 5. Stores it
- * in *dtype. Returns 0, or CEP_EMODEL with a message when `to` is
- * missing, of the other kind or names no type.
+ * The dtype that Cast's `to` names at opsets 1 to 5, where it is the name
+ * of a TensorProto.DataType ("FLOAT", "INT64", ...; any case) rather than
+ * its number. Stores it in *dtype (a type cudaep may not store: the
+ * caller checks). Returns 0, or CEP_EMODEL with a message when `to` is
+ * missing, not a string or names no type.
  */
 int op_legacy_cast_to(const struct op_node *n, cep_dtype *dtype);
+
+/* Concat's axis: optional before opset 4, where it defaults to 1; from
+ * 4 required (read as 0 when absent, which inference takes as given). */
+int64_t op_legacy_concat_axis(const struct op_node *n);
 
 #endif

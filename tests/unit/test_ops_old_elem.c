@@ -421,19 +421,29 @@ Test(old_prelu, per_channel)
 	free(x.data);
 }
 
-Test(old_prelu, refusals)
+/* A slope of neither kind is outside the old rule: read as opset 7 does
+ * (ONNX's converter takes PRelu-6 and -7 to be one), refused if it does
+ * not broadcast either. */
+Test(old_prelu, other_slopes)
 {
-	const int64_t dx[3] = { 2, 3, 4 }, d4[1] = { 4 }, d34[2] = { 3, 4 };
-	struct op_tensor in[2] = { oh_tensor(CEP_DTYPE_FLOAT32, 3, dx, NULL),
-				   oh_tensor(CEP_DTYPE_FLOAT32, 1, d4, NULL) };
+	const int64_t dx[3] = { 2, 3, 4 }, d4[1] = { 4 }, d5[1] = { 5 };
+	float x[24], slope[4] = { 1, 2, 3, 4 };
+	struct op_tensor in[2] = { oh_tensor(CEP_DTYPE_FLOAT32, 3, dx, x),
+				   oh_tensor(CEP_DTYPE_FLOAT32, 1, d4, slope) };
 	struct op_tensor out;
+	const float *o;
+	int e;
 
-	assert_refused(oh_infer("PRelu", 6, NULL, 0, in, 2, &out, 1), CEP_ESHAPE,
-		       "PRelu (opset 6): slope of shape [4] is neither one value nor one per "
-		       "channel (dimension 1) of X of shape [2,3,4]");
-	in[1] = oh_tensor(CEP_DTYPE_FLOAT32, 2, d34, NULL);
+	for (e = 0; e < 24; e++)
+		x[e] = (float)(e - 12);
+	cr_assert_eq(oh_run("PRelu", 6, NULL, 0, in, 2, &out, 1), 0, "%s", cep_last_error());
+	o = out.data;
+	for (e = 0; e < 24; e++)
+		cr_assert_float_eq(o[e], x[e] < 0 ? x[e] * slope[e % 4] : x[e], 0.0f, "at %d", e);
+	free(out.data);
+	in[1] = oh_tensor(CEP_DTYPE_FLOAT32, 1, d5, NULL);
 	assert_refused(oh_infer("PRelu", 1, NULL, 0, in, 2, &out, 1), CEP_ESHAPE,
-		       "slope of shape [3,4]");
+		       "PRelu: slope [5] does not broadcast to the input's shape [2,3,4]");
 }
 
 /* -------------------------------------------------------------- variadic */
