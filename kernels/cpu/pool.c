@@ -46,9 +46,9 @@ static int pool_check_attrs(const struct op_node *node)
 	int64_t v;
 	int ret;
 
-	if (pool_is_max(node) && node->opset < 8 && op_attr_find(node, name))
-		return cep__set_error(CEP_EMODEL, "MaxPool: attribute 'storage_order' does not "
-				      "exist at opset %d", node->opset);
+	if (node->opset < (pool_is_max(node) ? 8 : 7) && op_attr_find(node, name))
+		return cep__set_error(CEP_EMODEL, "%s: attribute '%s' does not exist at opset %d",
+				      node->op_type, name, node->opset);
 	ret = op_attr_check(node, name, OP_ATTR_INT);
 	if (ret < 0)
 		return ret;
