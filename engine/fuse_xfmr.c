@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "kernels/cpu/cpu.h"
+#include "kernels/legacy.h"
 #include "kernels/xfmr.h"
 
 /* Who reads each value, for the chain being matched. */
@@ -56,7 +57,9 @@ static void fx_index(struct fx *f)
 
 /* ------------------------------------------------------------ matching */
 
-/* Whether node n is live and the ai.onnx operator op. */
+/* Whether node n is live and the ai.onnx operator op. An operator of
+ * opset 6 or older that broadcasts from an axis is never one: the chains
+ * matched here broadcast numpy's way. */
 static bool fx_is(const struct graph *g, int n, const char *op)
 {
 	const struct graph_node *node;
@@ -65,7 +68,7 @@ static bool fx_is(const struct graph *g, int n, const char *op)
 		return false;
 	node = &g->nodes[n];
 	return !node->dead && op_domain_equal(node->op.domain, "") &&
-	       strcmp(node->op.op_type, op) == 0;
+	       strcmp(node->op.op_type, op) == 0 && !op_legacy_bcast_axis(&node->op);
 }
 
 /* Whether value v is made by a node and read by exactly one input slot of

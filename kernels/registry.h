@@ -11,7 +11,7 @@
  *
  * A failed lookup says exactly why, through cep__set_error(): "unknown op Foo
  * in domain com.example", "Conv: opset 30 is not supported (supported
- * 7-28)", "Add: dtype uint16 is not supported on the host backend
+ * 1-28)", "Add: dtype uint16 is not supported on the host backend
  * (supported: float32, float16, ...)". The registry is immutable after its
  * first use and safe to read from any thread.
  */
@@ -83,7 +83,7 @@ const char *op_domain_name(const char *domain);
  * Finds the schema of op_type in domain for the model's opset of that
  * domain and stores it in *out. Returns 0, or CEP_EUNSUPPORTED with a
  * message: "unknown op Foo in domain com.example", or "Conv: opset 30 is
- * not supported (supported 7-28)".
+ * not supported (supported 1-28)".
  */
 int op_schema_find(const char *domain, const char *op_type, int opset,
 		   const struct op_schema **out);

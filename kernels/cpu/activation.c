@@ -1,8 +1,10 @@
 /*
  * activation.c — activations with parameters: LeakyRelu, Elu, HardSigmoid,
  * HardSwish, Softplus, Gelu, ThresholdedRelu (attributes), Mish, PRelu (a
- * slope tensor broadcast to the input) and Clip (bounds as attributes
- * before opset 11, optional scalar inputs from 11 on).
+ * slope tensor broadcast to the input; before opset 7 one value or one
+ * per channel, kernels/legacy.h) and Clip (bounds as attributes before
+ * opset 11, optional scalar inputs from 11 on). Opset 1's consumed_inputs
+ * only hinted at in-place use and is ignored.
  *
  * Float types are computed in float32. PRelu takes int32 and int64 from
  * opset 9 and Clip every integer type from opset 12; those are computed in
@@ -10,6 +12,7 @@
  * params, so run() never searches them.
  */
 #include "kernels/cpu/elem.h"
+#include "kernels/legacy.h"
 
 #include <float.h>
 #include <inttypes.h>
@@ -209,24 +212,25 @@ static int act_run(struct op_call *c)
 /* The slope must broadcast to X one way: the output keeps X's shape. */
 static int prelu_infer(struct op_infer *x)
 {
-	const struct op_tensor *in = &x->in[0], *slope = &x->in[1];
+	const struct op_tensor *in = &x->in[0];
+	struct op_tensor slope;
 	char sa[160], sb[160];
 	int i, ret;
 
 	ret = op_infer_same_dtype(x, 0, 1);
-	if (ret < 0)
+	if (ret < 0 || (ret = op_legacy_prelu_slope(x->node, in, &x->in[1], &slope)) < 0)
 		return ret;
-	if (in->rank >= 0 && slope->rank >= 0) {
-		bool ok = slope->rank <= in->rank;
+	if (in->rank >= 0 && slope.rank >= 0) {
+		bool ok = slope.rank <= in->rank;
 
-		for (i = 0; ok && i < slope->rank; i++) {
-			int64_t ds = slope->dims[i];
-			int64_t dx = in->dims[i + in->rank - slope->rank];
+		for (i = 0; ok && i < slope.rank; i++) {
+			int64_t ds = slope.dims[i];
+			int64_t dx = in->dims[i + in->rank - slope.rank];
 
 			ok = !op_dim_fixed(ds) || ds == 1 || !op_dim_fixed(dx) || ds == dx;
 		}
 		if (!ok) {
-			op_dims_format(slope, NULL, 0, sa, sizeof(sa));
+			op_dims_format(&slope, NULL, 0, sa, sizeof(sa));
 			op_dims_format(in, NULL, 0, sb, sizeof(sb));
 			return cep__set_error(CEP_ESHAPE,
 					      "PRelu: slope %s does not broadcast to the input's shape %s",
@@ -236,22 +240,25 @@ static int prelu_infer(struct op_infer *x)
 	return op_infer_like_input(x);
 }
 
-/* A symbol of the slope may turn out to differ from X's dimension only
- * once the plan fixes both: checked here, before any run. */
 static int prelu_prepare(struct op_call *c, size_t *workspace)
 {
-	const struct op_tensor *in = &c->in[0], *slope = &c->in[1];
-	int shift = in->rank - slope->rank;
-	bool ok = shift >= 0;
+	const struct op_tensor *in = &c->in[0];
+	struct op_tensor slope;
 	char sa[160], sb[160];
-	int i;
+	bool ok;
+	int i, shift, ret;
 
 	*workspace = 0;
-	for (i = 0; ok && i < slope->rank; i++)
-		ok = slope->dims[i] == 1 || slope->dims[i] == in->dims[i + shift];
+	ret = op_legacy_prelu_slope(c->node, in, &c->in[1], &slope);
+	if (ret < 0)
+		return ret;
+	shift = in->rank - slope.rank;
+	ok = shift >= 0;
+	for (i = 0; ok && i < slope.rank; i++)
+		ok = slope.dims[i] == 1 || slope.dims[i] == in->dims[i + shift];
 	if (ok)
 		return 0;
-	op_dims_format(slope, NULL, 0, sa, sizeof(sa));
+	op_dims_format(&slope, NULL, 0, sa, sizeof(sa));
 	op_dims_format(in, NULL, 0, sb, sizeof(sb));
 	return cep__set_error(CEP_ESHAPE, "PRelu: slope %s does not broadcast to the input's shape %s",
 			      sa, sb);
@@ -263,9 +270,13 @@ static int prelu_run(struct op_call *c)
 	const struct op_tensor *out = &c->out[0];
 	const void *a = c->in[0].data, *s = c->in[1].data;
 	cep_dtype t = out->dtype;
+	struct op_tensor slope;
 	struct cpu_bcast bc;
 	int64_t r, j;
 
+	/* prepare() checked the slope; before opset 7 it is seen per channel. */
+	op_legacy_prelu_slope(c->node, &c->in[0], &c->in[1], &slope);
+	ins[1] = &slope;
 	cpu_bcast_init(&bc, out, ins, 2);
 	for (r = 0; r < bc.rows; r++) {
 		int64_t base = r * bc.inner;
@@ -473,29 +484,32 @@ static int clip11_run(struct op_call *c)
 	{ "", op, since, until, BACKEND_HOST, dts, prepare, run }
 
 static const struct op_schema schemas[] = {
-	ACT_SCHEMA("LeakyRelu", 7, OP_OPSET_MAX, 1, 1, act_infer),
-	ACT_SCHEMA("Elu", 7, OP_OPSET_MAX, 1, 1, act_infer),
-	ACT_SCHEMA("HardSigmoid", 7, OP_OPSET_MAX, 1, 1, act_infer),
+	ACT_SCHEMA("LeakyRelu", 1, OP_OPSET_MAX, 1, 1, act_infer),
+	ACT_SCHEMA("Elu", 1, OP_OPSET_MAX, 1, 1, act_infer),
+	ACT_SCHEMA("HardSigmoid", 1, OP_OPSET_MAX, 1, 1, act_infer),
 	ACT_SCHEMA("HardSwish", 14, OP_OPSET_MAX, 1, 1, act_infer),
-	ACT_SCHEMA("Softplus", 7, OP_OPSET_MAX, 1, 1, act_infer),
+	ACT_SCHEMA("Softplus", 1, OP_OPSET_MAX, 1, 1, act_infer),
 	ACT_SCHEMA("Gelu", 20, OP_OPSET_MAX, 1, 1, gelu_infer),
 	ACT_SCHEMA("ThresholdedRelu", 10, OP_OPSET_MAX, 1, 1, act_infer),
 	ACT_SCHEMA("Mish", 18, OP_OPSET_MAX, 1, 1, act_infer),
+	/* 7: the slope broadcasts numpy's way, not per channel. */
+	ACT_SCHEMA("PRelu", 1, 6, 2, 2, prelu_infer),
 	ACT_SCHEMA("PRelu", 7, OP_OPSET_MAX, 2, 2, prelu_infer),
-	ACT_SCHEMA("Clip", 7, 10, 1, 1, clip6_infer),
+	/* Opset 1's bounds had no stated defaults but meant the same. */
+	ACT_SCHEMA("Clip", 1, 10, 1, 1, clip6_infer),
 	ACT_SCHEMA("Clip", 11, OP_OPSET_MAX, 1, 3, clip11_infer),
 };
 
 static const struct op_kernel kernels[] = {
-	ACT_KERNEL("LeakyRelu", 7, 15, ELEM_DTS_F32_F16, leaky_relu_prepare, act_run),
+	ACT_KERNEL("LeakyRelu", 1, 15, ELEM_DTS_F32_F16, leaky_relu_prepare, act_run),
 	ACT_KERNEL("LeakyRelu", 16, OP_OPSET_MAX, OP_DTS_FLOAT, leaky_relu_prepare, act_run),
-	ACT_KERNEL("Elu", 7, 21, ELEM_DTS_F32_F16, elu_prepare, act_run),
+	ACT_KERNEL("Elu", 1, 21, ELEM_DTS_F32_F16, elu_prepare, act_run),
 	ACT_KERNEL("Elu", 22, OP_OPSET_MAX, OP_DTS_FLOAT, elu_prepare, act_run),
-	ACT_KERNEL("HardSigmoid", 7, 21, ELEM_DTS_F32_F16, hard_sigmoid_prepare, act_run),
+	ACT_KERNEL("HardSigmoid", 1, 21, ELEM_DTS_F32_F16, hard_sigmoid_prepare, act_run),
 	ACT_KERNEL("HardSigmoid", 22, OP_OPSET_MAX, OP_DTS_FLOAT, hard_sigmoid_prepare, act_run),
 	ACT_KERNEL("HardSwish", 14, 21, ELEM_DTS_F32_F16, hard_swish_prepare, act_run),
 	ACT_KERNEL("HardSwish", 22, OP_OPSET_MAX, OP_DTS_FLOAT, hard_swish_prepare, act_run),
-	ACT_KERNEL("Softplus", 7, 21, ELEM_DTS_F32_F16, softplus_prepare, act_run),
+	ACT_KERNEL("Softplus", 1, 21, ELEM_DTS_F32_F16, softplus_prepare, act_run),
 	ACT_KERNEL("Softplus", 22, OP_OPSET_MAX, OP_DTS_FLOAT, softplus_prepare, act_run),
 	ACT_KERNEL("Gelu", 20, OP_OPSET_MAX, OP_DTS_FLOAT, gelu_prepare, act_run),
 	ACT_KERNEL("ThresholdedRelu", 10, 21, ELEM_DTS_F32_F16, thresholded_relu_prepare,
@@ -504,11 +518,11 @@ static const struct op_kernel kernels[] = {
 		   act_run),
 	ACT_KERNEL("Mish", 18, 21, ELEM_DTS_F32_F16, mish_prepare, act_run),
 	ACT_KERNEL("Mish", 22, OP_OPSET_MAX, OP_DTS_FLOAT, mish_prepare, act_run),
-	ACT_KERNEL("PRelu", 7, 8, ELEM_DTS_F32_F16, prelu_prepare, prelu_run),
+	ACT_KERNEL("PRelu", 1, 8, ELEM_DTS_F32_F16, prelu_prepare, prelu_run),
 	ACT_KERNEL("PRelu", 9, 15, ELEM_DTS_F32_F16 | ELEM_DTS_I32_I64, prelu_prepare, prelu_run),
 	ACT_KERNEL("PRelu", 16, OP_OPSET_MAX, OP_DTS_FLOAT | ELEM_DTS_I32_I64, prelu_prepare,
 		   prelu_run),
-	ACT_KERNEL("Clip", 7, 10, ELEM_DTS_F32_F16, clip6_prepare, clip6_run),
+	ACT_KERNEL("Clip", 1, 10, ELEM_DTS_F32_F16, clip6_prepare, clip6_run),
 	ACT_KERNEL("Clip", 11, 11, ELEM_DTS_F32_F16, clip11_prepare, clip11_run),
 	ACT_KERNEL("Clip", 12, 12, ELEM_DTS_F32_F16 | OP_DTS_INT, clip11_prepare, clip11_run),
 	ACT_KERNEL("Clip", 13, OP_OPSET_MAX, OP_DTS_NUMERIC, clip11_prepare, clip11_run),

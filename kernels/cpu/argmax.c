@@ -202,16 +202,16 @@ static int argmin_run(struct op_call *c) { return arg_run(c, false); }
 
 /* select_last_index arrived at 12. */
 static const struct op_schema schemas[] = {
-	{ "", "ArgMax", 7, 11, 1, 1, 1, 1, 0, 0, arg_infer },
+	{ "", "ArgMax", 1, 11, 1, 1, 1, 1, 0, 0, arg_infer },
 	{ "", "ArgMax", 12, OP_OPSET_MAX, 1, 1, 1, 1, 0, 0, arg_infer },
-	{ "", "ArgMin", 7, 11, 1, 1, 1, 1, 0, 0, arg_infer },
+	{ "", "ArgMin", 1, 11, 1, 1, 1, 1, 0, 0, arg_infer },
 	{ "", "ArgMin", 12, OP_OPSET_MAX, 1, 1, 1, 1, 0, 0, arg_infer },
 };
 
 static const struct op_kernel kernels[] = {
-	{ "", "ArgMax", 7, 12, BACKEND_HOST, ARG_DTS_7, arg_prepare, argmax_run },
+	{ "", "ArgMax", 1, 12, BACKEND_HOST, ARG_DTS_7, arg_prepare, argmax_run },
 	{ "", "ArgMax", 13, OP_OPSET_MAX, BACKEND_HOST, ARG_DTS_13, arg_prepare, argmax_run },
-	{ "", "ArgMin", 7, 12, BACKEND_HOST, ARG_DTS_7, arg_prepare, argmin_run },
+	{ "", "ArgMin", 1, 12, BACKEND_HOST, ARG_DTS_7, arg_prepare, argmin_run },
 	{ "", "ArgMin", 13, OP_OPSET_MAX, BACKEND_HOST, ARG_DTS_13, arg_prepare, argmin_run },
 };
 

@@ -1,6 +1,10 @@
 /*
- * binary.c — elementwise arithmetic with numpy broadcasting: Add, Sub, Mul,
- * Div (opset 7 on, when broadcasting became numpy's).
+ * binary.c — elementwise arithmetic: Add, Sub, Mul, Div. From opset 7 with
+ * numpy broadcasting; before, B alone broadcasts to A's shape when
+ * broadcast=1 says so (from `axis`, or aligned to the end), which
+ * kernels/legacy.h turns into a view of B that numpy broadcasting reads
+ * the same way; consumed_inputs (opsets 1 to 5) only hinted at in-place
+ * use, and is ignored.
  *
  * Float types are computed in float32 (float16 and bfloat16 converted on
  * load and store); integer types in int64 with two's complement wrapping,
@@ -8,6 +12,7 @@
  * C and onnxruntime; a division by zero gives 0 rather than a trap.
  */
 #include "kernels/cpu/cpu.h"
+#include "kernels/legacy.h"
 
 enum binop {
 	BIN_ADD,
@@ -20,12 +25,13 @@ enum binop {
 
 static int binary_infer(struct op_infer *x)
 {
+	struct op_tensor bv;
 	int ret = op_infer_same_dtype(x, 0, 1);
 
-	if (ret < 0)
+	if (ret < 0 || (ret = op_legacy_bcast(x->node, &x->in[0], &x->in[1], &bv)) < 0)
 		return ret;
 	x->out[0].dtype = x->in[0].dtype;
-	return op_broadcast(x->node, &x->in[0], &x->in[1], &x->out[0]);
+	return op_broadcast(x->node, &x->in[0], &bv, &x->out[0]);
 }
 
 /* ------------------------------------------------------------------ kernels */
@@ -96,9 +102,13 @@ static int binary_run(struct op_call *c, enum binop op)
 	const struct op_tensor *ins[2] = { &c->in[0], &c->in[1] };
 	const struct op_tensor *out = &c->out[0];
 	cep_dtype t = out->dtype;
+	struct op_tensor bv;
 	struct cpu_bcast bc;
 	int64_t r, j;
 
+	/* Inference checked the shapes; this only reshapes B before 7. */
+	op_legacy_bcast(c->node, &c->in[0], &c->in[1], &bv);
+	ins[1] = &bv;
 	cpu_bcast_init(&bc, out, ins, 2);
 	if (t == CEP_DTYPE_FLOAT32) {
 		binary_f32(op, &bc, c->in[0].data, c->in[1].data, out->data);
@@ -132,9 +142,17 @@ static int div_run(struct op_call *c) { return binary_run(c, BIN_DIV); }
 
 /* ------------------------------------------------------------------- table */
 
+#define BINARY_DTS_1 (OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_FLOAT16))
+#define BINARY_DTS_6 (BINARY_DTS_1 | OP_DT(CEP_DTYPE_INT32) | OP_DT(CEP_DTYPE_INT64))
+
+/* 7 made broadcasting numpy's. */
 #define BINARY_SCHEMA(op) \
+	{ "", op, 1, 6, 2, 2, 1, 1, 0, 0, binary_infer }, \
 	{ "", op, 7, OP_OPSET_MAX, 2, 2, 1, 1, 0, 0, binary_infer }
+/* float and float16 at first; 6 brought int32 and int64. */
 #define BINARY_KERNEL(op, fn) \
+	{ "", op, 1, 5, BACKEND_HOST, BINARY_DTS_1, NULL, fn }, \
+	{ "", op, 6, 6, BACKEND_HOST, BINARY_DTS_6, NULL, fn }, \
 	{ "", op, 7, OP_OPSET_MAX, BACKEND_HOST, OP_DTS_NUMERIC, NULL, fn }
 
 static const struct op_schema schemas[] = {

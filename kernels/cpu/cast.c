@@ -5,20 +5,37 @@
  * toward zero, NaN giving 0 and out-of-range values saturating to int64
  * before wrapping (ONNX leaves those undefined); anything to bool is
  * "not zero".
+ *
+ * `to` is a TensorProto.DataType number from opset 6, its name before
+ * (kernels/legacy.h); bfloat16 is no type of those first opsets.
  */
 #include "kernels/cpu/cpu.h"
+#include "kernels/legacy.h"
 
 static int cast_infer(struct op_infer *x)
 {
 	const struct op_attr *a = op_attr_find(x->node, "to");
+	int64_t code;
 	cep_dtype to;
+	int ret;
 
-	if (!a || a->type != OP_ATTR_INT)
-		return cep__set_error(CEP_EMODEL, "Cast: attribute 'to' (an int) is required");
-	to = (cep_dtype)a->i;
-	if (a->i < 0 || a->i > 31 || !op_dtype_in(to, OP_DTS_ALL))
+	if (x->node->opset < 6) {
+		ret = op_legacy_cast_to(x->node, &to);
+		if (ret < 0)
+			return ret;
+		code = to;
+	} else {
+		if (!a || a->type != OP_ATTR_INT)
+			return cep__set_error(CEP_EMODEL, "Cast: attribute 'to' (an int) is required");
+		code = a->i;
+	}
+	to = (cep_dtype)code;
+	if (code < 0 || code > 31 || !op_dtype_in(to, OP_DTS_ALL))
 		return cep__set_error(CEP_EUNSUPPORTED, "Cast: casting to %s (type %lld) is not supported",
-				      cep_dtype_name(to), (long long)a->i);
+				      cep_dtype_name(to), (long long)code);
+	if (to == CEP_DTYPE_BFLOAT16 && x->node->opset < 7)
+		return cep__set_error(CEP_EMODEL, "Cast (opset %d): bfloat16 is not a type of this opset",
+				      x->node->opset);
 	op_infer_like_input(x);
 	x->out[0].dtype = to;
 	return 0;
@@ -47,11 +64,14 @@ static int cast_run(struct op_call *c)
 	return 0;
 }
 
+/* 6: `to` became a number. */
 static const struct op_schema schemas[] = {
-	{ "", "Cast", 7, OP_OPSET_MAX, 1, 1, 1, 1, 0, 0, cast_infer },
+	{ "", "Cast", 1, 5, 1, 1, 1, 1, 0, 0, cast_infer },
+	{ "", "Cast", 6, OP_OPSET_MAX, 1, 1, 1, 1, 0, 0, cast_infer },
 };
 
 static const struct op_kernel kernels[] = {
+	{ "", "Cast", 1, 6, BACKEND_HOST, OP_DTS_ALL & ~OP_DT(CEP_DTYPE_BFLOAT16), NULL, cast_run },
 	{ "", "Cast", 7, OP_OPSET_MAX, BACKEND_HOST, OP_DTS_ALL, NULL, cast_run },
 };
 

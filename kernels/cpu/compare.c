@@ -8,9 +8,12 @@
  * unequal to everything, itself included); integers and bool in int64.
  * The type sets follow each operator's history: Equal took only bool,
  * int32 and int64 before opset 11; Less and Greater only floats before 9;
- * bfloat16 joined at 13 (16 for the OrEqual pair and for Where).
+ * bfloat16 joined at 13 (16 for the OrEqual pair and for Where). Before
+ * opset 7 the binary ones broadcast B alone, as broadcast=1 and `axis`
+ * say (kernels/legacy.h).
  */
 #include "kernels/cpu/elem.h"
+#include "kernels/legacy.h"
 
 enum cmpop {
 	CMP_EQ,
@@ -25,6 +28,18 @@ enum cmpop {
 
 /* ---------------------------------------------------------------- inference */
 
+/* The output's shape from two operands: numpy's broadcast from opset 7,
+ * B's old one before. */
+static int binary_shape(struct op_infer *x)
+{
+	struct op_tensor bv;
+	int ret = op_legacy_bcast(x->node, &x->in[0], &x->in[1], &bv);
+
+	if (ret < 0)
+		return ret;
+	return op_broadcast(x->node, &x->in[0], &bv, &x->out[0]);
+}
+
 static int compare_infer(struct op_infer *x)
 {
 	int ret = op_infer_same_dtype(x, 0, 1);
@@ -32,7 +47,7 @@ static int compare_infer(struct op_infer *x)
 	if (ret < 0)
 		return ret;
 	x->out[0].dtype = CEP_DTYPE_BOOL;
-	return elem_infer_broadcast(x, 0, 1);
+	return binary_shape(x);
 }
 
 /* And, Or, Xor and Not: the kernel lookup checks input 0's type, this the rest. */
@@ -49,7 +64,7 @@ static int logic_infer(struct op_infer *x)
 	x->out[0].dtype = CEP_DTYPE_BOOL;
 	if (x->n_in == 1)
 		return op_infer_like_input(x);
-	return elem_infer_broadcast(x, 0, 1);
+	return binary_shape(x);
 }
 
 static int where_infer(struct op_infer *x)
@@ -133,9 +148,13 @@ static int compare_run(struct op_call *c, enum cmpop op)
 	const void *a = c->in[0].data, *b = c->in[1].data;
 	uint8_t *o = c->out[0].data;
 	cep_dtype t = c->in[0].dtype;
+	struct op_tensor bv;
 	struct cpu_bcast bc;
 	int64_t r, j;
 
+	/* Inference checked the shapes; this only reshapes B before 7. */
+	op_legacy_bcast(c->node, &c->in[0], &c->in[1], &bv);
+	ins[1] = &bv;
 	cpu_bcast_init(&bc, &c->out[0], ins, 2);
 	if (t == CEP_DTYPE_FLOAT32) {
 		compare_f32(op, &bc, a, b, o);
@@ -221,42 +240,45 @@ static int where_run(struct op_call *c)
 
 #define CMP_SCHEMA(op, since, n_in, type_input, infer) \
 	{ "", op, since, OP_OPSET_MAX, n_in, n_in, 1, 1, type_input, 0, infer }
+/* Opset 7 made broadcasting numpy's. */
+#define CMP_SCHEMAS_1(op, infer) \
+	{ "", op, 1, 6, 2, 2, 1, 1, 0, 0, infer }, CMP_SCHEMA(op, 7, 2, 0, infer)
 #define CMP_KERNEL(op, since, until, dts, fn) \
 	{ "", op, since, until, BACKEND_HOST, dts, NULL, fn }
 
 #define CMP_DTS_EQUAL7 (OP_DT(CEP_DTYPE_BOOL) | ELEM_DTS_I32_I64)
 
 static const struct op_schema schemas[] = {
-	CMP_SCHEMA("Equal", 7, 2, 0, compare_infer),
-	CMP_SCHEMA("Less", 7, 2, 0, compare_infer),
+	CMP_SCHEMAS_1("Equal", compare_infer),
+	CMP_SCHEMAS_1("Less", compare_infer),
 	CMP_SCHEMA("LessOrEqual", 12, 2, 0, compare_infer),
-	CMP_SCHEMA("Greater", 7, 2, 0, compare_infer),
+	CMP_SCHEMAS_1("Greater", compare_infer),
 	CMP_SCHEMA("GreaterOrEqual", 12, 2, 0, compare_infer),
-	CMP_SCHEMA("And", 7, 2, 0, logic_infer),
-	CMP_SCHEMA("Or", 7, 2, 0, logic_infer),
-	CMP_SCHEMA("Xor", 7, 2, 0, logic_infer),
+	CMP_SCHEMAS_1("And", logic_infer),
+	CMP_SCHEMAS_1("Or", logic_infer),
+	CMP_SCHEMAS_1("Xor", logic_infer),
 	/* Not has not changed since opset 1, so every opset runs it. */
 	CMP_SCHEMA("Not", 1, 1, 0, logic_infer),
 	CMP_SCHEMA("Where", 9, 3, 1, where_infer),
 };
 
 static const struct op_kernel kernels[] = {
-	CMP_KERNEL("Equal", 7, 10, CMP_DTS_EQUAL7, equal_run),
+	CMP_KERNEL("Equal", 1, 10, CMP_DTS_EQUAL7, equal_run),
 	CMP_KERNEL("Equal", 11, 12, CMP_DTS_EQUAL7 | ELEM_DTS_F32_F16 | OP_DTS_INT, equal_run),
 	CMP_KERNEL("Equal", 13, OP_OPSET_MAX, OP_DTS_ALL, equal_run),
-	CMP_KERNEL("Less", 7, 8, ELEM_DTS_F32_F16, less_run),
+	CMP_KERNEL("Less", 1, 8, ELEM_DTS_F32_F16, less_run),
 	CMP_KERNEL("Less", 9, 12, ELEM_DTS_F32_F16 | OP_DTS_INT, less_run),
 	CMP_KERNEL("Less", 13, OP_OPSET_MAX, OP_DTS_NUMERIC, less_run),
 	CMP_KERNEL("LessOrEqual", 12, 15, ELEM_DTS_F32_F16 | OP_DTS_INT, less_equal_run),
 	CMP_KERNEL("LessOrEqual", 16, OP_OPSET_MAX, OP_DTS_NUMERIC, less_equal_run),
-	CMP_KERNEL("Greater", 7, 8, ELEM_DTS_F32_F16, greater_run),
+	CMP_KERNEL("Greater", 1, 8, ELEM_DTS_F32_F16, greater_run),
 	CMP_KERNEL("Greater", 9, 12, ELEM_DTS_F32_F16 | OP_DTS_INT, greater_run),
 	CMP_KERNEL("Greater", 13, OP_OPSET_MAX, OP_DTS_NUMERIC, greater_run),
 	CMP_KERNEL("GreaterOrEqual", 12, 15, ELEM_DTS_F32_F16 | OP_DTS_INT, greater_equal_run),
 	CMP_KERNEL("GreaterOrEqual", 16, OP_OPSET_MAX, OP_DTS_NUMERIC, greater_equal_run),
-	CMP_KERNEL("And", 7, OP_OPSET_MAX, OP_DT(CEP_DTYPE_BOOL), and_run),
-	CMP_KERNEL("Or", 7, OP_OPSET_MAX, OP_DT(CEP_DTYPE_BOOL), or_run),
-	CMP_KERNEL("Xor", 7, OP_OPSET_MAX, OP_DT(CEP_DTYPE_BOOL), xor_run),
+	CMP_KERNEL("And", 1, OP_OPSET_MAX, OP_DT(CEP_DTYPE_BOOL), and_run),
+	CMP_KERNEL("Or", 1, OP_OPSET_MAX, OP_DT(CEP_DTYPE_BOOL), or_run),
+	CMP_KERNEL("Xor", 1, OP_OPSET_MAX, OP_DT(CEP_DTYPE_BOOL), xor_run),
 	CMP_KERNEL("Not", 1, OP_OPSET_MAX, OP_DT(CEP_DTYPE_BOOL), not_run),
 	CMP_KERNEL("Where", 9, 15, OP_DTS_ALL & ~OP_DT(CEP_DTYPE_BFLOAT16), where_run),
 	CMP_KERNEL("Where", 16, OP_OPSET_MAX, OP_DTS_ALL, where_run),

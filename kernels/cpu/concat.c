@@ -1,9 +1,11 @@
 /*
- * concat.c — Concat: inputs of one type and rank joined along `axis`; all
- * other dimensions must agree. The kernel copies, for each outer index,
+ * concat.c — Concat: inputs of one type and rank joined along `axis` (1
+ * when absent before opset 4: kernels/legacy.h); all other dimensions
+ * must agree. The kernel copies, for each outer index,
  * one contiguous chunk of every input in turn.
  */
 #include "kernels/cpu/cpu.h"
+#include "kernels/legacy.h"
 
 #include <inttypes.h>
 
@@ -31,7 +33,7 @@ static int concat_infer(struct op_infer *x)
 		return 0;
 	if (rank == 0)
 		return cep__set_error(CEP_ESHAPE, "Concat: inputs must have rank >= 1");
-	ret = op_axis_normalize(x->node, op_attr_int(x->node, "axis", 0), rank, &axis);
+	ret = op_axis_normalize(x->node, op_legacy_concat_axis(x->node), rank, &axis);
 	if (ret < 0)
 		return ret;
 	for (d = 0; d < rank; d++)
@@ -71,7 +73,7 @@ static int concat_run(struct op_call *c)
 	int64_t outer, inner, o;
 	int axis, i;
 
-	op_axis_normalize(c->node, op_attr_int(c->node, "axis", 0), out->rank, &axis);
+	op_axis_normalize(c->node, op_legacy_concat_axis(c->node), out->rank, &axis);
 	outer = op_dims_product(out, 0, axis);
 	inner = op_dims_product(out, axis + 1, out->rank) * (int64_t)es;
 	for (o = 0; o < outer; o++) {
@@ -87,12 +89,16 @@ static int concat_run(struct op_call *c)
 	return 0;
 }
 
+/* 4 made axis required (it defaulted to 1) and took every type. */
 static const struct op_schema schemas[] = {
-	{ "", "Concat", 7, OP_OPSET_MAX, 1, -1, 1, 1, 0, 0, concat_infer },
+	{ "", "Concat", 1, 3, 1, -1, 1, 1, 0, 0, concat_infer },
+	{ "", "Concat", 4, OP_OPSET_MAX, 1, -1, 1, 1, 0, 0, concat_infer },
 };
 
 static const struct op_kernel kernels[] = {
-	{ "", "Concat", 7, OP_OPSET_MAX, BACKEND_HOST, OP_DTS_ALL, NULL, concat_run },
+	{ "", "Concat", 1, 3, BACKEND_HOST, OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_FLOAT16),
+	  NULL, concat_run },
+	{ "", "Concat", 4, OP_OPSET_MAX, BACKEND_HOST, OP_DTS_ALL, NULL, concat_run },
 };
 
 const struct op_family op_family_cpu_concat = {

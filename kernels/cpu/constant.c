@@ -172,15 +172,15 @@ static int size_run(struct op_call *c)
 }
 
 static const struct op_schema schemas[] = {
-	{ "", "Constant", 7, OP_OPSET_MAX, 0, 0, 1, 1, -1, 0, constant_infer },
-	{ "", "Shape", 7, OP_OPSET_MAX, 1, 1, 1, 1, 0, OP_SHAPE_ONLY, shape_infer },
-	{ "", "Size", 7, OP_OPSET_MAX, 1, 1, 1, 1, 0, OP_SHAPE_ONLY, size_infer },
+	{ "", "Constant", 1, OP_OPSET_MAX, 0, 0, 1, 1, -1, 0, constant_infer },
+	{ "", "Shape", 1, OP_OPSET_MAX, 1, 1, 1, 1, 0, OP_SHAPE_ONLY, shape_infer },
+	{ "", "Size", 1, OP_OPSET_MAX, 1, 1, 1, 1, 0, OP_SHAPE_ONLY, size_infer },
 };
 
 static const struct op_kernel kernels[] = {
-	{ "", "Constant", 7, OP_OPSET_MAX, BACKEND_HOST, OP_DTS_ALL, NULL, constant_run },
-	{ "", "Shape", 7, OP_OPSET_MAX, BACKEND_HOST, OP_DTS_ALL, NULL, shape_run },
-	{ "", "Size", 7, OP_OPSET_MAX, BACKEND_HOST, OP_DTS_ALL, NULL, size_run },
+	{ "", "Constant", 1, OP_OPSET_MAX, BACKEND_HOST, OP_DTS_ALL, NULL, constant_run },
+	{ "", "Shape", 1, OP_OPSET_MAX, BACKEND_HOST, OP_DTS_ALL, NULL, shape_run },
+	{ "", "Size", 1, OP_OPSET_MAX, BACKEND_HOST, OP_DTS_ALL, NULL, size_run },
 };
 
 const struct op_family op_family_cpu_constant = {

@@ -496,12 +496,12 @@ static int fused_prepare(struct op_call *c, size_t *workspace)
 /* ------------------------------------------------------------------- table */
 
 static const struct op_schema schemas[] = {
-	{ "", "Conv", 7, OP_OPSET_MAX, 2, 3, 1, 1, 0, 0, conv_infer },
+	{ "", "Conv", 1, OP_OPSET_MAX, 2, 3, 1, 1, 0, 0, conv_infer },
 	{ OP_DOMAIN_CUDAEP, "FusedConv", 1, 1, 3, 4, 1, 1, 0, OP_INTERNAL, fused_infer },
 };
 
 static const struct op_kernel kernels[] = {
-	{ "", "Conv", 7, 21, BACKEND_HOST, OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_FLOAT16),
+	{ "", "Conv", 1, 21, BACKEND_HOST, OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_FLOAT16),
 	  conv_prepare, conv_run },
 	{ "", "Conv", 22, OP_OPSET_MAX, BACKEND_HOST, OP_DTS_FLOAT, conv_prepare, conv_run },
 	{ OP_DOMAIN_CUDAEP, "FusedConv", 1, 1, BACKEND_HOST, OP_DTS_FLOAT, fused_prepare, conv_run },

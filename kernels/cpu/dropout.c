@@ -7,7 +7,9 @@
  * mode with a nonzero ratio drops random elements, which cudaep does not
  * do: it is refused when loading if training_mode is a constant, else by
  * the run that sees it true. With ratio 0 training drops nothing, so it is
- * the same identity and runs.
+ * the same identity and runs. Before opset 7 the node said its mode
+ * itself, is_test=0 (the default) meaning training: refused the same way
+ * unless its ratio is 0. Opset 1's consumed_inputs is ignored.
  */
 #include "kernels/cpu/cpu.h"
 
@@ -18,8 +20,13 @@ static int dropout_infer(struct op_infer *x)
 	int ret;
 
 	if ((ret = op_attr_check(node, "ratio", OP_ATTR_FLOAT)) < 0 ||
-	    (ret = op_attr_check(node, "seed", OP_ATTR_INT)) < 0)
+	    (ret = op_attr_check(node, "seed", OP_ATTR_INT)) < 0 ||
+	    (ret = op_attr_check(node, "is_test", OP_ATTR_INT)) < 0)
 		return ret;
+	if (node->opset < 7 && op_attr_int(node, "is_test", 0) == 0 &&
+	    op_attr_float(node, "ratio", 0.5f) != 0.0f)
+		return cep__set_error(CEP_EUNSUPPORTED, "Dropout (opset %d): is_test=0 asks for training mode with ratio %g; only inference (is_test=1) is supported",
+				      node->opset, (double)op_attr_float(node, "ratio", 0.5f));
 	if (x->n_in > 1 && op_tensor_present(&x->in[1])) {
 		const struct op_tensor *r = &x->in[1];
 
@@ -84,15 +91,17 @@ static int dropout_run(struct op_call *c)
 	return 0;
 }
 
-/* 10: the mask became bool; 12: ratio and training_mode became inputs. */
+/* 7: no is_test; 10: the mask became bool; 12: ratio and training_mode
+ * became inputs. */
 static const struct op_schema schemas[] = {
+	{ "", "Dropout", 1, 6, 1, 1, 1, 2, 0, 0, dropout_infer },
 	{ "", "Dropout", 7, 9, 1, 1, 1, 2, 0, 0, dropout_infer },
 	{ "", "Dropout", 10, 11, 1, 1, 1, 2, 0, 0, dropout_infer },
 	{ "", "Dropout", 12, OP_OPSET_MAX, 1, 3, 1, 2, 0, 0, dropout_infer },
 };
 
 static const struct op_kernel kernels[] = {
-	{ "", "Dropout", 7, 12, BACKEND_HOST,
+	{ "", "Dropout", 1, 12, BACKEND_HOST,
 	  OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_FLOAT16), NULL, dropout_run },
 	{ "", "Dropout", 13, OP_OPSET_MAX, BACKEND_HOST, OP_DTS_FLOAT, NULL, dropout_run },
 };

@@ -3,7 +3,8 @@
  * broadcast to a shape given as an int64 input, numpy rules in both
  * directions, so the output may be larger than the shape asked for) and
  * Tile (opset 6: each dimension repeated as many times as an int64 input
- * says).
+ * says; at opset 1 one dimension, the `axis` input, repeated `tiles`
+ * times, both scalars of the data's float type).
  *
  * Both output shapes depend on an input's value: inference computes them
  * when it is known (a constant, or a value the planner folded) and leaves
@@ -135,6 +136,81 @@ static int tile_infer(struct op_infer *x)
  * row they repeat is found from the outer coordinates modulo the input's
  * dimensions and laid out as many times as the innermost repeat says.
  */
+/* A scalar input of Tile-1 (tiles or axis, input i) known on the host,
+ * in *v; 1 when it is not known yet. It has the data's type, a float: it
+ * must hold a whole number. */
+static int tile1_scalar(const struct op_infer *x, int i, const char *what, int64_t *v)
+{
+	const struct op_tensor *t = &x->in[i];
+	int64_t n;
+	double f;
+
+	if (!op_dtype_in(t->dtype, OP_DTS_NUMERIC))
+		return cep__set_error(CEP_EDTYPE, "Tile (opset %d): %s is %s, not a number",
+				      x->node->opset, what, cep_dtype_name(t->dtype));
+	if (t->rank < 0)
+		return 1;
+	if (op_tensor_numel(t, &n) == 0 && n != 1)
+		return cep__set_error(CEP_ESHAPE, "Tile (opset %d): %s must be one value, it has %"
+				      PRId64, x->node->opset, what, n);
+	if (!t->data || n != 1)
+		return 1;
+	f = cpu_is_float(t->dtype) ? cpu_load_f(t->data, t->dtype, 0)
+				   : (double)cpu_load_i(t->data, t->dtype, 0);
+	if (f != floor(f) || fabs(f) > (double)OP_MAX_NUMEL)
+		return cep__set_error(CEP_EMODEL, "Tile (opset %d): %s is %g, not a whole number",
+				      x->node->opset, what, f);
+	*v = (int64_t)f;
+	return 0;
+}
+
+/* Tile-1: dimension `axis` of the input repeated `tiles` times, as Tile-6
+ * does with repeats of 1 but there. */
+static int tile1_infer(struct op_infer *x)
+{
+	const struct op_tensor *in = &x->in[0];
+	struct op_tensor *out = &x->out[0];
+	int64_t tiles = 0, axis = 0;
+	int known, i, a, ret;
+
+	*out = *in;
+	out->data = NULL;
+	ret = tile1_scalar(x, 1, "tiles", &tiles);
+	if (ret < 0)
+		return ret;
+	known = ret == 0;
+	ret = tile1_scalar(x, 2, "axis", &axis);
+	if (ret < 0)
+		return ret;
+	known = known && ret == 0;
+	if (in->rank < 0)
+		return 0;
+	if (in->rank == 0)
+		return cep__set_error(CEP_ESHAPE, "Tile (opset %d): the input must have rank >= 1",
+				      x->node->opset);
+	if (!known) {
+		for (i = 0; i < in->rank; i++)
+			out->dims[i] = OP_DIM_UNKNOWN;
+		return 0;
+	}
+	ret = op_axis_normalize(x->node, axis, in->rank, &a);
+	if (ret < 0)
+		return ret;
+	if (tiles < 0)
+		return cep__set_error(CEP_ESHAPE, "Tile (opset %d): tiles is %" PRId64,
+				      x->node->opset, tiles);
+	if (tiles == 0 || in->dims[a] == 0)
+		out->dims[a] = 0;
+	else if (!op_dim_fixed(in->dims[a]))
+		out->dims[a] = tiles == 1 ? in->dims[a] : OP_DIM_UNKNOWN;
+	else if (in->dims[a] > OP_MAX_NUMEL / tiles)
+		return cep__set_error(CEP_ELIMIT, "Tile: dimension %d would be %" PRId64
+				      " times %" PRId64 ", beyond 2^40", a, in->dims[a], tiles);
+	else
+		out->dims[a] = in->dims[a] * tiles;
+	return 0;
+}
+
 static int tile_run(struct op_call *c)
 {
 	const struct op_tensor *in = &c->in[0], *out = &c->out[0];
@@ -182,13 +258,17 @@ static int tile_run(struct op_call *c)
 
 static const struct op_schema schemas[] = {
 	{ "", "Expand", 8, OP_OPSET_MAX, 2, 2, 1, 1, 0, 0, expand_infer },
-	{ "", "Tile", 7, OP_OPSET_MAX, 2, 2, 1, 1, 0, 0, tile_infer },
+	/* 6: repeats for every dimension, of every type. */
+	{ "", "Tile", 1, 5, 3, 3, 1, 1, 0, 0, tile1_infer },
+	{ "", "Tile", 6, OP_OPSET_MAX, 2, 2, 1, 1, 0, 0, tile_infer },
 };
 
 static const struct op_kernel kernels[] = {
 	{ "", "Expand", 8, 12, BACKEND_HOST, SHAPEOPS_DTS_NO_BF16, NULL, expand_run },
 	{ "", "Expand", 13, OP_OPSET_MAX, BACKEND_HOST, OP_DTS_ALL, NULL, expand_run },
-	{ "", "Tile", 7, 12, BACKEND_HOST, SHAPEOPS_DTS_NO_BF16, NULL, tile_run },
+	{ "", "Tile", 1, 5, BACKEND_HOST, OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_FLOAT16),
+	  NULL, tile_run },
+	{ "", "Tile", 6, 12, BACKEND_HOST, SHAPEOPS_DTS_NO_BF16, NULL, tile_run },
 	{ "", "Tile", 13, OP_OPSET_MAX, BACKEND_HOST, OP_DTS_ALL, NULL, tile_run },
 };
 

@@ -71,11 +71,11 @@ static int gather_run(struct op_call *c)
 }
 
 static const struct op_schema schemas[] = {
-	{ "", "Gather", 7, OP_OPSET_MAX, 2, 2, 1, 1, 0, 0, gather_infer },
+	{ "", "Gather", 1, OP_OPSET_MAX, 2, 2, 1, 1, 0, 0, gather_infer },
 };
 
 static const struct op_kernel kernels[] = {
-	{ "", "Gather", 7, OP_OPSET_MAX, BACKEND_HOST, OP_DTS_ALL, NULL, gather_run },
+	{ "", "Gather", 1, OP_OPSET_MAX, BACKEND_HOST, OP_DTS_ALL, NULL, gather_run },
 };
 
 const struct op_family op_family_cpu_gather = {

@@ -140,12 +140,12 @@ static int lsm_run(struct op_call *c)
 
 /* The axis rule changed at 13, which also added bfloat16. */
 static const struct op_schema schemas[] = {
-	{ "", "LogSoftmax", 7, 12, 1, 1, 1, 1, 0, 0, lsm_infer },
+	{ "", "LogSoftmax", 1, 12, 1, 1, 1, 1, 0, 0, lsm_infer },
 	{ "", "LogSoftmax", 13, OP_OPSET_MAX, 1, 1, 1, 1, 0, 0, lsm_infer },
 };
 
 static const struct op_kernel kernels[] = {
-	{ "", "LogSoftmax", 7, 12, BACKEND_HOST,
+	{ "", "LogSoftmax", 1, 12, BACKEND_HOST,
 	  OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_FLOAT16), lsm_prepare, lsm_run },
 	{ "", "LogSoftmax", 13, OP_OPSET_MAX, BACKEND_HOST, OP_DTS_FLOAT, lsm_prepare, lsm_run },
 };

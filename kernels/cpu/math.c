@@ -9,8 +9,10 @@
  * integers from opset 9 to 12: computed in float32 and truncated, which
  * leaves 0 for |x| <= 3 and +-1 beyond.
  *
- * The type sets follow each operator's history: bfloat16 joined them all
- * at opset 13, when Erf also dropped the integers.
+ * The type sets follow each operator's history: Neg and Abs took
+ * integers from opset 6, bfloat16 joined them all at 13, when Erf also
+ * dropped the integers. Opset 1's consumed_inputs only hinted at in-place
+ * use and is ignored.
  */
 #include "kernels/cpu/elem.h"
 
@@ -137,18 +139,18 @@ static int ceil_run(struct op_call *c) { return math_run(c, MATH_CEIL); }
 
 /* The float-only operators: float and float16, bfloat16 from opset 13. */
 #define MATH_FLOAT_KERNELS(op, fn) \
-	MATH_KERNEL(op, 7, 12, ELEM_DTS_F32_F16, fn), \
+	MATH_KERNEL(op, 1, 12, ELEM_DTS_F32_F16, fn), \
 	MATH_KERNEL(op, 13, OP_OPSET_MAX, OP_DTS_FLOAT, fn)
 
 static const struct op_schema schemas[] = {
-	MATH_SCHEMA("Sqrt", 7),
-	MATH_SCHEMA("Reciprocal", 7),
-	MATH_SCHEMA("Neg", 7),
-	MATH_SCHEMA("Abs", 7),
-	MATH_SCHEMA("Log", 7),
+	MATH_SCHEMA("Sqrt", 1),
+	MATH_SCHEMA("Reciprocal", 1),
+	MATH_SCHEMA("Neg", 1),
+	MATH_SCHEMA("Abs", 1),
+	MATH_SCHEMA("Log", 1),
 	MATH_SCHEMA("Erf", 9),
-	MATH_SCHEMA("Floor", 7),
-	MATH_SCHEMA("Ceil", 7),
+	MATH_SCHEMA("Floor", 1),
+	MATH_SCHEMA("Ceil", 1),
 };
 
 static const struct op_kernel kernels[] = {
@@ -157,9 +159,11 @@ static const struct op_kernel kernels[] = {
 	MATH_FLOAT_KERNELS("Log", log_run),
 	MATH_FLOAT_KERNELS("Floor", floor_run),
 	MATH_FLOAT_KERNELS("Ceil", ceil_run),
-	MATH_KERNEL("Neg", 7, 12, ELEM_DTS_F32_F16 | ELEM_DTS_SIGNED, neg_run),
+	MATH_KERNEL("Neg", 1, 5, ELEM_DTS_F32_F16, neg_run),
+	MATH_KERNEL("Neg", 6, 12, ELEM_DTS_F32_F16 | ELEM_DTS_SIGNED, neg_run),
 	MATH_KERNEL("Neg", 13, OP_OPSET_MAX, OP_DTS_FLOAT | ELEM_DTS_SIGNED, neg_run),
-	MATH_KERNEL("Abs", 7, 12, ELEM_DTS_F32_F16 | OP_DTS_INT, abs_run),
+	MATH_KERNEL("Abs", 1, 5, ELEM_DTS_F32_F16, abs_run),
+	MATH_KERNEL("Abs", 6, 12, ELEM_DTS_F32_F16 | OP_DTS_INT, abs_run),
 	MATH_KERNEL("Abs", 13, OP_OPSET_MAX, OP_DTS_FLOAT | OP_DTS_INT, abs_run),
 	MATH_KERNEL("Erf", 9, 12, ELEM_DTS_F32_F16 | OP_DTS_INT, erf_run),
 	MATH_KERNEL("Erf", 13, OP_OPSET_MAX, OP_DTS_FLOAT, erf_run),

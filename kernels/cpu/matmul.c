@@ -1,7 +1,8 @@
 /*
  * matmul.c — matrix products: MatMul (numpy semantics: 1-D operands
  * promoted and demoted, batch dimensions broadcast) and Gemm (alpha, beta,
- * transA, transB, C broadcast to the output).
+ * transA, transB, C broadcast to the output; before opset 7 only with
+ * broadcast=1, C of the output's shape without).
  *
  * One plain float32 loop nest does both; float16 and bfloat16 operands are
  * widened into the workspace first and the result narrowed back, so the
@@ -227,6 +228,23 @@ static int gemm_infer(struct op_infer *x)
 	x->out[0].rank = 2;
 	x->out[0].dims[0] = M;
 	x->out[0].dims[1] = N;
+	if (has_c && x->node->opset < 7 && op_attr_int(x->node, "broadcast", 0) == 0 &&
+	    x->in[2].rank >= 0) {
+		const struct op_tensor *c = &x->in[2];
+
+		if ((ret = op_attr_check(x->node, "broadcast", OP_ATTR_INT)) < 0)
+			return ret;
+		if (c->rank != 2 ||
+		    (op_dim_fixed(c->dims[0]) && op_dim_fixed(M) && c->dims[0] != M) ||
+		    (op_dim_fixed(c->dims[1]) && op_dim_fixed(N) && c->dims[1] != N)) {
+			char sc[160];
+
+			op_dims_format(c, NULL, 0, sc, sizeof(sc));
+			return cep__set_error(CEP_ESHAPE, "Gemm (opset %d): C of shape %s is not (M, N) = "
+					      "(%" PRId64 ", %" PRId64 ") and broadcast=1 is not set",
+					      x->node->opset, sc, M, N);
+		}
+	}
 	if (has_c && x->in[2].rank >= 0) {
 		if (x->in[2].rank > 2)
 			return cep__set_error(CEP_ESHAPE, "Gemm: C has rank %d, at most 2 broadcasts to (M, N)",
@@ -310,12 +328,18 @@ static int gemm_run(struct op_call *c)
 /* ------------------------------------------------------------------- table */
 
 static const struct op_schema schemas[] = {
-	{ "", "MatMul", 7, OP_OPSET_MAX, 2, 2, 1, 1, 0, 0, matmul_infer },
+	{ "", "MatMul", 1, OP_OPSET_MAX, 2, 2, 1, 1, 0, 0, matmul_infer },
+	/* 7: C broadcasts without being told. */
+	{ "", "Gemm", 1, 6, 3, 3, 1, 1, 0, 0, gemm_infer },
 	{ "", "Gemm", 7, OP_OPSET_MAX, 2, 3, 1, 1, 0, 0, gemm_infer },
 };
 
 static const struct op_kernel kernels[] = {
+	{ "", "MatMul", 1, 6, BACKEND_HOST, OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_FLOAT16),
+	  matmul_prepare, matmul_run },
 	{ "", "MatMul", 7, OP_OPSET_MAX, BACKEND_HOST, OP_DTS_FLOAT, matmul_prepare, matmul_run },
+	{ "", "Gemm", 1, 6, BACKEND_HOST, OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_FLOAT16),
+	  gemm_prepare, gemm_run },
 	{ "", "Gemm", 7, OP_OPSET_MAX, BACKEND_HOST, OP_DTS_FLOAT, gemm_prepare, gemm_run },
 };
 

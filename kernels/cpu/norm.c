@@ -11,8 +11,10 @@
  * BatchNormalization here is the inference form: per channel (dimension 1)
  * y = (x - mean) / sqrt(var + epsilon) * scale + B, folded into y = x * a +
  * b with a and b worked out per run in the workspace. Training mode (the
- * extra outputs of opsets 7 and 9, training_mode=1 from 14) is refused.
- * Opset 7's spatial=0 gives per-activation statistics of shape (C, D1..).
+ * extra outputs before opset 14, is_test=0 before 7, training_mode=1 from
+ * 14) is refused. spatial=0 before opset 9 gives per-activation
+ * statistics of shape (C, D1..). Opset 1's consumed_inputs only hinted at
+ * in-place use and is ignored.
  *
  * LRN divides each element by (bias + alpha / size * s)^beta, where s sums
  * the squares of the `size` neighbouring channels around it.
@@ -274,8 +276,13 @@ static int bn_infer(struct op_infer *x)
 	if ((ret = op_attr_check(node, "epsilon", OP_ATTR_FLOAT)) < 0 ||
 	    (ret = op_attr_check(node, "momentum", OP_ATTR_FLOAT)) < 0 ||
 	    (ret = op_attr_check(node, "spatial", OP_ATTR_INT)) < 0 ||
-	    (ret = op_attr_check(node, "training_mode", OP_ATTR_INT)) < 0)
+	    (ret = op_attr_check(node, "training_mode", OP_ATTR_INT)) < 0 ||
+	    (ret = op_attr_check(node, "is_test", OP_ATTR_INT)) < 0)
 		return ret;
+	/* Before 7 the node said which mode it is for, training by default. */
+	if (node->opset < 7 && op_attr_int(node, "is_test", 0) == 0)
+		return cep__set_error(CEP_EUNSUPPORTED, "BatchNormalization (opset %d): is_test=0 asks for training mode (statistics of the batch); only inference, is_test=1, is supported",
+				      node->opset);
 	if (node->opset < 14 && x->n_out > 1)
 		return cep__set_error(CEP_EUNSUPPORTED, "BatchNormalization: %d outputs ask for training mode (running and saved statistics); only inference, with the one output Y, is supported",
 				      x->n_out);
@@ -496,22 +503,24 @@ static int lrn_run(struct op_call *c)
 
 static const struct op_schema schemas[] = {
 	{ "", "LayerNormalization", 17, OP_OPSET_MAX, 2, 3, 1, 3, 0, 0, ln_infer },
-	/* 7: spatial; 9: no spatial; 14: training_mode, two outputs fewer;
-	 * 15: scale, B and mean, var typed apart from X. */
+	/* 1: is_test and spatial; 7: no is_test; 9: no spatial; 14:
+	 * training_mode, two outputs fewer; 15: scale, B and mean, var typed
+	 * apart from X. */
+	{ "", "BatchNormalization", 1, 6, 5, 5, 1, 5, 0, 0, bn_infer },
 	{ "", "BatchNormalization", 7, 8, 5, 5, 1, 5, 0, 0, bn_infer },
 	{ "", "BatchNormalization", 9, 13, 5, 5, 1, 5, 0, 0, bn_infer },
 	{ "", "BatchNormalization", 14, 14, 5, 5, 1, 3, 0, 0, bn_infer },
 	{ "", "BatchNormalization", 15, OP_OPSET_MAX, 5, 5, 1, 3, 0, 0, bn_infer },
-	{ "", "LRN", 7, OP_OPSET_MAX, 1, 1, 1, 1, 0, 0, lrn_infer },
+	{ "", "LRN", 1, OP_OPSET_MAX, 1, 1, 1, 1, 0, 0, lrn_infer },
 };
 
 static const struct op_kernel kernels[] = {
 	{ "", "LayerNormalization", 17, OP_OPSET_MAX, BACKEND_HOST, OP_DTS_FLOAT,
 	  ln_prepare, ln_run },
-	{ "", "BatchNormalization", 7, 13, BACKEND_HOST, NORM_DTS_7, bn_prepare, bn_run },
+	{ "", "BatchNormalization", 1, 13, BACKEND_HOST, NORM_DTS_7, bn_prepare, bn_run },
 	{ "", "BatchNormalization", 14, OP_OPSET_MAX, BACKEND_HOST, OP_DTS_FLOAT,
 	  bn_prepare, bn_run },
-	{ "", "LRN", 7, 12, BACKEND_HOST, NORM_DTS_7, lrn_prepare, lrn_run },
+	{ "", "LRN", 1, 12, BACKEND_HOST, NORM_DTS_7, lrn_prepare, lrn_run },
 	{ "", "LRN", 13, OP_OPSET_MAX, BACKEND_HOST, OP_DTS_FLOAT, lrn_prepare, lrn_run },
 };
 

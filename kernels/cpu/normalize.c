@@ -369,21 +369,21 @@ static int lp_run(struct op_call *c)
 #define NORMALIZE_DTS_7 (OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_FLOAT16))
 
 static const struct op_schema schemas[] = {
-	{ "", "InstanceNormalization", 7, OP_OPSET_MAX, 3, 3, 1, 1, 0, 0, gn_infer },
+	{ "", "InstanceNormalization", 1, OP_OPSET_MAX, 3, 3, 1, 1, 0, 0, gn_infer },
 	/* 18: scale and bias per group; 21: per channel, and stash_type. */
 	{ "", "GroupNormalization", 18, 20, 3, 3, 1, 1, 0, 0, gn_infer },
 	{ "", "GroupNormalization", 21, OP_OPSET_MAX, 3, 3, 1, 1, 0, 0, gn_infer },
 	{ "", "RMSNormalization", 23, OP_OPSET_MAX, 2, 2, 1, 1, 0, 0, rms_infer },
-	{ "", "LpNormalization", 7, OP_OPSET_MAX, 1, 1, 1, 1, 0, 0, lp_infer },
+	{ "", "LpNormalization", 1, OP_OPSET_MAX, 1, 1, 1, 1, 0, 0, lp_infer },
 };
 
 static const struct op_kernel kernels[] = {
-	{ "", "InstanceNormalization", 7, 21, BACKEND_HOST, NORMALIZE_DTS_7, gn_prepare, gn_run },
+	{ "", "InstanceNormalization", 1, 21, BACKEND_HOST, NORMALIZE_DTS_7, gn_prepare, gn_run },
 	{ "", "InstanceNormalization", 22, OP_OPSET_MAX, BACKEND_HOST, OP_DTS_FLOAT,
 	  gn_prepare, gn_run },
 	{ "", "GroupNormalization", 18, OP_OPSET_MAX, BACKEND_HOST, OP_DTS_FLOAT, gn_prepare, gn_run },
 	{ "", "RMSNormalization", 23, OP_OPSET_MAX, BACKEND_HOST, OP_DTS_FLOAT, rms_prepare, rms_run },
-	{ "", "LpNormalization", 7, 21, BACKEND_HOST, NORMALIZE_DTS_7, lp_prepare, lp_run },
+	{ "", "LpNormalization", 1, 21, BACKEND_HOST, NORMALIZE_DTS_7, lp_prepare, lp_run },
 	{ "", "LpNormalization", 22, OP_OPSET_MAX, BACKEND_HOST, OP_DTS_FLOAT, lp_prepare, lp_run },
 };
 

@@ -4,7 +4,8 @@
  * elements mirrored (reflect), repeated at the border (edge) or wrapped
  * around (wrap, from opset 19).
  *
- * The pads are an attribute before opset 11 and an input from then on,
+ * The pads are an attribute before opset 11 (called paddings at opset 1,
+ * of the same layout) and an input from then on,
  * with the constant an input too and, from opset 18, an optional axes
  * input naming the dimensions the pads are for. Negative pads crop first
  * and the fill then mirrors or repeats what is left, as onnxruntime does;
@@ -101,17 +102,19 @@ int cpu_pad_amounts_get(const struct op_node *node, const struct op_tensor *in, 
 
 	memset(a, 0, sizeof(*a));
 	if (node->opset < 11) {
+		/* Opset 2 renamed opset 1's paddings, of the same layout. */
+		const char *name = node->opset < 2 ? "paddings" : "pads";
 		const int64_t *p;
 
-		err = op_attr_check(node, "pads", OP_ATTR_INTS);
+		err = op_attr_check(node, name, OP_ATTR_INTS);
 		if (err < 0)
 			return err;
-		p = op_attr_ints(node, "pads", &count);
+		p = op_attr_ints(node, name, &count);
 		if (!p)
-			return cep__set_error(CEP_EMODEL, "Pad: attribute 'pads' is required");
+			return cep__set_error(CEP_EMODEL, "Pad: attribute '%s' is required", name);
 		if (count != 2 * rank)
-			return cep__set_error(CEP_EMODEL, "Pad: pads has %d values for rank %d",
-					      count, rank);
+			return cep__set_error(CEP_EMODEL, "Pad: %s has %d values for rank %d",
+					      name, count, rank);
 		memcpy(v, p, sizeof(int64_t) * (size_t)count);
 		for (i = 0; i < rank; i++)
 			axes[i] = i;
@@ -334,15 +337,17 @@ static int pad_run(struct op_call *c)
 #define PAD_F16 (OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_FLOAT16))
 
 static const struct op_schema schemas[] = {
-	/* Pads an attribute; from 11 inputs; 18 adds axes, 19 mode wrap. */
-	{ "", "Pad", 7, 10, 1, 1, 1, 1, 0, 0, pad_infer },
+	/* Pads an attribute (paddings at 1); from 11 inputs; 18 adds axes,
+	 * 19 mode wrap. */
+	{ "", "Pad", 1, 1, 1, 1, 1, 1, 0, 0, pad_infer },
+	{ "", "Pad", 2, 10, 1, 1, 1, 1, 0, 0, pad_infer },
 	{ "", "Pad", 11, 17, 2, 3, 1, 1, 0, 0, pad_infer },
 	{ "", "Pad", 18, 18, 2, 4, 1, 1, 0, 0, pad_infer },
 	{ "", "Pad", 19, OP_OPSET_MAX, 2, 4, 1, 1, 0, 0, pad_infer },
 };
 
 static const struct op_kernel kernels[] = {
-	{ "", "Pad", 7, 10, BACKEND_HOST, PAD_F16, NULL, pad_run },
+	{ "", "Pad", 1, 10, BACKEND_HOST, PAD_F16, NULL, pad_run },
 	{ "", "Pad", 11, 12, BACKEND_HOST, PAD_F16 | OP_DTS_INT, NULL, pad_run },
 	{ "", "Pad", 13, OP_OPSET_MAX, BACKEND_HOST, OP_DTS_ALL, NULL, pad_run },
 };

@@ -27,7 +27,7 @@ int cpu_pad_mode_get(const struct op_node *node, enum cpu_pad_mode *mode);
 
 /*
  * Reads the pads of a node whose data has the given rank into *a: the
- * attribute before opset 11, the pads input (with the axes input from 18)
+ * attribute before opset 11 (paddings at opset 1), the pads input (with the axes input from 18)
  * since, in (n_in inputs) holding their values where known. Returns 1
  * when they are not known (an input whose data is NULL: computed at run
  * time, or on the device), 0 when they are, or an error naming what is

@@ -46,9 +46,9 @@ static int pool_check_attrs(const struct op_node *node)
 	int64_t v;
 	int ret;
 
-	if (pool_is_max(node) && node->opset < 8 && op_attr_find(node, name))
-		return cep__set_error(CEP_EMODEL, "MaxPool: attribute 'storage_order' does not "
-				      "exist at opset %d", node->opset);
+	if (node->opset < (pool_is_max(node) ? 8 : 7) && op_attr_find(node, name))
+		return cep__set_error(CEP_EMODEL, "%s: attribute '%s' does not exist at opset %d",
+				      node->op_type, name, node->opset);
 	ret = op_attr_check(node, name, OP_ATTR_INT);
 	if (ret < 0)
 		return ret;
@@ -331,28 +331,28 @@ static int global_max_run(struct op_call *c) { return global_pool_run(c, true); 
 
 static const struct op_schema schemas[] = {
 	/* Opset 8 added Indices and storage_order, 10 ceil_mode and dilations. */
-	{ "", "MaxPool", 7, 7, 1, 1, 1, 1, 0, 0, pool_infer },
+	{ "", "MaxPool", 1, 7, 1, 1, 1, 1, 0, 0, pool_infer },
 	{ "", "MaxPool", 8, 9, 1, 1, 1, 2, 0, 0, pool_infer },
 	{ "", "MaxPool", 10, OP_OPSET_MAX, 1, 1, 1, 2, 0, 0, pool_infer },
 	/* Opset 10 added ceil_mode, 19 dilations. */
-	{ "", "AveragePool", 7, 9, 1, 1, 1, 1, 0, 0, pool_infer },
+	{ "", "AveragePool", 1, 9, 1, 1, 1, 1, 0, 0, pool_infer },
 	{ "", "AveragePool", 10, 18, 1, 1, 1, 1, 0, 0, pool_infer },
 	{ "", "AveragePool", 19, OP_OPSET_MAX, 1, 1, 1, 1, 0, 0, pool_infer },
-	{ "", "GlobalAveragePool", 7, OP_OPSET_MAX, 1, 1, 1, 1, 0, 0, global_pool_infer },
-	{ "", "GlobalMaxPool", 7, OP_OPSET_MAX, 1, 1, 1, 1, 0, 0, global_pool_infer },
+	{ "", "GlobalAveragePool", 1, OP_OPSET_MAX, 1, 1, 1, 1, 0, 0, global_pool_infer },
+	{ "", "GlobalMaxPool", 1, OP_OPSET_MAX, 1, 1, 1, 1, 0, 0, global_pool_infer },
 };
 
 static const struct op_kernel kernels[] = {
-	{ "", "MaxPool", 7, 11, BACKEND_HOST, POOL_F16, pool_prepare, pool_run },
+	{ "", "MaxPool", 1, 11, BACKEND_HOST, POOL_F16, pool_prepare, pool_run },
 	{ "", "MaxPool", 12, 21, BACKEND_HOST, POOL_F16 | POOL_I8, pool_prepare, pool_run },
 	{ "", "MaxPool", 22, OP_OPSET_MAX, BACKEND_HOST, OP_DTS_FLOAT | POOL_I8, pool_prepare,
 	  pool_run },
-	{ "", "AveragePool", 7, 21, BACKEND_HOST, POOL_F16, pool_prepare, pool_run },
+	{ "", "AveragePool", 1, 21, BACKEND_HOST, POOL_F16, pool_prepare, pool_run },
 	{ "", "AveragePool", 22, OP_OPSET_MAX, BACKEND_HOST, OP_DTS_FLOAT, pool_prepare, pool_run },
-	{ "", "GlobalAveragePool", 7, 21, BACKEND_HOST, POOL_F16, NULL, global_avg_run },
+	{ "", "GlobalAveragePool", 1, 21, BACKEND_HOST, POOL_F16, NULL, global_avg_run },
 	{ "", "GlobalAveragePool", 22, OP_OPSET_MAX, BACKEND_HOST, OP_DTS_FLOAT, NULL,
 	  global_avg_run },
-	{ "", "GlobalMaxPool", 7, 21, BACKEND_HOST, POOL_F16, NULL, global_max_run },
+	{ "", "GlobalMaxPool", 1, 21, BACKEND_HOST, POOL_F16, NULL, global_max_run },
 	{ "", "GlobalMaxPool", 22, OP_OPSET_MAX, BACKEND_HOST, OP_DTS_FLOAT, NULL, global_max_run },
 };
 

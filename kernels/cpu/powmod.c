@@ -1,5 +1,7 @@
 /*
- * powmod.c — Pow and Mod, elementwise with numpy broadcasting.
+ * powmod.c — Pow and Mod, elementwise with numpy broadcasting (Pow's
+ * exponent, before opset 7, broadcasting alone as broadcast=1 and `axis`
+ * say: kernels/legacy.h).
  *
  * Pow: before opset 12 base and exponent share one float type; from 12 the
  * base may be int32 or int64 and the exponent any numeric type (bfloat16
@@ -17,17 +19,20 @@
  * like Div of kernels/cpu/binary.c, rather than a trap.
  */
 #include "kernels/cpu/elem.h"
+#include "kernels/legacy.h"
 
 /* ---------------------------------------------------------------------- Pow */
 
+/* Opsets 1 to 11: one float type; numpy's broadcast from 7. */
 static int pow7_infer(struct op_infer *x)
 {
+	struct op_tensor bv;
 	int ret = op_infer_same_dtype(x, 0, 1);
 
-	if (ret < 0)
+	if (ret < 0 || (ret = op_legacy_bcast(x->node, &x->in[0], &x->in[1], &bv)) < 0)
 		return ret;
 	x->out[0].dtype = x->in[0].dtype;
-	return elem_infer_broadcast(x, 0, 1);
+	return op_broadcast(x->node, &x->in[0], &bv, &x->out[0]);
 }
 
 /* The exponent's types: every numeric type cudaep stores, bfloat16 only
@@ -97,9 +102,13 @@ static int pow_run(struct op_call *c)
 	const void *a = c->in[0].data, *b = c->in[1].data;
 	cep_dtype ta = c->in[0].dtype, tb = c->in[1].dtype;
 	void *o = c->out[0].data;
+	struct op_tensor bv;
 	struct cpu_bcast bc;
 	int64_t r, j;
 
+	/* Inference checked the shapes; this only reshapes B before 7. */
+	op_legacy_bcast(c->node, &c->in[0], &c->in[1], &bv);
+	ins[1] = &bv;
 	cpu_bcast_init(&bc, &c->out[0], ins, 2);
 	if (ta == CEP_DTYPE_FLOAT32 && tb == CEP_DTYPE_FLOAT32) {
 		bool square = cpu_numel(&c->in[1]) == 1 && ((const float *)b)[0] == 2.0f;
@@ -240,6 +249,8 @@ static int mod_run(struct op_call *c)
 /* ------------------------------------------------------------------- table */
 
 static const struct op_schema schemas[] = {
+	/* 7: numpy broadcasting; 12: integer bases, exponents of any type. */
+	{ "", "Pow", 1, 6, 2, 2, 1, 1, 0, 0, pow7_infer },
 	{ "", "Pow", 7, 11, 2, 2, 1, 1, 0, 0, pow7_infer },
 	{ "", "Pow", 12, OP_OPSET_MAX, 2, 2, 1, 1, 0, 0, pow12_infer },
 	{ "", "Mod", 10, 27, 2, 2, 1, 1, 0, 0, mod10_infer },
@@ -247,7 +258,7 @@ static const struct op_schema schemas[] = {
 };
 
 static const struct op_kernel kernels[] = {
-	{ "", "Pow", 7, 11, BACKEND_HOST, ELEM_DTS_F32_F16, NULL, pow_run },
+	{ "", "Pow", 1, 11, BACKEND_HOST, ELEM_DTS_F32_F16, NULL, pow_run },
 	{ "", "Pow", 12, 12, BACKEND_HOST, ELEM_DTS_F32_F16 | ELEM_DTS_I32_I64, NULL, pow_run },
 	{ "", "Pow", 13, OP_OPSET_MAX, BACKEND_HOST, OP_DTS_FLOAT | ELEM_DTS_I32_I64, NULL,
 	  pow_run },

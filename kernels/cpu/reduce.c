@@ -631,7 +631,7 @@ static int lse_run(struct op_call *c) { return reduce_run(c, RED_LSE); }
 
 /* Axes an attribute before opset `split`, an optional input from it on. */
 #define REDUCE_SCHEMAS(op, split) \
-	{ "", op, 7, (split) - 1, 1, 1, 1, 1, 0, 0, reduce_infer }, \
+	{ "", op, 1, (split) - 1, 1, 1, 1, 1, 0, 0, reduce_infer }, \
 	{ "", op, split, OP_OPSET_MAX, 1, 2, 1, 1, 0, 0, reduce_infer }
 #define REDUCE_KERNEL(op, since, until, dts, fn) \
 	{ "", op, since, until, BACKEND_HOST, dts, reduce_prepare, fn }
@@ -647,15 +647,15 @@ static int lse_run(struct op_call *c) { return reduce_run(c, RED_LSE); }
 #define RED_DTS_MINMAX_20 (RED_DTS_MINMAX_13 | OP_DT(CEP_DTYPE_BOOL))
 
 #define REDUCE_KERNELS(op, fn) \
-	REDUCE_KERNEL(op, 7, 12, RED_DTS_7, fn), \
+	REDUCE_KERNEL(op, 1, 12, RED_DTS_7, fn), \
 	REDUCE_KERNEL(op, 13, OP_OPSET_MAX, RED_DTS_13, fn)
 /* The logs lost their integer types at 28. */
 #define REDUCE_KERNELS_LOG(op, fn) \
-	REDUCE_KERNEL(op, 7, 12, RED_DTS_7, fn), \
+	REDUCE_KERNEL(op, 1, 12, RED_DTS_7, fn), \
 	REDUCE_KERNEL(op, 13, 27, RED_DTS_13, fn), \
 	REDUCE_KERNEL(op, 28, OP_OPSET_MAX, OP_DTS_FLOAT, fn)
 #define REDUCE_KERNELS_MINMAX(op, fn) \
-	REDUCE_KERNEL(op, 7, 11, RED_DTS_7, fn), \
+	REDUCE_KERNEL(op, 1, 11, RED_DTS_7, fn), \
 	REDUCE_KERNEL(op, 12, 12, RED_DTS_MINMAX_12, fn), \
 	REDUCE_KERNEL(op, 13, 19, RED_DTS_MINMAX_13, fn), \
 	REDUCE_KERNEL(op, 20, OP_OPSET_MAX, RED_DTS_MINMAX_20, fn)

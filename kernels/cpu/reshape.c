@@ -1,8 +1,9 @@
 /*
  * reshape.c — operators that change a shape but not the elements: Reshape
- * (0 copies a dimension unless allowzero, -1 is inferred), Flatten,
- * Squeeze and Unsqueeze (axes an attribute before opset 13, an input
- * after), and Identity. Their kernels are one copy; their inference is
+ * (0 copies a dimension unless allowzero, -1 is inferred; the shape an
+ * attribute before opset 5, an input after), Flatten, Squeeze and
+ * Unsqueeze (axes an attribute before opset 13, an input after), and
+ * Identity. Their kernels are one copy; their inference is
  * where the work is, symbolic dimensions included, so that a [batch, 4, 8]
  * reshaped to [0, -1] is known to be [batch, 32] before any input arrives.
  */
@@ -146,6 +147,25 @@ static int reshape_infer_minus1(const struct op_tensor *in, struct op_tensor *ou
 	return 0;
 }
 
+/* Reshape-1's shape, the attribute: its count, or an error. */
+static int reshape1_shape(const struct op_node *node, int64_t *shape)
+{
+	const int64_t *a;
+	int n, err;
+
+	if ((err = op_attr_check(node, "shape", OP_ATTR_INTS)) < 0)
+		return err;
+	a = op_attr_ints(node, "shape", &n);
+	if (!a)
+		return cep__set_error(CEP_EMODEL, "Reshape (opset %d): attribute 'shape' is required",
+				      node->opset);
+	if (n > CEP_MAX_RANK)
+		return cep__set_error(CEP_EUNSUPPORTED, "Reshape: %d entries in shape, at most %d", n,
+				      CEP_MAX_RANK);
+	memcpy(shape, a, sizeof(int64_t) * (size_t)n);
+	return n;
+}
+
 static int reshape_infer(struct op_infer *x)
 {
 	const struct op_tensor *in = &x->in[0];
@@ -156,11 +176,17 @@ static int reshape_infer(struct op_infer *x)
 	int n, i, minus1 = -1, err;
 
 	out->dtype = in->dtype;
-	if (x->in[1].rank >= 0 && x->in[1].rank != 1)
-		return cep__set_error(CEP_ESHAPE, "Reshape: the shape input must be 1-D");
-	n = known_ints(x, 1, shape, CEP_MAX_RANK, &err);
-	if (err < 0)
-		return err;
+	if (x->node->opset < 5) {
+		n = reshape1_shape(x->node, shape);
+		if (n < 0)
+			return n;
+	} else {
+		if (x->in[1].rank >= 0 && x->in[1].rank != 1)
+			return cep__set_error(CEP_ESHAPE, "Reshape: the shape input must be 1-D");
+		n = known_ints(x, 1, shape, CEP_MAX_RANK, &err);
+		if (err < 0)
+			return err;
+	}
 	if (n < 0) {
 		/* Unknown values but a known count still give the rank. */
 		out->rank = x->in[1].rank == 1 && op_dim_fixed(x->in[1].dims[0]) &&
@@ -351,20 +377,27 @@ static int identity_infer(struct op_infer *x)
 
 /* ------------------------------------------------------------------- table */
 
+/* Reshape's first definition (float types, consumed_inputs) took its
+ * shape as an attribute; Flatten took every type from 9. */
+#define RESHAPE_DTS_1 (OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_FLOAT16))
+
 static const struct op_schema schemas[] = {
-	{ "", "Reshape", 7, OP_OPSET_MAX, 2, 2, 1, 1, 0, 0, reshape_infer },
-	{ "", "Flatten", 7, OP_OPSET_MAX, 1, 1, 1, 1, 0, 0, flatten_infer },
-	{ "", "Squeeze", 7, OP_OPSET_MAX, 1, 2, 1, 1, 0, 0, squeeze_infer },
-	{ "", "Unsqueeze", 7, OP_OPSET_MAX, 1, 2, 1, 1, 0, 0, unsqueeze_infer },
-	{ "", "Identity", 7, OP_OPSET_MAX, 1, 1, 1, 1, 0, 0, identity_infer },
+	{ "", "Reshape", 1, 4, 1, 1, 1, 1, 0, 0, reshape_infer },
+	{ "", "Reshape", 5, OP_OPSET_MAX, 2, 2, 1, 1, 0, 0, reshape_infer },
+	{ "", "Flatten", 1, OP_OPSET_MAX, 1, 1, 1, 1, 0, 0, flatten_infer },
+	{ "", "Squeeze", 1, OP_OPSET_MAX, 1, 2, 1, 1, 0, 0, squeeze_infer },
+	{ "", "Unsqueeze", 1, OP_OPSET_MAX, 1, 2, 1, 1, 0, 0, unsqueeze_infer },
+	{ "", "Identity", 1, OP_OPSET_MAX, 1, 1, 1, 1, 0, 0, identity_infer },
 };
 
 static const struct op_kernel kernels[] = {
-	{ "", "Reshape", 7, OP_OPSET_MAX, BACKEND_HOST, OP_DTS_ALL, NULL, copy_run },
+	{ "", "Reshape", 1, 4, BACKEND_HOST, RESHAPE_DTS_1, NULL, copy_run },
+	{ "", "Reshape", 5, OP_OPSET_MAX, BACKEND_HOST, OP_DTS_ALL, NULL, copy_run },
+	{ "", "Flatten", 1, 6, BACKEND_HOST, RESHAPE_DTS_1, NULL, copy_run },
 	{ "", "Flatten", 7, OP_OPSET_MAX, BACKEND_HOST, OP_DTS_ALL, NULL, copy_run },
-	{ "", "Squeeze", 7, OP_OPSET_MAX, BACKEND_HOST, OP_DTS_ALL, NULL, copy_run },
-	{ "", "Unsqueeze", 7, OP_OPSET_MAX, BACKEND_HOST, OP_DTS_ALL, NULL, copy_run },
-	{ "", "Identity", 7, OP_OPSET_MAX, BACKEND_HOST, OP_DTS_ALL, NULL, copy_run },
+	{ "", "Squeeze", 1, OP_OPSET_MAX, BACKEND_HOST, OP_DTS_ALL, NULL, copy_run },
+	{ "", "Unsqueeze", 1, OP_OPSET_MAX, BACKEND_HOST, OP_DTS_ALL, NULL, copy_run },
+	{ "", "Identity", 1, OP_OPSET_MAX, BACKEND_HOST, OP_DTS_ALL, NULL, copy_run },
 };
 
 const struct op_family op_family_cpu_reshape = {

@@ -8,7 +8,10 @@
  * Opset 10 had neither coordinate modes nor nearest modes: it is read as
  * onnxruntime reads it (asymmetric coordinates; nearest rounds up when
  * shrinking and down otherwise), and so is Upsample (opsets 7 to 9, scales
- * an attribute before 9), which it replaced. From 11 on, the numbers
+ * an attribute before 9), which it replaced. Upsample-1 scaled the two
+ * last dims of an (N, C, H, W) input by height_scale and width_scale, its
+ * "bilinear" being opset 7's "linear" (ONNX's converter from 6 to 7 maps
+ * the one to the other by scales [1, 1, height_scale, width_scale]). From 11 on, the numbers
  * follow the ONNX reference implementation, which the conformance data
  * come from: where a formula needs the output length it is the unrounded
  * in * scale, and pytorch_half_pixel maps a length-1 output to 0 as the
@@ -89,7 +92,14 @@ int cpu_resize_attrs_get(const struct op_node *node, int rank, struct cpu_resize
 	int v, i, ret;
 
 	memset(a, 0, sizeof(*a));
-	ret = resize_string(node, "mode", "nearest", modes, cpu_resize_legacy(node) ? 2 : 3, &v);
+	if (strcmp(node->op_type, "Upsample") == 0 && node->opset < 7) {
+		static const char *const modes1[] = { "nearest", "bilinear" };
+
+		ret = resize_string(node, "mode", "nearest", modes1, 2, &v);
+	} else {
+		ret = resize_string(node, "mode", "nearest", modes, cpu_resize_legacy(node) ? 2 : 3,
+				    &v);
+	}
 	if (ret < 0)
 		return ret;
 	a->mode = (enum cpu_resize_mode)v;
@@ -184,6 +194,7 @@ int cpu_resize_target_get(const struct op_node *node, const struct cpu_resize_at
 	const struct op_tensor *sizes = legacy ? NULL : cpu_resize_input(in, n_in, 3);
 	bool upsample = strcmp(node->op_type, "Upsample") == 0;
 	struct op_tensor attr_scales;
+	float t1_scales[4];
 	double pick = 0.0;
 	bool picked = false, pick_known = true;
 	int i, ret;
@@ -195,7 +206,24 @@ int cpu_resize_target_get(const struct op_node *node, const struct cpu_resize_at
 	}
 	for (i = 0; i < a->n_axes; i++)
 		t->resized[a->axes[i]] = true;
-	if (upsample && node->opset < 9) {
+	if (upsample && node->opset < 7) {
+		const struct op_attr *h = op_attr_find(node, "height_scale");
+		const struct op_attr *w = op_attr_find(node, "width_scale");
+
+		if (!h || h->type != OP_ATTR_FLOAT || !w || w->type != OP_ATTR_FLOAT)
+			return cep__set_error(CEP_EMODEL, "Upsample (opset %d): attributes "
+					      "'height_scale' and 'width_scale' (floats) are required",
+					      node->opset);
+		if (x->rank != 4)
+			return cep__set_error(CEP_ESHAPE, "Upsample (opset %d): the input must be "
+					      "(N, C, H, W), not of rank %d", node->opset, x->rank);
+		t1_scales[0] = t1_scales[1] = 1.0f;
+		t1_scales[2] = h->f;
+		t1_scales[3] = w->f;
+		attr_scales = (struct op_tensor){ .data = t1_scales, .dtype = CEP_DTYPE_FLOAT32,
+						  .rank = 1, .dims = { 4 } };
+		scales = &attr_scales;
+	} else if (upsample && node->opset < 9) {
 		const struct op_attr *sa = op_attr_find(node, "scales");
 
 		if (!sa || sa->type != OP_ATTR_FLOATS)
@@ -765,6 +793,10 @@ static int resize_run(struct op_call *c)
 /* ------------------------------------------------------------------- table */
 
 #define RESIZE_NO_BF16 (OP_DTS_ALL & ~OP_DT(CEP_DTYPE_BFLOAT16))
+/* Upsample-1's own set: bool, int32, int64 and the float types. */
+#define RESIZE_DTS_UPSAMPLE1 (OP_DT(CEP_DTYPE_BOOL) | OP_DT(CEP_DTYPE_INT32) | \
+			      OP_DT(CEP_DTYPE_INT64) | OP_DT(CEP_DTYPE_FLOAT32) | \
+			      OP_DT(CEP_DTYPE_FLOAT16))
 
 static const struct op_schema schemas[] = {
 	/* 11 brought roi, sizes and the coordinate modes; 13 made scales
@@ -775,7 +807,9 @@ static const struct op_schema schemas[] = {
 	{ "", "Resize", 13, 17, 1, 4, 1, 1, 0, 0, resize_infer },
 	{ "", "Resize", 18, 18, 1, 4, 1, 1, 0, 0, resize_infer },
 	{ "", "Resize", 19, OP_OPSET_MAX, 1, 4, 1, 1, 0, 0, resize_infer },
-	/* Resize 10's predecessor: scales an attribute, an input from 9. */
+	/* Resize 10's predecessor: scales an attribute, an input from 9; at 1
+	 * height_scale and width_scale. */
+	{ "", "Upsample", 1, 6, 1, 1, 1, 1, 0, 0, resize_infer },
 	{ "", "Upsample", 7, 8, 1, 1, 1, 1, 0, 0, resize_infer },
 	{ "", "Upsample", 9, 9, 2, 2, 1, 1, 0, 0, resize_infer },
 };
@@ -783,6 +817,7 @@ static const struct op_schema schemas[] = {
 static const struct op_kernel kernels[] = {
 	{ "", "Resize", 10, 12, BACKEND_HOST, RESIZE_NO_BF16, resize_prepare, resize_run },
 	{ "", "Resize", 13, OP_OPSET_MAX, BACKEND_HOST, OP_DTS_ALL, resize_prepare, resize_run },
+	{ "", "Upsample", 1, 6, BACKEND_HOST, RESIZE_DTS_UPSAMPLE1, resize_prepare, resize_run },
 	{ "", "Upsample", 7, 9, BACKEND_HOST, RESIZE_NO_BF16, resize_prepare, resize_run },
 };
 

@@ -333,12 +333,12 @@ static int slice_run(struct op_call *c)
 }
 
 static const struct op_schema schemas[] = {
-	{ "", "Slice", 7, 9, 1, 1, 1, 1, 0, 0, slice_infer },
+	{ "", "Slice", 1, 9, 1, 1, 1, 1, 0, 0, slice_infer },
 	{ "", "Slice", 10, OP_OPSET_MAX, 3, 5, 1, 1, 0, 0, slice_infer },
 };
 
 static const struct op_kernel kernels[] = {
-	{ "", "Slice", 7, 12, BACKEND_HOST, SHAPEOPS_DTS_NO_BF16, NULL, slice_run },
+	{ "", "Slice", 1, 12, BACKEND_HOST, SHAPEOPS_DTS_NO_BF16, NULL, slice_run },
 	{ "", "Slice", 13, OP_OPSET_MAX, BACKEND_HOST, OP_DTS_ALL, NULL, slice_run },
 };
 

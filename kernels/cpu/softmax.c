@@ -69,12 +69,12 @@ static int softmax_run(struct op_call *c)
 }
 
 static const struct op_schema schemas[] = {
-	{ "", "Softmax", 7, OP_OPSET_MAX, 1, 1, 1, 1, 0, 0, softmax_infer },
+	{ "", "Softmax", 1, OP_OPSET_MAX, 1, 1, 1, 1, 0, 0, softmax_infer },
 };
 
 /* bfloat16 arrived at opset 13. */
 static const struct op_kernel kernels[] = {
-	{ "", "Softmax", 7, 12, BACKEND_HOST,
+	{ "", "Softmax", 1, 12, BACKEND_HOST,
 	  OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_FLOAT16), softmax_prepare,
 	  softmax_run },
 	{ "", "Softmax", 13, OP_OPSET_MAX, BACKEND_HOST, OP_DTS_FLOAT, softmax_prepare,

@@ -4,7 +4,9 @@
  * the optional int64 `split` input from 13; without them the parts are
  * equal, which must divide the axis exactly before opset 18, while from 18
  * (where `num_outputs` may say how many parts there are) the last part is
- * smaller when it does not.
+ * smaller when it does not. Opset 1 took the sizes from the attribute or
+ * from an optional second input of the data's (float) type, and gave
+ * `axis` no default: a node without one is refused.
  *
  * The sizes are worked out the same way by inference (when the split input
  * is known: a constant or a value the planner folded) and by the kernel,
@@ -33,6 +35,12 @@ static int64_t split_size(const struct split_parts *sp, int k)
 	if (sp->list)
 		return shapeops_at(sp->list, k);
 	return k == sp->n - 1 ? sp->last : sp->chunk;
+}
+
+/* Whether node is a Split of opset 1 given its sizes as its second input. */
+static bool split1_listed(const struct op_node *node, const struct op_tensor *in, int n_in)
+{
+	return node->opset < 2 && n_in > 1 && op_tensor_present(&in[1]);
 }
 
 /* Equal parts of an axis of dim elements (fixed). */
@@ -80,6 +88,20 @@ static int split_parts_init(const struct op_node *node, const struct op_tensor *
 		sp->sizes = op_attr_ints(node, "split", &n);
 		count = sp->sizes ? n : -1;
 		sp->known = sp->sizes != NULL;
+		if (split1_listed(node, in, n_in)) {
+			if (sp->sizes)
+				return cep__set_error(CEP_EMODEL, "Split (opset 1): both the split input "
+						      "and the split attribute are given");
+			if (in[1].dtype != in[0].dtype)
+				return cep__set_error(CEP_EDTYPE, "Split (opset 1): split is %s, not the "
+						      "input's %s", cep_dtype_name(in[1].dtype),
+						      cep_dtype_name(in[0].dtype));
+			ret = shapeops_list_check(node, &in[1], "split", OP_DT(in[1].dtype), &count);
+			if (ret < 0)
+				return ret;
+			sp->list = in[1].data ? &in[1] : NULL;
+			sp->known = sp->list != NULL && count >= 0;
+		}
 	} else if (n_in > 1 && op_tensor_present(&in[1])) {
 		ret = shapeops_list_check(node, &in[1], "split", SHAPEOPS_INT64, &count);
 		if (ret < 0)
@@ -103,7 +125,8 @@ static int split_parts_init(const struct op_node *node, const struct op_tensor *
 	if (count >= 0 && count != n_out)
 		return cep__set_error(CEP_EMODEL, "Split: split has %" PRId64
 				      " entries for %d outputs", count, n_out);
-	listed = sp->sizes || (node->opset >= 13 && n_in > 1 && op_tensor_present(&in[1]));
+	listed = sp->sizes || split1_listed(node, in, n_in) ||
+		 (node->opset >= 13 && n_in > 1 && op_tensor_present(&in[1]));
 	if (!listed)
 		return op_dim_fixed(dim) ? split_equal(node, dim, sp) : 0;
 	if (!sp->known)
@@ -138,6 +161,9 @@ static int split_infer(struct op_infer *x)
 	}
 	if (in->rank == 0)
 		return cep__set_error(CEP_ESHAPE, "Split: the input must have rank >= 1");
+	if (x->node->opset < 2 && !op_attr_find(x->node, "axis"))
+		return cep__set_error(CEP_EMODEL, "Split (opset 1): attribute 'axis' is required "
+				      "(opset 1 gives it no default)");
 	if (in->rank > 0) {
 		ret = op_axis_normalize(x->node, op_attr_int(x->node, "axis", 0), in->rank, &axis);
 		if (ret < 0)
@@ -199,14 +225,18 @@ static int split_run(struct op_call *c)
 /* Any number of outputs: the loader compares the count literally. */
 #define SPLIT_MAX_OUTPUTS INT_MAX
 
+/* 2: the sizes only an attribute, axis 0 by default, every type. */
 static const struct op_schema schemas[] = {
-	{ "", "Split", 7, 12, 1, 1, 1, SPLIT_MAX_OUTPUTS, 0, 0, split_infer },
+	{ "", "Split", 1, 1, 1, 2, 1, SPLIT_MAX_OUTPUTS, 0, 0, split_infer },
+	{ "", "Split", 2, 12, 1, 1, 1, SPLIT_MAX_OUTPUTS, 0, 0, split_infer },
 	{ "", "Split", 13, 17, 1, 2, 1, SPLIT_MAX_OUTPUTS, 0, 0, split_infer },
 	{ "", "Split", 18, OP_OPSET_MAX, 1, 2, 1, SPLIT_MAX_OUTPUTS, 0, 0, split_infer },
 };
 
 static const struct op_kernel kernels[] = {
-	{ "", "Split", 7, 12, BACKEND_HOST, SHAPEOPS_DTS_NO_BF16, NULL, split_run },
+	{ "", "Split", 1, 1, BACKEND_HOST, OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_FLOAT16),
+	  NULL, split_run },
+	{ "", "Split", 2, 12, BACKEND_HOST, SHAPEOPS_DTS_NO_BF16, NULL, split_run },
 	{ "", "Split", 13, OP_OPSET_MAX, BACKEND_HOST, OP_DTS_ALL, NULL, split_run },
 };
 

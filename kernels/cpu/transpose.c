@@ -109,11 +109,11 @@ static int transpose_run(struct op_call *c)
 }
 
 static const struct op_schema schemas[] = {
-	{ "", "Transpose", 7, OP_OPSET_MAX, 1, 1, 1, 1, 0, 0, transpose_infer },
+	{ "", "Transpose", 1, OP_OPSET_MAX, 1, 1, 1, 1, 0, 0, transpose_infer },
 };
 
 static const struct op_kernel kernels[] = {
-	{ "", "Transpose", 7, OP_OPSET_MAX, BACKEND_HOST, OP_DTS_ALL, transpose_prepare,
+	{ "", "Transpose", 1, OP_OPSET_MAX, BACKEND_HOST, OP_DTS_ALL, transpose_prepare,
 	  transpose_run },
 };
 

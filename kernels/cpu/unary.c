@@ -3,7 +3,9 @@
  *
  * Float types are computed in float32; Relu also takes the signed integer
  * types (opset 14), computed in int64. More of the family (Neg, Abs, Sqrt,
- * Erf, ...) joins the same table.
+ * Erf, ...) joins the same table. Opset 1's consumed_inputs only hinted
+ * at in-place use and is ignored; until opset 6 the types were float and
+ * float16 (and double, which cudaep does not store).
  */
 #include "kernels/cpu/cpu.h"
 
@@ -70,8 +72,10 @@ static int tanh_run(struct op_call *c) { return unary_run(c, UN_TANH); }
 static int exp_run(struct op_call *c) { return unary_run(c, UN_EXP); }
 
 #define UNARY_SCHEMA(op) \
-	{ "", op, 7, OP_OPSET_MAX, 1, 1, 1, 1, 0, 0, unary_infer }
+	{ "", op, 1, OP_OPSET_MAX, 1, 1, 1, 1, 0, 0, unary_infer }
 #define UNARY_KERNEL(op, dts, fn) \
+	{ "", op, 1, 6, BACKEND_HOST, OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_FLOAT16), NULL, \
+	  fn }, \
 	{ "", op, 7, OP_OPSET_MAX, BACKEND_HOST, dts, NULL, fn }
 
 static const struct op_schema schemas[] = {

@@ -2,7 +2,9 @@
  * variadic.c — Min, Max, Sum and Mean of one or more tensors of one type.
  *
  * From opset 8 the inputs broadcast like numpy, all of them together;
- * before (opset 7 runs the opset-6 definition) they must share one shape.
+ * before (opsets 1 to 7, opset 7 running the opset-6 definition) they
+ * must share one shape; opset 1's consumed_inputs only hinted at in-place
+ * use and is ignored.
  * The kernel folds the inputs into the output one at a time, each
  * broadcast against the output's shape, so any number of inputs costs no
  * more state than two.
@@ -217,7 +219,7 @@ static int mean_run(struct op_call *c) { return variadic_run(c, VAR_MEAN); }
 /* ------------------------------------------------------------------- table */
 
 #define VAR_SCHEMAS(op) \
-	{ "", op, 7, 7, 1, -1, 1, 1, 0, 0, variadic6_infer }, \
+	{ "", op, 1, 7, 1, -1, 1, 1, 0, 0, variadic6_infer }, \
 	{ "", op, 8, OP_OPSET_MAX, 1, -1, 1, 1, 0, 0, variadic_infer }
 #define VAR_KERNEL(op, since, until, dts, fn) \
 	{ "", op, since, until, BACKEND_HOST, dts, variadic_prepare, fn }
@@ -230,15 +232,15 @@ static const struct op_schema schemas[] = {
 };
 
 static const struct op_kernel kernels[] = {
-	VAR_KERNEL("Min", 7, 11, ELEM_DTS_F32_F16, min_run),
+	VAR_KERNEL("Min", 1, 11, ELEM_DTS_F32_F16, min_run),
 	VAR_KERNEL("Min", 12, 12, ELEM_DTS_F32_F16 | OP_DTS_INT, min_run),
 	VAR_KERNEL("Min", 13, OP_OPSET_MAX, OP_DTS_NUMERIC, min_run),
-	VAR_KERNEL("Max", 7, 11, ELEM_DTS_F32_F16, max_run),
+	VAR_KERNEL("Max", 1, 11, ELEM_DTS_F32_F16, max_run),
 	VAR_KERNEL("Max", 12, 12, ELEM_DTS_F32_F16 | OP_DTS_INT, max_run),
 	VAR_KERNEL("Max", 13, OP_OPSET_MAX, OP_DTS_NUMERIC, max_run),
-	VAR_KERNEL("Sum", 7, 12, ELEM_DTS_F32_F16, sum_run),
+	VAR_KERNEL("Sum", 1, 12, ELEM_DTS_F32_F16, sum_run),
 	VAR_KERNEL("Sum", 13, OP_OPSET_MAX, OP_DTS_FLOAT, sum_run),
-	VAR_KERNEL("Mean", 7, 12, ELEM_DTS_F32_F16, mean_run),
+	VAR_KERNEL("Mean", 1, 12, ELEM_DTS_F32_F16, mean_run),
 	VAR_KERNEL("Mean", 13, OP_OPSET_MAX, OP_DTS_FLOAT, mean_run),
 };
 

@@ -6,6 +6,7 @@
  * (and lays out PRelu's broadcast) once per plan; run() launches one grid.
  */
 #include "kernels/cuda/launch.h"
+#include "kernels/legacy.h"
 
 #include <float.h>
 #include <inttypes.h>
@@ -113,14 +114,20 @@ CUDA_PARAMS_FIT(struct prelu_params);
 static int prelu_prepare(struct op_call *c, size_t *workspace)
 {
 	struct prelu_params *p = (struct prelu_params *)c->params;
-	const struct op_tensor *in = &c->in[0], *slope = &c->in[1];
+	const struct op_tensor *in = &c->in[0];
 	const char *sfx = cuda_dtype_suffix(in->dtype);
-	int shift = in->rank - slope->rank;
-	bool ok = shift >= 0;
+	struct op_tensor view, *slope = &view;
 	char name[32], sa[160], sb[160];
-	int i;
+	bool ok;
+	int i, shift, ret;
 
 	*workspace = 0;
+	/* Before opset 7 the slope is one value or one per channel. */
+	ret = op_legacy_prelu_slope(c->node, in, &c->in[1], &view);
+	if (ret < 0)
+		return ret;
+	shift = in->rank - slope->rank;
+	ok = shift >= 0;
 	for (i = 0; ok && i < slope->rank; i++)
 		ok = slope->dims[i] == 1 || slope->dims[i] == in->dims[i + shift];
 	if (!ok) {
@@ -249,15 +256,15 @@ static int clip_run(struct op_call *c)
 	{ "", op, since, until, BACKEND_CUDA, dts, prepare, run }
 
 static const struct op_kernel kernels[] = {
-	ACT_KERNEL("LeakyRelu", 7, 15, F32_F16, leaky_relu_prepare, act_run),
+	ACT_KERNEL("LeakyRelu", 1, 15, F32_F16, leaky_relu_prepare, act_run),
 	ACT_KERNEL("LeakyRelu", 16, OP_OPSET_MAX, OP_DTS_FLOAT, leaky_relu_prepare, act_run),
-	ACT_KERNEL("Elu", 7, 21, F32_F16, elu_prepare, act_run),
+	ACT_KERNEL("Elu", 1, 21, F32_F16, elu_prepare, act_run),
 	ACT_KERNEL("Elu", 22, OP_OPSET_MAX, OP_DTS_FLOAT, elu_prepare, act_run),
-	ACT_KERNEL("HardSigmoid", 7, 21, F32_F16, hard_sigmoid_prepare, act_run),
+	ACT_KERNEL("HardSigmoid", 1, 21, F32_F16, hard_sigmoid_prepare, act_run),
 	ACT_KERNEL("HardSigmoid", 22, OP_OPSET_MAX, OP_DTS_FLOAT, hard_sigmoid_prepare, act_run),
 	ACT_KERNEL("HardSwish", 14, 21, F32_F16, hard_swish_prepare, act_run),
 	ACT_KERNEL("HardSwish", 22, OP_OPSET_MAX, OP_DTS_FLOAT, hard_swish_prepare, act_run),
-	ACT_KERNEL("Softplus", 7, 21, F32_F16, softplus_prepare, act_run),
+	ACT_KERNEL("Softplus", 1, 21, F32_F16, softplus_prepare, act_run),
 	ACT_KERNEL("Softplus", 22, OP_OPSET_MAX, OP_DTS_FLOAT, softplus_prepare, act_run),
 	ACT_KERNEL("Gelu", 20, OP_OPSET_MAX, OP_DTS_FLOAT, gelu_prepare, act_run),
 	ACT_KERNEL("ThresholdedRelu", 10, 21, F32_F16, thresholded_relu_prepare, act_run),
@@ -265,10 +272,10 @@ static const struct op_kernel kernels[] = {
 		   act_run),
 	ACT_KERNEL("Mish", 18, 21, F32_F16, mish_prepare, act_run),
 	ACT_KERNEL("Mish", 22, OP_OPSET_MAX, OP_DTS_FLOAT, mish_prepare, act_run),
-	ACT_KERNEL("PRelu", 7, 8, F32_F16, prelu_prepare, prelu_run),
+	ACT_KERNEL("PRelu", 1, 8, F32_F16, prelu_prepare, prelu_run),
 	ACT_KERNEL("PRelu", 9, 15, F32_F16 | I32_I64, prelu_prepare, prelu_run),
 	ACT_KERNEL("PRelu", 16, OP_OPSET_MAX, OP_DTS_FLOAT | I32_I64, prelu_prepare, prelu_run),
-	ACT_KERNEL("Clip", 7, 10, F32_F16, clip_prepare, clip_run),
+	ACT_KERNEL("Clip", 1, 10, F32_F16, clip_prepare, clip_run),
 	ACT_KERNEL("Clip", 11, 11, F32_F16, clip_prepare, clip_run),
 	ACT_KERNEL("Clip", 12, 12, F32_F16 | OP_DTS_INT, clip_prepare, clip_run),
 	ACT_KERNEL("Clip", 13, OP_OPSET_MAX, OP_DTS_NUMERIC, clip_prepare, clip_run),

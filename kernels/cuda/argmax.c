@@ -78,9 +78,9 @@ static int argmin_prepare(struct op_call *c, size_t *ws) { return arg_prepare(c,
 #define ARG_DTS_13 (ARG_DTS_7 | OP_DT(CEP_DTYPE_BFLOAT16))
 
 static const struct op_kernel kernels[] = {
-	{ "", "ArgMax", 7, 12, BACKEND_CUDA, ARG_DTS_7, argmax_prepare, arg_run },
+	{ "", "ArgMax", 1, 12, BACKEND_CUDA, ARG_DTS_7, argmax_prepare, arg_run },
 	{ "", "ArgMax", 13, OP_OPSET_MAX, BACKEND_CUDA, ARG_DTS_13, argmax_prepare, arg_run },
-	{ "", "ArgMin", 7, 12, BACKEND_CUDA, ARG_DTS_7, argmin_prepare, arg_run },
+	{ "", "ArgMin", 1, 12, BACKEND_CUDA, ARG_DTS_7, argmin_prepare, arg_run },
 	{ "", "ArgMin", 13, OP_OPSET_MAX, BACKEND_CUDA, ARG_DTS_13, argmin_prepare, arg_run },
 };
 

@@ -1,12 +1,14 @@
 /*
- * binary.c — the CUDA kernels of Add, Sub, Mul and Div (opset 7 on, numpy
- * broadcasting) for every numeric type: kernels/cuda/binary.cu on the
- * device. prepare() lays out the broadcast once per plan and picks a
+ * binary.c — the CUDA kernels of Add, Sub, Mul and Div for every numeric
+ * type: kernels/cuda/binary.cu on the device. Numpy broadcasting from
+ * opset 7; before, B is laid out as the view kernels/legacy.h makes of
+ * it, as the host kernels do. prepare() lays out the broadcast once per plan and picks a
  * fast path when the layout has one (same shapes, a row vector, a single
  * element: vectorized, contiguous) or else the general kernel; run()
  * launches one grid over the output.
  */
 #include "kernels/cuda/launch.h"
+#include "kernels/legacy.h"
 
 #include <stdio.h>
 
@@ -23,14 +25,19 @@ static int binary_prepare(struct op_call *c, size_t *workspace, const char *op)
 {
 	struct binary_params *p = (struct binary_params *)c->params;
 	const char *sfx = cuda_dtype_suffix(c->out[0].dtype);
+	struct op_tensor bv;
 	struct cuda_fast f;
 	char name[32];
+	int ret;
 
 	*workspace = 0;
 	if (sfx == NULL)
 		return cep__set_error(CEP_EDTYPE, "%s: no cuda kernel for %s", c->node->op_type,
 				      cep_dtype_name(c->out[0].dtype));
-	cuda_bcast_init(&p->bc, &c->out[0], &c->in[0], &c->in[1]);
+	ret = op_legacy_bcast(c->node, &c->in[0], &c->in[1], &bv);
+	if (ret < 0)
+		return ret;
+	cuda_bcast_init(&p->bc, &c->out[0], &c->in[0], &bv);
 	p->fast = cuda_fast_init(&f, &p->bc);
 	if (p->fast) {
 		/* A thread per 16 bytes, as the fast path moves them. */
@@ -61,7 +68,12 @@ static int sub_prepare(struct op_call *c, size_t *ws) { return binary_prepare(c,
 static int mul_prepare(struct op_call *c, size_t *ws) { return binary_prepare(c, ws, "mul"); }
 static int div_prepare(struct op_call *c, size_t *ws) { return binary_prepare(c, ws, "div"); }
 
+/* The host's types per opset (kernels/cpu/binary.c). */
+#define BINARY_DTS_1 (OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_FLOAT16))
+#define BINARY_DTS_6 (BINARY_DTS_1 | OP_DT(CEP_DTYPE_INT32) | OP_DT(CEP_DTYPE_INT64))
 #define BINARY_KERNEL(op, prepare) \
+	{ "", op, 1, 5, BACKEND_CUDA, BINARY_DTS_1, prepare, binary_run }, \
+	{ "", op, 6, 6, BACKEND_CUDA, BINARY_DTS_6, prepare, binary_run }, \
 	{ "", op, 7, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_NUMERIC, prepare, binary_run }
 
 static const struct op_kernel kernels[] = {

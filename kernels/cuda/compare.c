@@ -2,12 +2,14 @@
  * compare.c — the CUDA kernels of the comparisons, logic and selection of
  * kernels/cpu/compare.c: Equal, Less, LessOrEqual, Greater,
  * GreaterOrEqual, And, Or, Xor, Not and Where, with the host's type sets per
- * opset. Device side: kernels/cuda/compare.cu. prepare() lays out the
- * broadcast once per plan and picks a comparison's fast path where the
+ * opset and, before opset 7, B laid out as kernels/legacy.h views it.
+ * Device side: kernels/cuda/compare.cu. prepare() lays out the broadcast
+ * once per plan and picks a comparison's fast path where the
  * layout has one (as kernels/cuda/binary.c does); run() launches one
  * grid over the output.
  */
 #include "kernels/cuda/launch.h"
+#include "kernels/legacy.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -39,9 +41,11 @@ static int compare_prepare(struct op_call *c, size_t *workspace)
 {
 	struct compare_params *p = (struct compare_params *)c->params;
 	const char *sfx = cuda_dtype_suffix(c->in[0].dtype);
+	struct op_tensor bv;
 	struct cuda_fast f;
 	char name[48];
 	size_t i;
+	int ret;
 
 	*workspace = 0;
 	if (sfx == NULL)
@@ -49,7 +53,10 @@ static int compare_prepare(struct op_call *c, size_t *workspace)
 				      cep_dtype_name(c->in[0].dtype));
 	for (i = 0; c->node->op_type[i] != '\0' && i + 1 < 32; i++)
 		name[i] = (char)tolower((unsigned char)c->node->op_type[i]);
-	cuda_bcast_init(&p->bc, &c->out[0], &c->in[0], &c->in[1]);
+	ret = op_legacy_bcast(c->node, &c->in[0], &c->in[1], &bv);
+	if (ret < 0)
+		return ret;
+	cuda_bcast_init(&p->bc, &c->out[0], &c->in[0], &bv);
 	p->fast = cuda_fast_init(&f, &p->bc);
 	if (p->fast) {
 		p->cols = f.cols;
@@ -132,22 +139,22 @@ static int where_run(struct op_call *c)
 	CMP_KERNEL(op, since, until, dts, compare_prepare, compare_run)
 
 static const struct op_kernel kernels[] = {
-	CMP_COMPARE("Equal", 7, 10, DTS_EQUAL7),
+	CMP_COMPARE("Equal", 1, 10, DTS_EQUAL7),
 	CMP_COMPARE("Equal", 11, 12, DTS_EQUAL7 | F32_F16 | OP_DTS_INT),
 	CMP_COMPARE("Equal", 13, OP_OPSET_MAX, OP_DTS_ALL),
-	CMP_COMPARE("Less", 7, 8, F32_F16),
+	CMP_COMPARE("Less", 1, 8, F32_F16),
 	CMP_COMPARE("Less", 9, 12, F32_F16 | OP_DTS_INT),
 	CMP_COMPARE("Less", 13, OP_OPSET_MAX, OP_DTS_NUMERIC),
 	CMP_COMPARE("LessOrEqual", 12, 15, F32_F16 | OP_DTS_INT),
 	CMP_COMPARE("LessOrEqual", 16, OP_OPSET_MAX, OP_DTS_NUMERIC),
-	CMP_COMPARE("Greater", 7, 8, F32_F16),
+	CMP_COMPARE("Greater", 1, 8, F32_F16),
 	CMP_COMPARE("Greater", 9, 12, F32_F16 | OP_DTS_INT),
 	CMP_COMPARE("Greater", 13, OP_OPSET_MAX, OP_DTS_NUMERIC),
 	CMP_COMPARE("GreaterOrEqual", 12, 15, F32_F16 | OP_DTS_INT),
 	CMP_COMPARE("GreaterOrEqual", 16, OP_OPSET_MAX, OP_DTS_NUMERIC),
-	CMP_COMPARE("And", 7, OP_OPSET_MAX, OP_DT(CEP_DTYPE_BOOL)),
-	CMP_COMPARE("Or", 7, OP_OPSET_MAX, OP_DT(CEP_DTYPE_BOOL)),
-	CMP_COMPARE("Xor", 7, OP_OPSET_MAX, OP_DT(CEP_DTYPE_BOOL)),
+	CMP_COMPARE("And", 1, OP_OPSET_MAX, OP_DT(CEP_DTYPE_BOOL)),
+	CMP_COMPARE("Or", 1, OP_OPSET_MAX, OP_DT(CEP_DTYPE_BOOL)),
+	CMP_COMPARE("Xor", 1, OP_OPSET_MAX, OP_DT(CEP_DTYPE_BOOL)),
 	CMP_KERNEL("Not", 1, OP_OPSET_MAX, OP_DT(CEP_DTYPE_BOOL), not_prepare, not_run),
 	CMP_KERNEL("Where", 9, 15, OP_DTS_ALL & ~OP_DT(CEP_DTYPE_BFLOAT16), where_prepare,
 		   where_run),

@@ -4,6 +4,7 @@
  * the widest unit that the lengths and addresses allow.
  */
 #include "kernels/cuda/launch.h"
+#include "kernels/legacy.h"
 
 #include <stdio.h>
 
@@ -25,7 +26,7 @@ static int concat_prepare(struct op_call *c, size_t *workspace)
 	int i, ret;
 
 	*workspace = 0;
-	ret = op_axis_normalize(c->node, op_attr_int(c->node, "axis", 0), out->rank, &p->axis);
+	ret = op_axis_normalize(c->node, op_legacy_concat_axis(c->node), out->rank, &p->axis);
 	if (ret < 0)
 		return ret;
 	p->outer = op_dims_product(out, 0, p->axis);
@@ -76,7 +77,9 @@ static int concat_run(struct op_call *c)
 }
 
 static const struct op_kernel kernels[] = {
-	{ "", "Concat", 7, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_ALL, concat_prepare, concat_run },
+	{ "", "Concat", 1, 3, BACKEND_CUDA, OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_FLOAT16),
+	  concat_prepare, concat_run },
+	{ "", "Concat", 4, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_ALL, concat_prepare, concat_run },
 };
 
 const struct op_family op_family_cuda_concat = {

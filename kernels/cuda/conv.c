@@ -213,7 +213,7 @@ static int conv_run(struct op_call *c)
 /* ------------------------------------------------------------------- table */
 
 static const struct op_kernel kernels[] = {
-	{ "", "Conv", 7, 21, BACKEND_CUDA, OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_FLOAT16),
+	{ "", "Conv", 1, 21, BACKEND_CUDA, OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_FLOAT16),
 	  conv_prepare, conv_run },
 	{ "", "Conv", 22, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_FLOAT, conv_prepare, conv_run },
 	{ OP_DOMAIN_CUDAEP, "FusedConv", 1, 1, BACKEND_CUDA, OP_DTS_FLOAT, conv_prepare, conv_run },

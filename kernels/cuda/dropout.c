@@ -80,7 +80,7 @@ static int dropout_run(struct op_call *c)
 }
 
 static const struct op_kernel kernels[] = {
-	{ "", "Dropout", 7, 12, BACKEND_CUDA, OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_FLOAT16),
+	{ "", "Dropout", 1, 12, BACKEND_CUDA, OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_FLOAT16),
 	  dropout_prepare, dropout_run },
 	{ "", "Dropout", 13, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_FLOAT, dropout_prepare, dropout_run },
 };

@@ -1,9 +1,9 @@
 /*
- * expand.c — the CUDA kernels of Expand (opset 8 on) and Tile (opset 7
+ * expand.c — the CUDA kernels of Expand (opset 8 on) and Tile (opset 1
  * on) for every type the reference kernels take (kernels/cpu/expand.c):
  * kernels/cuda/expand.cu on the device. Both output shapes were fixed by
- * inference from the shape or repeats input, so the kernels need only the
- * two shapes, never those inputs' values.
+ * inference from the shape or repeats input (Tile-1's tiles and axis),
+ * so the kernels need only the two shapes, never those inputs' values.
  */
 #include "kernels/cuda/launch.h"
 
@@ -77,7 +77,9 @@ static int expand_run(struct op_call *c)
 static const struct op_kernel kernels[] = {
 	{ "", "Expand", 8, 12, BACKEND_CUDA, EXPAND_DTS_7, expand_prepare, expand_run },
 	{ "", "Expand", 13, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_ALL, expand_prepare, expand_run },
-	{ "", "Tile", 7, 12, BACKEND_CUDA, EXPAND_DTS_7, expand_prepare, expand_run },
+	{ "", "Tile", 1, 5, BACKEND_CUDA, OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_FLOAT16),
+	  expand_prepare, expand_run },
+	{ "", "Tile", 6, 12, BACKEND_CUDA, EXPAND_DTS_7, expand_prepare, expand_run },
 	{ "", "Tile", 13, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_ALL, expand_prepare, expand_run },
 };
 

@@ -60,7 +60,7 @@ static int lrn_run(struct op_call *c)
 }
 
 static const struct op_kernel kernels[] = {
-	{ "", "LRN", 7, 12, BACKEND_CUDA, OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_FLOAT16),
+	{ "", "LRN", 1, 12, BACKEND_CUDA, OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_FLOAT16),
 	  lrn_prepare, lrn_run },
 	{ "", "LRN", 13, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_FLOAT, lrn_prepare, lrn_run },
 };

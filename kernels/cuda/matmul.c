@@ -1,5 +1,5 @@
 /*
- * matmul.c — the CUDA kernels of MatMul and Gemm (opset 7 on, float32,
+ * matmul.c — the CUDA kernels of MatMul and Gemm (opset 1 on, float32,
  * float16 and bfloat16, computed in float32; float32 products use TF32
  * tensor cores only for a call flagged OP_CALL_TF32, a tf32 session's)
  * through cuBLASLt (gpu/cuda/cublaslt.h); kernels/cuda/matmul.cu only fills an
@@ -357,7 +357,11 @@ static int gemm_run(struct op_call *c)
 /* ------------------------------------------------------------------- table */
 
 static const struct op_kernel kernels[] = {
+	{ "", "MatMul", 1, 6, BACKEND_CUDA, OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_FLOAT16),
+	  matmul_prepare, matmul_run },
 	{ "", "MatMul", 7, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_FLOAT, matmul_prepare, matmul_run },
+	{ "", "Gemm", 1, 6, BACKEND_CUDA, OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_FLOAT16),
+	  gemm_prepare, gemm_run },
 	{ "", "Gemm", 7, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_FLOAT, gemm_prepare, gemm_run },
 };
 

@@ -243,7 +243,7 @@ static int bn_run(struct op_call *c)
 static const struct op_kernel kernels[] = {
 	{ "", "LayerNormalization", 17, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_FLOAT,
 	  ln_prepare, ln_run },
-	{ "", "BatchNormalization", 7, 13, BACKEND_CUDA, NORM_DTS_7, bn_prepare, bn_run },
+	{ "", "BatchNormalization", 1, 13, BACKEND_CUDA, NORM_DTS_7, bn_prepare, bn_run },
 	{ "", "BatchNormalization", 14, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_FLOAT,
 	  bn_prepare, bn_run },
 };

@@ -217,12 +217,12 @@ static int lp_run(struct op_call *c)
 #define NORMALIZE_DTS_7 (OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_FLOAT16))
 
 static const struct op_kernel kernels[] = {
-	{ "", "InstanceNormalization", 7, 21, BACKEND_CUDA, NORMALIZE_DTS_7, gn_prepare, gn_run },
+	{ "", "InstanceNormalization", 1, 21, BACKEND_CUDA, NORMALIZE_DTS_7, gn_prepare, gn_run },
 	{ "", "InstanceNormalization", 22, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_FLOAT,
 	  gn_prepare, gn_run },
 	{ "", "GroupNormalization", 18, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_FLOAT, gn_prepare, gn_run },
 	{ "", "RMSNormalization", 23, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_FLOAT, rms_prepare, rms_run },
-	{ "", "LpNormalization", 7, 21, BACKEND_CUDA, NORMALIZE_DTS_7, lp_prepare, lp_run },
+	{ "", "LpNormalization", 1, 21, BACKEND_CUDA, NORMALIZE_DTS_7, lp_prepare, lp_run },
 	{ "", "LpNormalization", 22, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_FLOAT, lp_prepare, lp_run },
 };
 

@@ -154,16 +154,16 @@ static int gmax_prepare(struct op_call *c, size_t *ws) { return gpool_prepare(c,
 #define POOL_I8 (OP_DT(CEP_DTYPE_INT8) | OP_DT(CEP_DTYPE_UINT8))
 
 static const struct op_kernel kernels[] = {
-	{ "", "MaxPool", 7, 11, BACKEND_CUDA, POOL_F16, pool_prepare, pool_run },
+	{ "", "MaxPool", 1, 11, BACKEND_CUDA, POOL_F16, pool_prepare, pool_run },
 	{ "", "MaxPool", 12, 21, BACKEND_CUDA, POOL_F16 | POOL_I8, pool_prepare, pool_run },
 	{ "", "MaxPool", 22, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_FLOAT | POOL_I8, pool_prepare,
 	  pool_run },
-	{ "", "AveragePool", 7, 21, BACKEND_CUDA, POOL_F16, pool_prepare, pool_run },
+	{ "", "AveragePool", 1, 21, BACKEND_CUDA, POOL_F16, pool_prepare, pool_run },
 	{ "", "AveragePool", 22, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_FLOAT, pool_prepare, pool_run },
-	{ "", "GlobalAveragePool", 7, 21, BACKEND_CUDA, POOL_F16, gavg_prepare, gpool_run },
+	{ "", "GlobalAveragePool", 1, 21, BACKEND_CUDA, POOL_F16, gavg_prepare, gpool_run },
 	{ "", "GlobalAveragePool", 22, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_FLOAT, gavg_prepare,
 	  gpool_run },
-	{ "", "GlobalMaxPool", 7, 21, BACKEND_CUDA, POOL_F16, gmax_prepare, gpool_run },
+	{ "", "GlobalMaxPool", 1, 21, BACKEND_CUDA, POOL_F16, gmax_prepare, gpool_run },
 	{ "", "GlobalMaxPool", 22, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_FLOAT, gmax_prepare,
 	  gpool_run },
 };

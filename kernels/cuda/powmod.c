@@ -2,9 +2,11 @@
  * powmod.c — the CUDA kernels of Pow and Mod (kernels/cpu/powmod.c on the
  * host), with its type sets per opset: Pow's base picks the kernel table
  * entry and its exponent, of any numeric type from opset 12, the second
- * half of the kernel's name. Device side: kernels/cuda/powmod.cu.
+ * half of the kernel's name; before opset 7 the exponent is laid out as
+ * kernels/legacy.h views it. Device side: kernels/cuda/powmod.cu.
  */
 #include "kernels/cuda/launch.h"
+#include "kernels/legacy.h"
 
 #include <stdio.h>
 
@@ -26,6 +28,7 @@ static int powmod_dtype_check(const struct op_call *c, int i)
 static int pow_prepare(struct op_call *c, size_t *workspace)
 {
 	struct powmod_params *p = (struct powmod_params *)c->params;
+	struct op_tensor bv;
 	char name[32];
 	int ret;
 
@@ -33,11 +36,13 @@ static int pow_prepare(struct op_call *c, size_t *workspace)
 	ret = powmod_dtype_check(c, 0);
 	if (ret == 0)
 		ret = powmod_dtype_check(c, 1);
+	if (ret == 0)
+		ret = op_legacy_bcast(c->node, &c->in[0], &c->in[1], &bv);
 	if (ret < 0)
 		return ret;
 	snprintf(name, sizeof(name), "pow_%s_%s", cuda_dtype_suffix(c->in[0].dtype),
 		 cuda_dtype_suffix(c->in[1].dtype));
-	cuda_bcast_init(&p->bc, &c->out[0], &c->in[0], &c->in[1]);
+	cuda_bcast_init(&p->bc, &c->out[0], &c->in[0], &bv);
 	p->trunc = 0;
 	return cuda_function_get(c->be, "powmod", name, &p->fn);
 }
@@ -75,7 +80,7 @@ static int powmod_run(struct op_call *c)
 #define I32_I64 (OP_DT(CEP_DTYPE_INT64) | OP_DT(CEP_DTYPE_INT32))
 
 static const struct op_kernel kernels[] = {
-	{ "", "Pow", 7, 11, BACKEND_CUDA, F32_F16, pow_prepare, powmod_run },
+	{ "", "Pow", 1, 11, BACKEND_CUDA, F32_F16, pow_prepare, powmod_run },
 	{ "", "Pow", 12, 12, BACKEND_CUDA, F32_F16 | I32_I64, pow_prepare, powmod_run },
 	{ "", "Pow", 13, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_FLOAT | I32_I64, pow_prepare,
 	  powmod_run },

@@ -176,24 +176,24 @@ static int lse_prepare(struct op_call *c, size_t *ws) { return reduce_prepare(c,
 #define RK(op, since, until, dts, prepare) \
 	{ "", op, since, until, BACKEND_CUDA, dts, prepare, reduce_run }
 #define RK_PLAIN(op, prepare) \
-	RK(op, 7, 12, RED_DTS_7, prepare), \
+	RK(op, 1, 12, RED_DTS_7, prepare), \
 	RK(op, 13, OP_OPSET_MAX, RED_DTS_13, prepare)
 /* The logs lost their integer types at 28. */
 #define RK_LOG(op, prepare) \
-	RK(op, 7, 12, RED_DTS_7, prepare), \
+	RK(op, 1, 12, RED_DTS_7, prepare), \
 	RK(op, 13, 27, RED_DTS_13, prepare), \
 	RK(op, 28, OP_OPSET_MAX, OP_DTS_FLOAT, prepare)
 
 static const struct op_kernel kernels[] = {
-	RK("ReduceSum", 7, 12, RED_DTS_7, sum_prepare),
+	RK("ReduceSum", 1, 12, RED_DTS_7, sum_prepare),
 	RK("ReduceSum", 13, OP_OPSET_MAX, RED_DTS_13, sum_prepare),
-	RK("ReduceMean", 7, 12, RED_DTS_7, mean_prepare),
+	RK("ReduceMean", 1, 12, RED_DTS_7, mean_prepare),
 	RK("ReduceMean", 13, OP_OPSET_MAX, RED_DTS_13, mean_prepare),
-	RK("ReduceMax", 7, 11, RED_DTS_7, max_prepare),
+	RK("ReduceMax", 1, 11, RED_DTS_7, max_prepare),
 	RK("ReduceMax", 12, 12, RED_DTS_MINMAX_12, max_prepare),
 	RK("ReduceMax", 13, 19, RED_DTS_MINMAX_13, max_prepare),
 	RK("ReduceMax", 20, OP_OPSET_MAX, RED_DTS_MINMAX_20, max_prepare),
-	RK("ReduceMin", 7, 11, RED_DTS_7, min_prepare),
+	RK("ReduceMin", 1, 11, RED_DTS_7, min_prepare),
 	RK("ReduceMin", 12, 12, RED_DTS_MINMAX_12, min_prepare),
 	RK("ReduceMin", 13, 19, RED_DTS_MINMAX_13, min_prepare),
 	RK("ReduceMin", 20, OP_OPSET_MAX, RED_DTS_MINMAX_20, min_prepare),

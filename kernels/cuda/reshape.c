@@ -16,14 +16,19 @@ static int copy_run(struct op_call *c)
 	return backend_copy_d2d(c->be, c->stream, c->out[0].data, c->in[0].data, bytes);
 }
 
-#define COPY_KERNEL(op) { "", op, 7, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_ALL, NULL, copy_run }
+#define COPY_KERNEL(op, since, until, dts) \
+	{ "", op, since, until, BACKEND_CUDA, dts, NULL, copy_run }
+/* The host's types per opset (kernels/cpu/reshape.c). */
+#define RESHAPE_DTS_1 (OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_FLOAT16))
 
 static const struct op_kernel kernels[] = {
-	COPY_KERNEL("Reshape"),
-	COPY_KERNEL("Flatten"),
-	COPY_KERNEL("Squeeze"),
-	COPY_KERNEL("Unsqueeze"),
-	COPY_KERNEL("Identity"),
+	COPY_KERNEL("Reshape", 1, 4, RESHAPE_DTS_1),
+	COPY_KERNEL("Reshape", 5, OP_OPSET_MAX, OP_DTS_ALL),
+	COPY_KERNEL("Flatten", 1, 6, RESHAPE_DTS_1),
+	COPY_KERNEL("Flatten", 7, OP_OPSET_MAX, OP_DTS_ALL),
+	COPY_KERNEL("Squeeze", 1, OP_OPSET_MAX, OP_DTS_ALL),
+	COPY_KERNEL("Unsqueeze", 1, OP_OPSET_MAX, OP_DTS_ALL),
+	COPY_KERNEL("Identity", 1, OP_OPSET_MAX, OP_DTS_ALL),
 };
 
 const struct op_family op_family_cuda_reshape = {

@@ -1,5 +1,5 @@
 /*
- * resize.c — the CUDA kernels of Resize (opset 10 on) and Upsample (7 to
+ * resize.c — the CUDA kernels of Resize (opset 10 on) and Upsample (1 to
  * 9) for every type, mode, coordinate transformation and rounding the
  * reference kernel takes (kernels/cpu/resize.c): kernels/cuda/resize.cu
  * on the device.
@@ -10,8 +10,8 @@
  * weights for each output position, as many taps as the dimension can
  * need (cpu_resize_taps_bound()). The scales or sizes and the roi are
  * inputs whose values the planner does not give prepare(): the table
- * kernel reads them on the device at each run (Upsample's scales
- * attribute of opsets 7 and 8 excepted, known here), and the output's
+ * kernel reads them on the device at each run (Upsample's scale
+ * attributes of opsets 1 to 8 excepted, known here), and the output's
  * planned shape is what it checks them against.
  */
 #include "kernels/cuda/launch.h"
@@ -263,10 +263,15 @@ static int resize_run(struct op_call *c)
 
 /* The reference kernel's type sets: bfloat16 from Resize 13. */
 #define RESIZE_NO_BF16 (OP_DTS_ALL & ~OP_DT(CEP_DTYPE_BFLOAT16))
+/* Upsample-1's own set (kernels/cpu/resize.c). */
+#define RESIZE_DTS_UPSAMPLE1 (OP_DT(CEP_DTYPE_BOOL) | OP_DT(CEP_DTYPE_INT32) | \
+			      OP_DT(CEP_DTYPE_INT64) | OP_DT(CEP_DTYPE_FLOAT32) | \
+			      OP_DT(CEP_DTYPE_FLOAT16))
 
 static const struct op_kernel kernels[] = {
 	{ "", "Resize", 10, 12, BACKEND_CUDA, RESIZE_NO_BF16, resize_prepare, resize_run },
 	{ "", "Resize", 13, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_ALL, resize_prepare, resize_run },
+	{ "", "Upsample", 1, 6, BACKEND_CUDA, RESIZE_DTS_UPSAMPLE1, resize_prepare, resize_run },
 	{ "", "Upsample", 7, 9, BACKEND_CUDA, RESIZE_NO_BF16, resize_prepare, resize_run },
 };
 

@@ -101,9 +101,9 @@ static int lsm_prepare(struct op_call *c, size_t *ws) { return softmax_prepare(c
 #define SOFTMAX_DTS_7 (OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_FLOAT16))
 
 static const struct op_kernel kernels[] = {
-	{ "", "Softmax", 7, 12, BACKEND_CUDA, SOFTMAX_DTS_7, sm_prepare, softmax_run },
+	{ "", "Softmax", 1, 12, BACKEND_CUDA, SOFTMAX_DTS_7, sm_prepare, softmax_run },
 	{ "", "Softmax", 13, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_FLOAT, sm_prepare, softmax_run },
-	{ "", "LogSoftmax", 7, 12, BACKEND_CUDA, SOFTMAX_DTS_7, lsm_prepare, softmax_run },
+	{ "", "LogSoftmax", 1, 12, BACKEND_CUDA, SOFTMAX_DTS_7, lsm_prepare, softmax_run },
 	{ "", "LogSoftmax", 13, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_FLOAT, lsm_prepare, softmax_run },
 };
 

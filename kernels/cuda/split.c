@@ -1,10 +1,11 @@
 /*
- * split.c — the CUDA kernel of Split (opset 7 on) for every type the
+ * split.c — the CUDA kernel of Split (opset 1 on) for every type the
  * reference kernel takes (kernels/cpu/split.c): kernels/cuda/split.cu,
  * launched once per output the model names.
  *
  * Part sizes come from the split attribute (before opset 13), from equal
- * parts, or from the split input. The first two are worked out on the
+ * parts, or from the split input (int64 from opset 13; at opset 1 of the
+ * data's float type, converted on the device). The first two are worked out on the
  * host, as the reference kernel does; the input's value is not given to
  * prepare() or run() on the host, so the kernel sums it on the device,
  * which also serves the parts of outputs the model leaves unnamed.
@@ -53,10 +54,14 @@ static int split_prepare(struct op_call *c, size_t *workspace)
 	p->outer = op_dims_product(x, 0, p->axis);
 	p->dim = x->dims[p->axis];
 	p->inner = op_dims_product(x, p->axis + 1, x->rank);
-	p->listed = c->node->opset >= 13 && c->n_in > 1 && op_tensor_present(&c->in[1]);
-	if (p->listed && c->in[1].dtype != CEP_DTYPE_INT64)
+	p->listed = (c->node->opset >= 13 || c->node->opset < 2) && c->n_in > 1 &&
+		    op_tensor_present(&c->in[1]);
+	if (p->listed && c->node->opset >= 13 && c->in[1].dtype != CEP_DTYPE_INT64)
 		return cep__set_error(CEP_EDTYPE, "Split: split is %s, not int64",
 				      cep_dtype_name(c->in[1].dtype));
+	if (p->listed && c->node->opset < 2 && c->in[1].dtype != x->dtype)
+		return cep__set_error(CEP_EDTYPE, "Split (opset 1): split is %s, not the input's %s",
+				      cep_dtype_name(c->in[1].dtype), cep_dtype_name(x->dtype));
 	/* Equal parts, as kernels/cpu/split.c divides them. */
 	if (c->node->opset < 18) {
 		p->chunk = p->last = n > 0 ? p->dim / n : 0;
@@ -64,7 +69,10 @@ static int split_prepare(struct op_call *c, size_t *workspace)
 		p->chunk = n > 0 ? p->dim / n + (p->dim % n != 0) : 0;
 		p->last = p->dim - p->chunk * (n - 1);
 	}
-	snprintf(name, sizeof(name), "split_%zu", es);
+	if (p->listed && c->node->opset < 2)
+		snprintf(name, sizeof(name), "split_%zu_%s", es, cuda_dtype_suffix(x->dtype));
+	else
+		snprintf(name, sizeof(name), "split_%zu", es);
 	return cuda_function_get(c->be, "split", name, &p->fn);
 }
 
@@ -111,7 +119,9 @@ static int split_run(struct op_call *c)
 }
 
 static const struct op_kernel kernels[] = {
-	{ "", "Split", 7, 12, BACKEND_CUDA, OP_DTS_ALL & ~OP_DT(CEP_DTYPE_BFLOAT16), split_prepare,
+	{ "", "Split", 1, 1, BACKEND_CUDA, OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_FLOAT16),
+	  split_prepare, split_run },
+	{ "", "Split", 2, 12, BACKEND_CUDA, OP_DTS_ALL & ~OP_DT(CEP_DTYPE_BFLOAT16), split_prepare,
 	  split_run },
 	{ "", "Split", 13, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_ALL, split_prepare, split_run },
 };
