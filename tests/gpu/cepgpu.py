@@ -233,6 +233,14 @@ def _parse_run(r, outs):
 
 # ------------------------------------------------------------- errors
 
+# Pass tolerances on max |cudaep - reference| / max |reference| against a
+# float32 reference: fp32 1e-3 (float32 against float32, other kernels and
+# orders of summation), fp16 2e-2 (a 10-bit mantissa through tens of
+# rounded layers), bf16 6e-2 (a 7-bit mantissa).
+TOL = {"fp32": 1e-3, "fp16": 2e-2, "bf16": 6e-2}
+# Unit roundoff of each precision: an error below it is no error.
+ROUNDOFF = {"fp32": 6e-8, "fp16": 4.9e-4, "bf16": 3.9e-3}
+
 
 def max_rel(got, ref):
     """max |got - ref| / max |ref| in float64 (inf when got has a NaN or

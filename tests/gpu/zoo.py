@@ -48,23 +48,28 @@ What one run does:
     with what ran. Each cell's record is appended to OUT/zoo.jsonl as it
     completes, so a killed run still leaves its results.
 """
-import argparse
-import collections
-import json
 import os
-import queue
-import shutil
-import signal
-import subprocess
 import sys
-import tempfile
-import threading
-import time
 
-import numpy as np
-
+# This folder holds a bisect.py, which must not stand for the standard
+# library's bisect (random and tempfile import it): the folder goes last
+# on the path rather than first, where Python puts a script's folder.
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != HERE] + [HERE]
+
+import argparse  # noqa: E402
+import collections  # noqa: E402
+import json  # noqa: E402
+import queue  # noqa: E402
+import shutil  # noqa: E402
+import signal  # noqa: E402
+import subprocess  # noqa: E402
+import tempfile  # noqa: E402
+import threading  # noqa: E402
+import time  # noqa: E402
+
+import numpy as np  # noqa: E402
+
 import cepgpu  # noqa: E402
 from zoo_models import (BY_NAME, EXPECT, EXPECT_EXPORT_FAIL, GROUPS, SELFTEST,  # noqa: E402
                         SPECS)
@@ -72,7 +77,7 @@ from zoo_models import (BY_NAME, EXPECT, EXPECT_EXPORT_FAIL, GROUPS, SELFTEST,  
 T0 = time.monotonic()
 PRECISIONS = ("fp32", "fp16", "bf16")
 EXPORTERS = ("torchscript", "torchscript+ortopt", "dynamo", "dynamo+ortopt")
-TOL = {"fp32": 1e-3, "fp16": 2e-2, "bf16": 6e-2}
+TOL = cepgpu.TOL
 
 
 def log(*a):
