@@ -45,6 +45,7 @@ sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != HERE] + [HERE
 
 import argparse  # noqa: E402
 import collections  # noqa: E402
+import importlib.util  # noqa: E402
 import subprocess  # noqa: E402
 import tempfile  # noqa: E402
 import threading  # noqa: E402
@@ -520,9 +521,7 @@ def selftest(a):
         bad.append("--only nosuch was accepted")
     except ValueError:
         pass
-    try:
-        import torch  # noqa: F401
-    except ImportError:
+    if importlib.util.find_spec("torch") is None:
         print("SKIP: torch is not installed here: --zoo/--torchvision exports are not tested")
     for b in bad:
         print("selftest: UNEXPECTED %s" % b)

@@ -35,7 +35,7 @@ class Spec:
              the module's flattened outputs
     ort      None, or (model_type, num_heads, hidden) for
              onnxruntime.transformers.optimizer (the "+ortopt" exporters)
-    test     the self-test's behaviours (export_fail, export_hang,
+    test     the self-test's behaviours (export_fail, export_hang, export_timeout,
              kill_daemon, cell_timeout), empty for real models
     """
 
@@ -389,7 +389,7 @@ SELFTEST = [
     Spec("st_exportfail", "selftest", "onnx", _st(_mlp), _feeds(x=((2, 16), "f")), ["y"],
          test={"export_fail": "dynamo"}),
     Spec("st_exporthang", "selftest", "onnx", _st(_mlp), _feeds(x=((2, 16), "f")), ["y"],
-         test={"export_hang": True}),
+         test={"export_hang": True, "export_timeout": 3}),
     Spec("st_crash", "selftest", "onnx", _st(_mlp), _feeds(x=((2, 16), "f")), ["y"],
          test={"kill_daemon": "fp16"}),
     Spec("st_timeout", "selftest", "onnx", _st(_slow), _feeds(x=((512, 512), "f")), ["y"],
