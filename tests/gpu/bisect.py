@@ -327,8 +327,8 @@ def _dtype_name(code):
 
 
 def bisect(model, feeds, precision, daemon, a, title):
-    """Measures, prints and returns (rows, flagged) for one model, feeds
-    and precision."""
+    """Measures and prints one model, feeds and precision; returns (rows,
+    flagged, a summary line)."""
     tensors = candidates(model, a.every, a.only)
     if not tensors:
         raise ValueError("the graph has no node outputs to measure")
@@ -368,7 +368,14 @@ def bisect(model, feeds, precision, daemon, a, title):
     rows = measure(model, ref, got, failed)
     flagged = flag(model, rows, precision, a.threshold or cepgpu.TOL[precision], a.jump)
     print_report(model, rows, flagged, ref, title, whole, a, precision)
-    return rows, flagged
+    line = "%s: outputs %s; " % (title, ", ".join(w.strip() for w in whole))
+    if flagged:
+        r = flagged[0]
+        line += "first jump: node %d %s '%s' error %.2e (inputs %.2e), %d flagged" % (
+            r["index"], r["op"], r["name"], r["err"], r["err_in"], len(flagged))
+    else:
+        line += "no jump"
+    return rows, flagged, line
 
 
 def print_report(model, rows, flagged, ref, title, whole, a, precision):
@@ -405,7 +412,8 @@ def parse(argv=None):
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("model", nargs="?", help="an ONNX file")
-    ap.add_argument("--zoo", metavar="NAME", help="export the zoo's model NAME (needs torch)")
+    ap.add_argument("--zoo", metavar="NAME", help="export the zoo's model NAME (a comma list: "
+                    "each in turn; needs torch)")
     ap.add_argument("--torchvision", metavar="NAME", help="the same as --zoo NAME")
     ap.add_argument("--exporter", default="torchscript", help="with --zoo: torchscript or dynamo")
     ap.add_argument("--precision", default="fp16", help="comma list: fp32, fp16, bf16")
@@ -445,30 +453,39 @@ def parse(argv=None):
 
 
 def run(a):
-    """Every batch and precision of a; returns {(batch, precision): flagged
-    rows}."""
+    """Every model, batch and precision of a, then a summary (the first jump
+    of each); returns {(model, batch, precision): flagged rows}."""
     import onnx
     a.out = a.out or tempfile.mkdtemp(prefix="cudaep-bisect-")
     os.makedirs(a.out, exist_ok=True)
     daemon = cepgpu.Daemon(a.build, os.path.join(a.out, "daemon"), a.backend).start()
-    results = {}
+    results, summary = {}, []
+    models = [m.strip() for m in a.zoo.split(",") if m.strip()] if a.zoo else [a.model]
     try:
-        for batch in a.batches:
-            if a.zoo:
-                path, feeds = zoo_export(a.zoo, a.exporter, batch, os.path.join(a.out, "models"),
-                                         a.export_timeout)
-                model = onnx.load(path)
-                name = "%s (%s)" % (a.zoo, a.exporter)
-            else:
-                model = onnx.load(a.model)
-                feeds = random_inputs(model, batch, a.dims, a.int_high, a.seed)
-                name = os.path.basename(a.model)
-            for p in a.precisions:
-                title = "%s batch %d %s (%s backend)" % (name, batch, p, a.backend)
-                _, flagged = bisect(model, feeds, p, daemon, a, title)
-                results[(batch, p)] = flagged
+        for src in models:
+            for batch in a.batches:
+                try:
+                    if a.zoo:
+                        path, feeds = zoo_export(src, a.exporter, batch,
+                                                 os.path.join(a.out, "models"), a.export_timeout)
+                        model = onnx.load(path)
+                        name = "%s (%s)" % (src, a.exporter)
+                    else:
+                        model = onnx.load(src)
+                        feeds = random_inputs(model, batch, a.dims, a.int_high, a.seed)
+                        name = os.path.basename(src)
+                except (RuntimeError, OSError, subprocess.TimeoutExpired) as e:
+                    summary.append("%s batch %d: %s" % (src, batch, str(e).splitlines()[0]))
+                    continue
+                for p in a.precisions:
+                    title = "%s batch %d %s (%s backend)" % (name, batch, p, a.backend)
+                    _, flagged, line = bisect(model, feeds, p, daemon, a, title)
+                    results[(src, batch, p)] = flagged
+                    summary.append(line)
     finally:
         daemon.stop()
+        print("==== bisect summary (error: max |cudaep - onnxruntime fp32| / max |onnxruntime|)")
+        print("\n".join(summary) if summary else "nothing ran")
     return results
 
 
@@ -503,15 +520,17 @@ def selftest(a):
     bad = []
     a.precisions = ["fp16", "fp32"]
     res = run(a)
-    f16 = [r["name"] for r in res[(3, "fp16")]]
+    f16 = [r["name"] for r in res[(a.model, 3, "fp16")]]
     if not f16 or f16[0] != "sub_k":
         bad.append("fp16: first flagged %s, expected sub_k" % (f16[:1] or "none"))
-    if res[(3, "fp32")]:
-        bad.append("fp32: flagged %s, expected none" % [r["name"] for r in res[(3, "fp32")]])
+    f32 = [r["name"] for r in res[(a.model, 3, "fp32")]]
+    if f32:
+        bad.append("fp32: flagged %s, expected none" % f32)
     a.only, a.precisions = ["sub_k"], ["fp16"]
     res = run(a)
-    if [r["name"] for r in res[(3, "fp16")]] != ["sub_k"]:
-        bad.append("--only sub_k: flagged %s" % [r["name"] for r in res[(3, "fp16")]])
+    only = [r["name"] for r in res[(a.model, 3, "fp16")]]
+    if only != ["sub_k"]:
+        bad.append("--only sub_k: flagged %s" % only)
     a.only, a.every = [], 2
     rows = candidates(m, 2, [])
     if [t for _, t in rows] != [long_name, "s", "y"]:

@@ -478,10 +478,20 @@ def _act_max(model, example):
     return top[0]
 
 
-def cuda_median_ms(fn, iters=20, warmup=5):
-    """Median ms of fn() over iters runs after warmup, from CUDA events
-    around each call on the current stream."""
+def median_ms(fn, iters=20, warmup=5, device="cuda"):
+    """Median ms of fn() over iters runs after warmup: from CUDA events
+    around each call on the current stream, or the host's clock when device
+    is "cpu"."""
     import torch
+    if device == "cpu":
+        for _ in range(warmup):
+            fn()
+        times = []
+        for _ in range(iters):
+            t = time.perf_counter()
+            fn()
+            times.append((time.perf_counter() - t) * 1e3)
+        return float(np.median(times))
     for _ in range(warmup):
         fn()
     torch.cuda.synchronize()

@@ -122,7 +122,7 @@ for part in "$@"; do
 		python3 tests/gpu/bisect.py --build "$B" --out "$OUT/bisect" ${BISECT_ARGS:-} \
 			> "$OUT/bisect.log" 2>&1
 		note "bisect: exit $? (BISECT_ARGS: ${BISECT_ARGS:-none}; full log bisect.log)"
-		sed -n '/^==== bisect/,$p' "$OUT/bisect.log" >> "$SUMMARY"
+		sed -n '/^==== bisect summary/,$p' "$OUT/bisect.log" >> "$SUMMARY"
 		rm -rf "$OUT/bisect/models" "$OUT/bisect/daemon/kcache"
 		;;
 	many)

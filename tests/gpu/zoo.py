@@ -362,14 +362,14 @@ def load_inputs(d):
     return collections.OrderedDict((k, z[k]) for k in order)
 
 
-def torch_reference(spec, d, precisions, iters, warmup):
-    """{"outputs": fp32 outputs on the GPU (numpy), "ms": {precision: median
+def torch_reference(spec, d, precisions, iters, warmup, device="cuda"):
+    """{"outputs": fp32 outputs on device (numpy), "ms": {precision: median
     ms or None}, "notes": [...]}, from the worker's saved weights."""
     torch = cepgpu.torch_setup()
     model = spec.make()
     model.load_state_dict(torch.load(os.path.join(d, "state.pt"), map_location="cpu"))
     model.eval()
-    dev = torch.device("cuda")
+    dev = torch.device(device)
     model = model.to(dev)
     args = [torch.from_numpy(v).to(dev) for v in load_inputs(d).values()]
     res = {"ms": {}, "notes": []}
@@ -383,7 +383,7 @@ def torch_reference(spec, d, precisions, iters, warmup):
                 try:
                     m = model.to(dtypes[prec])  # in place: fp32, then fp16, then bf16
                     a = [t.to(dtypes[prec]) if t.is_floating_point() else t for t in args]
-                    res["ms"][prec] = cepgpu.cuda_median_ms(lambda: m(*a), iters, warmup)
+                    res["ms"][prec] = cepgpu.median_ms(lambda: m(*a), iters, warmup, device)
                 except Exception as e:  # a model PyTorch cannot run in half: a note
                     res["ms"][prec] = None
                     res["notes"].append("torch %s: %s" % (prec, first_line(e)))
@@ -472,7 +472,7 @@ class Zoo:
                 with _Alarm(min(self.a.ref_timeout, self.left())):
                     if spec.kind == "torch":
                         r = torch_reference(spec, d, self.a.precisions, self.a.iters,
-                                            self.a.warmup)
+                                            self.a.warmup, self.a.torch_device)
                     else:
                         r = ort_reference(spec, d, path, self.a.precisions, self.a.iters,
                                           self.a.warmup)
@@ -668,7 +668,9 @@ def parse(argv=None):
     ap.add_argument("--threads", type=int, default=2, help="torch threads per worker")
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=5)
-    ap.add_argument("--backend", default="cuda")
+    ap.add_argument("--backend", default="cuda", help="the daemon's")
+    ap.add_argument("--torch-device", default="cuda",
+                    help="where PyTorch's reference runs (cpu: a host run of the zoo)")
     ap.add_argument("--keep-models", action="store_true",
                     help="keep the exported .onnx files, weights and inputs")
     ap.add_argument("--list", action="store_true", help="print the models and groups")
