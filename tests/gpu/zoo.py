@@ -25,7 +25,8 @@ What one run does:
     default opset ("dynamo"); entries with an onnxruntime model type
     (BERT, GPT-2) are also rewritten by onnxruntime.transformers.optimizer
     (python fusions only, opt_level 0, fp32 weights: com.microsoft ops),
-    the "+ortopt" exporters. A failed export is a result.
+    the "+ortopt" exporters (their "export s" is the rewrite's). A failed
+    export (or build) is a result, its full message in the JSON record.
   * meanwhile, in this process, for each finished export and precision (a
     cell): cudaep-run loads the fp32 model into a session of that
     precision (the daemon converts it) and runs it (--warmup, then
@@ -41,8 +42,9 @@ What one run does:
     network's tens of rounded layers), bf16 6e-2 (a 7-bit mantissa).
   * one daemon (private socket and kernel cache under OUT): a crash is
     reported with the cell and the daemon restarted; a cell that passes
-    --cell-timeout is killed and the daemon pinged (restarted if it does
-    not answer).
+    --cell-timeout (twice that for the first, which fills the kernel
+    cache) is killed and the daemon pinged (restarted if it does not
+    answer, or after two timeouts in a row).
   * --budget-s: no new cell starts once it is spent (counted from this
     process's start); the exporters are stopped and the table printed
     with what ran. Each cell's record is appended to OUT/zoo.jsonl as it
@@ -62,6 +64,7 @@ import collections  # noqa: E402
 import importlib.util  # noqa: E402
 import json  # noqa: E402
 import queue  # noqa: E402
+import re  # noqa: E402
 import shutil  # noqa: E402
 import signal  # noqa: E402
 import subprocess  # noqa: E402
@@ -86,10 +89,21 @@ def log(*a):
           file=sys.stderr, flush=True)
 
 
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
 def first_line(e, limit=300):
+    """An exception's (or a text's) first line, without terminal colours."""
+    return detail(e, limit).split("\n")[0]
+
+
+def detail(e, limit=2000):
+    """An exception's text (type name first), colours removed, blank
+    lines dropped, cut at limit characters."""
     text = ("%s: %s" % (type(e).__name__, e)) if isinstance(e, BaseException) else str(e)
-    lines = [l.strip() for l in text.strip().splitlines() if l.strip()]
-    return (lines[0] if lines else type(e).__name__)[:limit]
+    text = _ANSI.sub("", text)
+    lines = [l.rstrip() for l in text.strip().splitlines() if l.strip()]
+    return "\n".join(lines)[:limit] or type(e).__name__
 
 
 def write_json(path, obj):
@@ -196,13 +210,22 @@ def export_worker(a):
     model = example = None
     t = time.monotonic()
     if spec.kind == "torch":
-        torch = cepgpu.torch_setup(a.threads)
-        torch.manual_seed(spec.seed)
-        model = spec.make()
-        example = tuple(torch.from_numpy(v) for v in feeds.values())
-        info["act_max"] = cepgpu.randomize_(model, spec.seed, example)
-        info["params"] = int(sum(p.numel() for p in model.parameters()))
-        torch.save(model.state_dict(), os.path.join(d, "state.pt"))
+        try:
+            torch = cepgpu.torch_setup(a.threads)
+            torch.manual_seed(spec.seed)
+            model = spec.make()
+            example = tuple(torch.from_numpy(v) for v in feeds.values())
+            info["act_max"] = cepgpu.randomize_(model, spec.seed, example)
+            info["params"] = int(sum(p.numel() for p in model.parameters()))
+            torch.save(model.state_dict(), os.path.join(d, "state.pt"))
+        except Exception as e:  # a model that cannot be built fails every export
+            import traceback
+            traceback.print_exc()
+            for ex in exporters:
+                write_json(os.path.join(d, ex + ".json"), {
+                    "ok": False, "export_s": time.monotonic() - t,
+                    "error": "building the model: " + first_line(e), "detail": detail(e)})
+            return 1
     info["build_s"] = time.monotonic() - t
     write_json(os.path.join(d, "model.json"), info)
     done = {}
@@ -231,6 +254,7 @@ def export_worker(a):
         except Exception as e:  # every failure is a result
             rec["export_s"] = time.monotonic() - t
             rec["error"] = first_line(e)
+            rec["detail"] = detail(e)
             print("export %s %s failed:" % (spec.name, ex), file=sys.stderr)
             import traceback
             traceback.print_exc()
@@ -447,6 +471,7 @@ class Zoo:
         self.records = []
         self.daemon_down = None
         self.timeouts = 0  # cells in a row that timed out
+        self.cold = True  # no cell has run yet: the kernel cache is empty
 
     def over(self):
         return time.monotonic() - T0 >= self.a.budget_s
@@ -520,7 +545,11 @@ class Zoo:
             return self.emit(row)
         if spec.test.get("kill_daemon") == prec:
             self.daemon.kill()  # the self-test's stand-in for a crash mid-cell
-        timeout = min(spec.test.get("cell_timeout", self.a.cell_timeout), self.left())
+        timeout = spec.test.get("cell_timeout", self.a.cell_timeout)
+        if self.cold:  # the first load compiles most kernels into an empty cache
+            timeout *= 2
+        self.cold = False
+        timeout = min(timeout, self.left())
         r = cepgpu.cudaep_run(self.a.build, self.daemon.sock, path, feeds, rec["outputs"], prec,
                               self.a.iters, self.a.warmup, self.work, "cell", timeout)
         row.update(load_ms=r.load_ms, first_ms=r.first_ms, cudaep_ms=r.median_ms)

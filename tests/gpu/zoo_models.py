@@ -189,7 +189,8 @@ def _whisper_make():
         vocab_size=VOCAB, num_mel_bins=80, d_model=HIDDEN, encoder_layers=LAYERS,
         encoder_attention_heads=HEADS, decoder_layers=LAYERS, decoder_attention_heads=HEADS,
         encoder_ffn_dim=FFN, decoder_ffn_dim=FFN, max_source_positions=WHISPER_POSITIONS,
-        max_target_positions=SEQ))
+        max_target_positions=SEQ, pad_token_id=0, bos_token_id=1, eos_token_id=2,
+        decoder_start_token_id=3))
     enc = transformers.WhisperModel(cfg).get_encoder()
     return _wrap(lambda inner, x: inner(input_features=x).last_hidden_state)(enc).eval()
 
