@@ -191,7 +191,10 @@ def _chain():
              helper.make_node("Relu", ["a"], [long_name], name="relu"),
              helper.make_node("Split", [long_name], ["s0", "s1"], name="split", axis=1,
                               num_outputs=2),
-             helper.make_node("Concat", ["s1", "s0"], ["out"], name="cat", axis=1)]
+             helper.make_node("Concat", ["s1", "s0"], ["cat"], name="cat", axis=1),
+             helper.make_node("Constant", [], ["two"], name="two",
+                              value=numpy_helper.from_array(np.float32(2.0))),
+             helper.make_node("Mul", ["cat", "two"], ["out"], name="double")]
     g = helper.make_graph(nodes, "chain",
                           [helper.make_tensor_value_info("in", TensorProto.FLOAT, ["n", 4]),
                            helper.make_tensor_value_info("attention_mask", TensorProto.INT64,
@@ -204,7 +207,7 @@ def _chain():
 def test_bisect_graph_surgery():
     m, long_name = _chain()
     tensors = [t for _, t in cep_bisect.candidates(m, 1, [])]
-    assert tensors == ["a", long_name, "s0", "s1", "out"]
+    assert tensors == ["a", long_name, "s0", "s1", "cat", "out"]  # no Constant
     assert [t for _, t in cep_bisect.candidates(m, 1, ["split"])] == ["s0", "s1"]
     copy, alias = cep_bisect.with_outputs(m, tensors)
     assert len(alias[long_name]) <= cep_bisect.NAME_MAX and alias["a"] == "a"
@@ -221,10 +224,11 @@ def test_bisect_graph_surgery():
 def test_bisect_flags_the_jump():
     m, long_name = _chain()
     ref = {"a": np.ones(4), long_name: np.ones(4), "s0": np.ones(2), "s1": np.ones(2),
-           "out": np.ones(4)}
-    got = dict(ref, s1=np.array([1.0, 1.5]), out=np.array([1.0, 1.5, 1.0, 1.0]))
+           "cat": np.ones(4), "out": np.full(4, 2.0)}
+    got = dict(ref, s1=np.array([1.0, 1.5]), cat=np.array([1.0, 1.5, 1.0, 1.0]),
+               out=np.array([2.0, 3.0, 2.0, 2.0]))
     rows = cep_bisect.measure(m, ref, got, {"a": "chunk failed"})
-    assert [r["name"] for r in rows] == ["mm", "relu", "split", "cat"]
+    assert [r["name"] for r in rows] == ["mm", "relu", "split", "cat", "double"]
     assert rows[0]["err"] is None and rows[0]["outputs"][0][4] == "chunk failed"
     flagged = cep_bisect.flag(m, rows, "fp16", 2e-2, 10)
     # split's error (0.5) jumps from relu's 0; cat only carries it on.
