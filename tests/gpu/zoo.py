@@ -215,7 +215,10 @@ def export_worker(a):
             torch.manual_seed(spec.seed)
             model = spec.make()
             example = tuple(torch.from_numpy(v) for v in feeds.values())
-            info["act_max"] = cepgpu.randomize_(model, spec.seed, example)
+            # CUDAEP_ZOO_INIT=torch keeps the framework's own initialisation
+            # (how a user trying a model with weights=None gets it).
+            if os.environ.get("CUDAEP_ZOO_INIT") != "torch":
+                info["act_max"] = cepgpu.randomize_(model, spec.seed, example)
             info["params"] = int(sum(p.numel() for p in model.parameters()))
             torch.save(model.state_dict(), os.path.join(d, "state.pt"))
         except Exception as e:  # a model that cannot be built fails every export
