@@ -385,6 +385,10 @@ struct gpu_call {
 	int n_in, n_out;
 };
 
+/* The call flags gpu_call_make() gives its calls (enum op_call_flags), as
+ * the planner sets them from a session's options before prepare(). */
+static unsigned gpu_call_flags;
+
 static CU_UNUSED void gpu_call_make(struct gpu_call *d, const char *op, int opset,
 				    const struct op_attr *attrs, int n_attrs,
 				    const struct op_tensor *in, int n_in, int n_out,
@@ -435,7 +439,7 @@ static CU_UNUSED void gpu_call_make(struct gpu_call *d, const char *op, int opse
 		dev_poison(d->out[i].data, op_tensor_bytes(&d->out[i]));
 	}
 	d->call = (struct op_call){ .node = &d->node, .n_in = n_in, .n_out = n_out, .in = d->in,
-				    .out = d->out, .be = gpu_be };
+				    .out = d->out, .be = gpu_be, .flags = gpu_call_flags };
 	/* As the planner does, prepare() sees shapes but no data. */
 	for (i = 0; i < n_in; i++) {
 		dev[i] = d->in[i].data;
