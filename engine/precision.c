@@ -111,10 +111,25 @@ static bool slot_keeps_float(const struct graph_node *node, int i)
  * element count comes from its values, which rounding would change;
  * IsInf's answer, which rounding to half would change for the finite
  * values past half's range (1e5 is infinite in float16); AffineGrid,
- * whose output is a grid of positions (GridSample's grid above). */
+ * whose output is a grid of positions (GridSample's grid above). The quantized
+ * operators turn floats into integers or back by their scales: a scale
+ * rounded to half (8 bits of bfloat16) moves every quantized value, and
+ * so does an x rounded before it is quantized, so they keep the float32
+ * model's scales and inputs and give its integers exactly; their float
+ * outputs are cast where half nodes read them. */
 static bool node_keeps_float(const struct graph_node *node)
 {
-	return is_op(node, "Range") || is_op(node, "IsInf") || is_op(node, "AffineGrid");
+	static const char *const keep[] = {
+		"Range", "IsInf", "AffineGrid", "QuantizeLinear", "DequantizeLinear",
+		"DynamicQuantizeLinear", "QLinearMatMul", "QLinearConv",
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(keep) / sizeof(keep[0]); i++) {
+		if (is_op(node, keep[i]))
+			return true;
+	}
+	return false;
 }
 
 /* Whether attribute a names float32 as the type of what the node makes. */
