@@ -491,6 +491,7 @@ class Zoo:
         self.daemon_down = None
         self.timeouts = 0  # cells in a row that timed out
         self.cold = True  # no cell has run yet: the kernel cache is empty
+        self.restarts = []  # why the daemon was restarted, in order
 
     def over(self):
         return time.monotonic() - T0 >= self.a.budget_s
@@ -529,13 +530,16 @@ class Zoo:
                        "error": r.get("error")})
         return self.refs[spec.name]
 
-    def ensure_daemon(self):
-        """True when a daemon runs; restarts a dead one (once a restart
-        fails, every later cell says so)."""
+    def ensure_daemon(self, why):
+        """True when a daemon runs; restarts a dead one, recording why (once
+        a restart fails, every later cell says so)."""
         if self.daemon_down:
             return False
         if self.daemon.alive():
             return True
+        self.restarts.append(why)
+        self.emit({"kind": "daemon", "event": "restart", "why": why,
+                   "status": self.daemon.exit_status(), "log": self.daemon.log_tail(30)})
         try:
             self.daemon.restart()
             return True
@@ -561,7 +565,9 @@ class Zoo:
         ref = self.reference(spec, d, path)
         row["torch_ms"] = ref["ms"].get(prec)
         row["torch_err"] = ref["err"].get(prec)
-        if not self.ensure_daemon():
+        label = "%s/%s/%s" % (spec.name, ex, prec)
+        if not self.ensure_daemon("found dead (%s) before %s" % (self.daemon.exit_status(),
+                                                                  label)):
             row["result"] = "FAIL no daemon: %s" % self.daemon_down
             return self.emit(row)
         if spec.test.get("kill_daemon") == prec:
@@ -578,8 +584,7 @@ class Zoo:
             err = self.daemon.last_error()
             row["result"] = "FAIL daemon crashed (%s) in this cell%s" % (
                 self.daemon.exit_status(), (": " + err[:200]) if err else "")
-            row["daemon_log"] = self.daemon.log_tail(30)
-            self.ensure_daemon()
+            self.ensure_daemon("crashed (%s) in %s" % (self.daemon.exit_status(), label))
             return self.emit(row)
         self.timeouts = self.timeouts + 1 if r.stage == "timeout" else 0
         if r.stage == "timeout":
@@ -589,9 +594,8 @@ class Zoo:
             if not self.daemon.responsive() or self.timeouts >= 2:
                 row["result"] += " (daemon restarted)"
                 self.timeouts = 0
-                row["daemon_log"] = self.daemon.log_tail(30)
                 self.daemon.kill()
-                self.ensure_daemon()
+                self.ensure_daemon("stuck after a timeout in %s" % label)
             return self.emit(row)
         if r.stage == "load":
             row["result"] = "not loaded: %s" % r.message
@@ -694,6 +698,9 @@ def table(records, plan, precisions, header=""):
     lines.append("cells: " + ", ".join("%s %d" % kv for kv in sorted(count.items())) +
                  "; not run %d; tolerances (max rel) %s" % (
                      len(missing), ", ".join("%s %g" % kv for kv in TOL.items())))
+    restarts = [r["why"] for r in records if r.get("kind") == "daemon"]
+    if restarts:
+        lines.append("daemon restarted %d times: %s" % (len(restarts), "; ".join(restarts)))
     lines.append("max rel: max |cudaep - torch fp32| / max |torch fp32|, worst output; "
                  "torch rel: PyTorch's own in the cell's precision (model.half(), "
                  ".bfloat16()), the yardstick")
