@@ -218,9 +218,12 @@ def export_worker(a):
             model = spec.make()
             example = tuple(torch.from_numpy(v) for v in feeds.values())
             # CUDAEP_ZOO_INIT=torch keeps the framework's own initialisation
-            # (how a user trying a model with weights=None gets it).
+            # (how a user trying a model with weights=None gets it), and
+            # with it the scales the tuning would fold in again.
             if os.environ.get("CUDAEP_ZOO_INIT") != "torch":
                 info["act_max"] = cepgpu.randomize_(model, spec.seed, example)
+                if spec.tune:
+                    spec.tune(model)
             info["params"] = int(sum(p.numel() for p in model.parameters()))
             torch.save(model.state_dict(), os.path.join(d, "state.pt"))
         except Exception as e:  # a model that cannot be built fails every export
