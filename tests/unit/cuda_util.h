@@ -370,7 +370,8 @@ static CU_UNUSED void tolerance(cep_dtype t, double *rtol, double *atol)
 /* ---------------------------------------------------- calls with scratch */
 
 /* The calls of kernels with a workspace or several outputs (the tests of
- * test_cuda_red.c and test_cuda_window.c). */
+ * test_cuda_red.c and test_cuda_window.c), of up to GPU_MAX_IN inputs. */
+#define GPU_MAX_IN 8
 #define GPU_MAX_OUT 4
 
 /* A call of up to GPU_MAX_OUT outputs, with its workspace, as the planner
@@ -379,7 +380,7 @@ struct gpu_call {
 	struct op_node node;
 	const struct op_schema *schema;
 	const struct op_kernel *kernel;
-	struct op_tensor in[6], out[GPU_MAX_OUT];  /* device pointers */
+	struct op_tensor in[GPU_MAX_IN], out[GPU_MAX_OUT];  /* device pointers */
 	struct op_tensor ref[GPU_MAX_OUT];         /* host results */
 	struct op_call call;
 	int n_in, n_out;
@@ -392,12 +393,12 @@ static CU_UNUSED void gpu_call_make(struct gpu_call *d, const char *op, int opse
 {
 	struct op_infer x = { .node = &d->node, .n_in = n_in, .n_out = n_out, .in = in,
 			      .out = d->out };
-	void *dev[6 + GPU_MAX_OUT];
+	void *dev[GPU_MAX_IN + GPU_MAX_OUT];
 	const struct op_kernel *host;
 	size_t ws = 0;
 	int i;
 
-	cr_assert(n_in <= 6 && n_out <= GPU_MAX_OUT);
+	cr_assert(n_in <= GPU_MAX_IN && n_out <= GPU_MAX_OUT);
 	memset(d, 0, sizeof(*d));
 	d->node = (struct op_node){ .name = "n", .op_type = op, .domain = "", .opset = opset,
 				    .n_attrs = n_attrs, .attrs = attrs };
