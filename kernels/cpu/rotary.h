@@ -1,9 +1,10 @@
 /*
  * rotary.h — what the reference kernel of RotaryEmbedding
- * (kernels/cpu/rotary.c, opset 23) shares with its device kernel
- * (kernels/cuda/rotary.c): the geometry of one node, read from its
- * attributes and fixed shapes, and where each element and its cosine and
- * sine lie, so that both backends rotate the same pairs.
+ * (kernels/cpu/rotary.c: ai.onnx opset 23 and onnxruntime's com.microsoft
+ * opset 1) shares with its device kernel (kernels/cuda/rotary.c): the
+ * geometry of one node, read from its attributes and fixed shapes, and
+ * where each element and its cosine and sine lie, so that both backends
+ * rotate the same pairs.
  *
  * X is (B, H, S, D) or (B, S, H * D) (num_heads names H); the first R
  * elements of each head (R = rotary_embedding_dim, or D when it is 0) are
@@ -18,6 +19,11 @@
  * A position counts from the end of the cache when negative, as numpy's
  * indexing in the specification's reference does; one outside
  * [-rows, rows) is an error.
+ *
+ * com.microsoft's RotaryEmbedding(input, position_ids, cos_cache,
+ * sin_cache) always has position_ids: (B, S), or one value p0 giving
+ * position p0 + s to every batch entry; a negative position is out of
+ * range there.
  */
 #ifndef CEP_KERNELS_CPU_ROTARY_H
 #define CEP_KERNELS_CPU_ROTARY_H
@@ -33,8 +39,19 @@ struct rope_geom {
 	int32_t rank3;           /* X is (B, S, H * D) */
 	int32_t interleaved;
 	int32_t has_pos;         /* position_ids given */
+	int32_t pos_step;        /* 1: position = position_ids[0] + s */
+	int32_t from_end;        /* a negative position counts from the end */
 	int32_t pad;
 };
+
+/* The inputs of RotaryEmbedding, by position in node's domain. */
+struct rope_inputs {
+	int x, cos, sin, pos;
+};
+
+/* Where node's inputs are: (X, cos_cache, sin_cache, position_ids) in
+ * ai.onnx, (input, position_ids, cos_cache, sin_cache) in com.microsoft. */
+void cpu_rope_inputs(const struct op_node *node, struct rope_inputs *ix);
 
 /*
  * Fills *g from node and its inputs in (n_in of them; dims fixed and

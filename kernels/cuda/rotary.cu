@@ -1,11 +1,11 @@
 /*
- * rotary.cu — RotaryEmbedding (opset 23; kernels/cpu/rotary.h says what
- * it computes): one thread per element of Y, which reads its pair's two
+ * rotary.cu — RotaryEmbedding (ai.onnx opset 23 and com.microsoft opset 1;
+ * kernels/cpu/rotary.h says what they compute): one thread per element of Y, which reads its pair's two
  * members of X and the pair's cosine and sine and computes its member of
  * the rotation as the reference kernel does: the two products and their
  * sum each rounded to X's type, without fused multiply-adds; elements past
  * the rotary dimension are copied. A position outside [-rows, rows) of
- * the caches is latched into the fault record (CEP_FAULT_INDEX, dimension
+ * the caches ([0, rows) in com.microsoft) is latched into the fault record (CEP_FAULT_INDEX, dimension
  * 0 of cos_cache) and its elements are not written. Launcher:
  * kernels/cuda/rotary.c. Kernels: rope_<type>.
  */
@@ -21,6 +21,8 @@ struct cep_rope {
 	i32 rank3;
 	i32 interleaved;
 	i32 has_pos;
+	i32 pos_step;                   /* position = position_ids[0] + s */
+	i32 from_end;                   /* negative positions count from the end */
 	i32 pad;
 };
 
@@ -41,9 +43,9 @@ __device__ __forceinline__ void rope(const T *x, const T *cosc, const T *sinc, c
 			i64 row = b * g.cb + s * g.cs;
 
 			if (g.has_pos) {
-				i64 p = pos[row];
+				i64 p = pos[row] + (g.pos_step ? s : 0);
 
-				if (p < -g.rows || p >= g.rows) {
+				if (p < (g.from_end ? -g.rows : 0) || p >= g.rows) {
 					cep_fault_latch(fault, site, 0, p, g.rows);
 					continue;
 				}

@@ -7,7 +7,8 @@
  * bfloat16. Both round each product and the sum to the type without
  * fused multiply-adds, and the caches are data, so the outputs must be
  * equal bit for bit. A position out of range, read on the device, fails
- * the run with the operator named, as on the host.
+ * the run with the operator named, as on the host. com.microsoft's form
+ * (an offset or a table of positions, 3-D and 4-D, partial rotations) too.
  *
  * Everywhere: the registry gives RotaryEmbedding a CUDA kernel for each
  * type and opset the host has one for. On a GPU machine with
@@ -40,6 +41,11 @@ Test(cuda_rotary, the_device_covers_what_the_host_covers)
 	}
 	cep__clear_error();
 	cr_assert_eq(checked, 3 * (OP_OPSET_MAX - 22));
+	cr_assert_eq(op_schema_find("com.microsoft", "RotaryEmbedding", 1, &s), 0);
+	for (t = 0; t < 3; t++) {
+		cr_assert_eq(op_kernel_find(s, 1, BACKEND_HOST, float_types[t], &k), 0);
+		cr_assert_eq(op_kernel_find(s, 1, BACKEND_CUDA, float_types[t], &k), 0);
+	}
 }
 
 /* ------------------------------------------------------- on the GPU machine */
@@ -150,4 +156,103 @@ Test(gpu_rotary, a_position_out_of_range_fails_the_run_with_the_op_named)
 	cr_assert_eq(backend_stream_sync(gpu_be, gpu_s), 0);
 	gpu_call_free(&d);
 	free_all(in, 3);
+}
+
+/* com.microsoft RotaryEmbedding on both backends over in (4 inputs);
+ * returns the mismatches (bit for bit). */
+static int64_t ms_check(const struct op_attr *at, int n_at, struct op_tensor *in, const char *what)
+{
+	struct op_node node = { .name = "n", .op_type = "RotaryEmbedding", .domain = "com.microsoft",
+				.opset = 1, .n_attrs = n_at, .attrs = at };
+	struct op_tensor ref[1], out[1], dev[4];
+	struct op_infer x = { .node = &node, .n_in = 4, .n_out = 1, .in = in, .out = ref };
+	const struct op_schema *s;
+	const struct op_kernel *host, *cuda;
+	struct op_call call;
+	size_t ws = 0;
+	int64_t bad;
+	void *got;
+	int i;
+
+	cr_assert_eq(op_schema_find("com.microsoft", "RotaryEmbedding", 1, &s), 0);
+	cr_assert_eq(s->infer(&x), 0, "%s", cep_last_error());
+	cr_assert_eq(op_kernel_find(s, 1, BACKEND_HOST, in[0].dtype, &host), 0);
+	cr_assert_eq(op_kernel_find(s, 1, BACKEND_CUDA, in[0].dtype, &cuda), 0);
+	cr_assert_eq(exec_host_eval(&node, host, in, 4, ref, 1), 0, "%s", cep_last_error());
+	out[0] = ref[0];
+	cr_assert_eq(backend_mem_alloc(gpu_be, op_tensor_bytes(&out[0]), &out[0].data), 0);
+	dev_poison(out[0].data, op_tensor_bytes(&out[0]));
+	for (i = 0; i < 4; i++) {
+		dev[i] = in[i];
+		dev[i].data = NULL;
+	}
+	call = (struct op_call){ .node = &node, .n_in = 4, .n_out = 1, .in = dev, .out = out,
+				 .be = gpu_be };
+	/* As the planner does, prepare() sees shapes but no data. */
+	cr_assert_eq(cuda->prepare(&call, &ws), 0, "%s", cep_last_error());
+	for (i = 0; i < 4; i++)
+		dev[i].data = dev_put(in[i].data, op_tensor_bytes(&in[i]));
+	cr_assert_eq(backend_launch(gpu_be, gpu_s, cuda->run, &call), 0, "%s", cep_last_error());
+	cr_assert_eq(backend_stream_sync(gpu_be, gpu_s), 0, "%s", cep_last_error());
+	got = malloc(op_tensor_bytes(&ref[0]));
+	dev_get(got, out[0].data, op_tensor_bytes(&ref[0]));
+	cr_assert_eq(backend_stream_sync(gpu_be, gpu_s), 0);
+	bad = compare_tensor(what, &ref[0], got, 0.0, 0.0);
+	free(got);
+	free(ref[0].data);
+	backend_mem_free(gpu_be, out[0].data, op_tensor_bytes(&out[0]));
+	for (i = 0; i < 4; i++)
+		backend_mem_free(gpu_be, dev[i].data, op_tensor_bytes(&in[i]));
+	return bad;
+}
+
+Test(gpu_rotary, the_microsoft_form_matches_the_host_bit_for_bit)
+{
+	unsigned seed = 61u ^ (unsigned)getpid();
+	int64_t bad = 0, off = 7, *ids;
+	size_t t;
+	int i, il;
+
+	GPU_REQUIRE();
+	ids = malloc(sizeof(int64_t) * 3 * 40);
+	for (t = 0; t < 3; t++) {
+		for (il = 0; il < 2; il++) {
+			struct op_attr at[3] = {
+				{ .name = "interleaved", .type = OP_ATTR_INT, .i = il },
+				{ .name = "num_heads", .type = OP_ATTR_INT, .i = 4 },
+				{ .name = "rotary_embedding_dim", .type = OP_ATTR_INT, .i = 32 },
+			};
+			struct op_tensor in[4];
+			char what[96];
+
+			for (i = 0; i < 3 * 40; i++)
+				ids[i] = (int64_t)(rnd(&seed) % 100);
+			/* 3-D, an offset, a partial rotation. */
+			in[0] = host_tensor(float_types[t], "3,40,256", &seed, false);
+			in[1] = int64_tensor(&off, 1);
+			in[2] = host_tensor(float_types[t], "100,16", &seed, false);
+			in[3] = host_tensor(float_types[t], "100,16", &seed, false);
+			snprintf(what, sizeof(what), "com.microsoft %s [3,40,256] offset%s",
+				 cep_dtype_name(float_types[t]), il ? " interleaved" : "");
+			bad += ms_check(at, 3, in, what);
+			free(in[1].data);
+			/* A table of positions. */
+			in[1] = (struct op_tensor){ .data = ids, .dtype = CEP_DTYPE_INT64, .rank = 2,
+						    .dims = { 3, 40 } };
+			bad += ms_check(at, 3, in, what);
+			free_all(in, 1);
+			free_all(&in[2], 2);
+			/* 4-D, the whole head. */
+			in[0] = host_tensor(float_types[t], "3,4,40,64", &seed, false);
+			in[2] = host_tensor(float_types[t], "100,32", &seed, false);
+			in[3] = host_tensor(float_types[t], "100,32", &seed, false);
+			snprintf(what, sizeof(what), "com.microsoft %s [3,4,40,64] ids%s",
+				 cep_dtype_name(float_types[t]), il ? " interleaved" : "");
+			bad += ms_check(at, 1, in, what);
+			free_all(in, 1);
+			free_all(&in[2], 2);
+		}
+	}
+	free(ids);
+	cr_assert_eq(bad, 0, "%lld mismatches", (long long)bad);
 }

@@ -8,7 +8,11 @@
  * the cache's end and one out of range refused at run time; float16 and
  * bfloat16 bit for bit against the ONNX reference implementation (numpy,
  * each product rounded to the type); and the refusals of attributes,
- * shapes and types, each naming the operator.
+ * shapes and types, each naming the operator. Then onnxruntime's
+ * com.microsoft RotaryEmbedding (its input order, a single position
+ * offset or one per token, its head-size rules) against the ai.onnx one
+ * on the same data, and its refusals; python/tests/test_ms_attention.py
+ * compares it with onnxruntime itself.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -17,7 +21,9 @@
 #include <criterion/criterion.h>
 
 #include "client/cudaep.h"
+#include "engine/exec.h"
 #include "kernels/cpu/cpu.h"
+#include "kernels/registry.h"
 #include "tests/unit/ops_harness.h"
 
 #define DIMS(...) ((const int64_t[]){ __VA_ARGS__ })
@@ -342,4 +348,158 @@ Test(ops_rotary, bad_attributes_shapes_and_types_are_refused_with_a_message)
 	cr_assert_eq(refuse(NULL, 0, 2, DIMS(3, 8), CEP_DTYPE_FLOAT32, 2, DIMS(9, 4), DIMS(9, 4),
 			    &pos), CEP_ESHAPE);
 	cr_assert_str_eq(cep_last_error(), "RotaryEmbedding: X has rank 2, not 3 or 4");
+}
+
+/* -------------------------------------------------------- com.microsoft */
+
+/* Runs com.microsoft RotaryEmbedding (opset 1) as the engine does. */
+static int ms_run(const struct op_attr *at, int n_at, const struct op_tensor *in,
+		  struct op_tensor *out)
+{
+	const struct op_node node = { "t", "RotaryEmbedding", "com.microsoft", 1, n_at, at };
+	struct op_infer x = { &node, 4, 1, in, out };
+	const struct op_schema *s;
+	const struct op_kernel *k;
+	int ret;
+
+	memset(out, 0, sizeof(*out));
+	out->rank = -1;
+	if ((ret = op_schema_find("com.microsoft", "RotaryEmbedding", 1, &s)) < 0 ||
+	    (ret = s->infer(&x)) < 0 ||
+	    (ret = op_kernel_find(s, 1, BACKEND_HOST, in[0].dtype, &k)) < 0)
+		return ret;
+	return exec_host_eval(&node, k, in, 4, out, 1);
+}
+
+/* The same rotations as ai.onnx's: a 3-D input of 2 heads, positions
+ * from an offset (p0 + s) and from a (batch, sequence) table, halves and
+ * interleaved, the whole head and a rotary_embedding_dim of half of it. */
+Test(ops_rotary, microsoft_form_matches_the_onnx_one)
+{
+	enum { B = 2, S = 3, H = 2, D = 8, ROWS = 9 };
+	float x[B * S * H * D], cosc[ROWS * 4], sinc[ROWS * 4];
+	int64_t off[1] = { 4 }, ids[B * S] = { 0, 8, 2, 5, 1, 7 }, full[B * S];
+	unsigned seed = 11;
+	int i, il, r, form;
+
+	for (i = 0; i < B * S * H * D; i++)
+		x[i] = oh_rand(&seed) * 2.0f;
+	for (i = 0; i < ROWS * 4; i++) {
+		float a = oh_rand(&seed) * 3.0f;
+
+		cosc[i] = cosf(a);
+		sinc[i] = sinf(a);
+	}
+	for (i = 0; i < B * S; i++)
+		full[i] = off[0] + i % S;
+	for (form = 0; form < 2; form++) {
+		for (il = 0; il < 2; il++) {
+			for (r = 0; r < 2; r++) {
+				int64_t half = r ? 2 : 4;
+				struct op_attr ms_at[3] = { oh_int("interleaved", il),
+							    oh_int("num_heads", H),
+							    oh_int("rotary_embedding_dim", r ? 4 : 0) };
+				struct op_attr onnx_at[3] = { oh_int("interleaved", il),
+							      oh_int("num_heads", H),
+							      oh_int("rotary_embedding_dim", r ? 4 : 0) };
+				struct op_tensor ms_in[4] = {
+					oh_tensor(CEP_DTYPE_FLOAT32, 3, DIMS(B, S, H * D), x),
+					form ? oh_tensor(CEP_DTYPE_INT64, 2, DIMS(B, S), ids)
+					     : oh_tensor(CEP_DTYPE_INT64, 1, DIMS(1), off),
+					oh_tensor(CEP_DTYPE_FLOAT32, 2, DIMS(ROWS, half), cosc),
+					oh_tensor(CEP_DTYPE_FLOAT32, 2, DIMS(ROWS, half), sinc),
+				};
+				struct op_tensor onnx_in[4] = {
+					ms_in[0], ms_in[2], ms_in[3],
+					oh_tensor(CEP_DTYPE_INT64, 2, DIMS(B, S), form ? ids : full),
+				};
+				struct op_tensor a[1], b[1];
+
+				/* The whole head: onnxruntime reads its size off the caches
+				 * and needs no num_heads. */
+				cr_assert_eq(ms_run(ms_at, r ? 3 : 1, ms_in, a), 0, "%s", cep_last_error());
+				cr_assert_eq(oh_run("RotaryEmbedding", 23, onnx_at, 3, onnx_in, 4, b, 1), 0,
+					     "%s", cep_last_error());
+				cr_assert_eq(a[0].rank, 3);
+				cr_assert_eq(memcmp(a[0].data, b[0].data, sizeof(x)), 0,
+					     "form %d interleaved %d rot %d", form, il, r);
+				outs_free(a);
+				outs_free(b);
+			}
+		}
+	}
+}
+
+/* A 4-D input (B, N, S, H) takes its heads from the shape; a position
+ * past the caches or negative fails the run by name. */
+Test(ops_rotary, microsoft_four_d_and_positions_out_of_range)
+{
+	float x[4] = { 1, 2, 3, 4 }, cosc[4] = { 1, 1, 0, 1 }, sinc[4] = { 0, 0, 1, 0 };
+	int64_t off[1] = { 1 };
+	struct op_tensor in[4] = {
+		oh_tensor(CEP_DTYPE_FLOAT32, 4, DIMS(1, 1, 1, 4), x),
+		oh_tensor(CEP_DTYPE_INT64, 0, NULL, off),
+		oh_tensor(CEP_DTYPE_FLOAT32, 2, DIMS(2, 2), cosc),
+		oh_tensor(CEP_DTYPE_FLOAT32, 2, DIMS(2, 2), sinc),
+	};
+	struct op_tensor out[1];
+	float *y;
+
+	cr_assert_eq(ms_run(NULL, 0, in, out), 0, "%s", cep_last_error());
+	y = out[0].data;
+	cr_assert(y[0] == -3 && y[1] == 2 && y[2] == 1 && y[3] == 4, "%g %g %g %g", y[0], y[1],
+		  y[2], y[3]);
+	outs_free(out);
+	off[0] = 2;
+	cr_assert_eq(ms_run(NULL, 0, in, out), CEP_EINVAL);
+	cr_assert_str_eq(cep_last_error(), "RotaryEmbedding: index 2 is out of range for dimension "
+			 "0 of size 2");
+	off[0] = -1;
+	cr_assert_eq(ms_run(NULL, 0, in, out), CEP_EINVAL);
+	cr_assert_str_eq(cep_last_error(), "RotaryEmbedding: index -1 is out of range for dimension "
+			 "0 of size 2");
+}
+
+Test(ops_rotary, microsoft_refusals_name_the_operator)
+{
+	static float buf[256];
+	static int64_t ids[8];
+	struct op_tensor in[4] = {
+		oh_tensor(CEP_DTYPE_FLOAT32, 3, DIMS(1, 3, 16), buf),
+		oh_tensor(CEP_DTYPE_INT64, 1, DIMS(1), ids),
+		oh_tensor(CEP_DTYPE_FLOAT32, 2, DIMS(9, 4), buf),
+		oh_tensor(CEP_DTYPE_FLOAT32, 2, DIMS(9, 4), buf),
+	};
+	struct op_attr at[2];
+	struct op_tensor out[1];
+
+	at[0] = oh_int("rotary_embedding_dim", 4);
+	cr_assert_eq(ms_run(at, 1, in, out), CEP_EMODEL);
+	cr_assert_str_eq(cep_last_error(), "RotaryEmbedding: rotary_embedding_dim needs num_heads "
+			 "(com.microsoft)");
+	at[0] = oh_int("is_packed_batching", 1);
+	cr_assert_eq(ms_run(at, 1, in, out), CEP_EUNSUPPORTED);
+	cr_assert_str_eq(cep_last_error(), "RotaryEmbedding: is_packed_batching (ragged batches, "
+			 "com.microsoft) is not supported");
+	at[0] = oh_int("num_heads", 3);
+	cr_assert_eq(ms_run(at, 1, in, out), CEP_ESHAPE);
+	cr_assert_str_eq(cep_last_error(), "RotaryEmbedding: the hidden size 16 is not num_heads "
+			 "heads of 8 elements (twice the caches' last dimension)");
+	at[0] = oh_int("num_heads", 2);
+	at[1] = oh_int("rotary_embedding_dim", 6);
+	cr_assert_eq(ms_run(at, 2, in, out), CEP_ESHAPE);
+	cr_assert_str_eq(cep_last_error(), "RotaryEmbedding: cos_cache is [9,4]; its last dimension "
+			 "must be rotary_dim / 2 = 3");
+	in[1] = oh_tensor(CEP_DTYPE_INT64, 2, DIMS(2, 3), ids);
+	cr_assert_eq(ms_run(NULL, 0, in, out), CEP_ESHAPE);
+	cr_assert_str_eq(cep_last_error(), "RotaryEmbedding: position_ids is [2,3]; it must be one "
+			 "value or (batch, sequence)");
+	in[1] = oh_tensor(CEP_DTYPE_INT32, 1, DIMS(1), ids);
+	cr_assert_eq(ms_run(NULL, 0, in, out), CEP_EDTYPE);
+	cr_assert_str_eq(cep_last_error(), "RotaryEmbedding: position_ids is int32, not int64");
+	in[1] = oh_tensor(CEP_DTYPE_INT64, 1, DIMS(1), ids);
+	in[2] = oh_tensor(CEP_DTYPE_FLOAT32, 3, DIMS(1, 9, 4), buf);
+	cr_assert_eq(ms_run(NULL, 0, in, out), CEP_ESHAPE);
+	cr_assert_str_eq(cep_last_error(), "RotaryEmbedding: cos_cache is [1,9,4] and sin_cache "
+			 "[9,4]; both must be (max_position_id_plus_1, rotary_dim / 2)");
 }
