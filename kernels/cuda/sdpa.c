@@ -3,11 +3,14 @@
  * for float32, float16 and bfloat16, as the reference kernel takes them
  * (kernels/cpu/sdpa.c): prepare() reads the geometry with the host's own
  * cpu_sdpa_read(), so both backends attend over the same keys with the
- * same bias and rounding, picks a kernel of kernels/cuda/sdpa.cu by the
- * head sizes (a block per 16 query rows for heads up to 128 elements, per
- * 8 up to 256, per row beyond) and sizes its grid and shared memory;
- * run() writes present_key and present_value when they are asked for,
- * then launches the rows.
+ * same bias and rounding, picks a kernel and sizes its grid and shared
+ * memory: for float16 and bfloat16 heads up to 128 elements on sm_80 and
+ * later the tensor-core one (kernels/cuda/sdpa_tc.cu, a block per 64
+ * query rows), else those of kernels/cuda/sdpa.cu (a block per 16 query
+ * rows for heads up to 128, per 8 up to 256), and for deeper heads, or
+ * SDPA_FEW_ROWS query rows or fewer (decoding), a block per row; run()
+ * writes present_key and present_value when they are asked for, then
+ * launches the rows.
  */
 #include "kernels/cuda/launch.h"
 
@@ -19,6 +22,8 @@
 #define SDPA_THREADS 128       /* four warps, every kernel */
 #define SDPA_KEYS 32           /* keys per tile (SD_KEYS) */
 #define SDPA_SHMEM_MAX 49152u  /* dynamic shared memory without opting in */
+#define SDPA_TC_QROWS 64       /* query rows per block of sdpa_tc (TC_QROWS) */
+#define SDPA_FEW_ROWS 4        /* at most this many query rows: a block per row */
 
 /* The mask's element type, as sdpa.cu's SD_MDT_* reads it. */
 enum { SDPA_MDT_NONE, SDPA_MDT_BOOL, SDPA_MDT_F32, SDPA_MDT_F16, SDPA_MDT_BF16 };
@@ -63,12 +68,22 @@ static int sdpa_prepare(struct op_call *c, size_t *workspace)
 	depth = p->g.Dk > p->g.Dv ? p->g.Dk : p->g.Dv;
 	/* Query rows per block: four warps of 4, of 2 for deeper heads,
 	 * else a block per row. */
-	qrows = depth <= 128 ? 16 : depth <= 256 ? 8 : 1;
-	if (qrows > 1) {
-		int64_t ld = p->g.Dk + 1 > p->g.Dv ? p->g.Dk + 1 : p->g.Dv;
+	qrows = p->g.Sq <= SDPA_FEW_ROWS ? 1 : depth <= 128 ? 16 : depth <= 256 ? 8 : 1;
+	if (qrows == 16 && c->in[SDPA_IN_Q].dtype != CEP_DTYPE_FLOAT32 &&
+	    cuda_backend_arch(c->be) >= 80) {
+		rows = p->g.B * p->g.Hq * ((p->g.Sq + SDPA_TC_QROWS - 1) / SDPA_TC_QROWS);
+		p->shmem = 0;
+		snprintf(name, sizeof(name), "sdpa_tc%d_%s", depth <= 64 ? 64 : 128, sfx);
+		ret = cuda_function_get(c->be, "sdpa_tc", name, &p->rows);
+		if (ret < 0)
+			return ret;
+	} else if (qrows > 1) {
+		/* sdpa.cu's sd_dq() and sd_ldk(). */
+		int64_t dq = (p->g.Dk + 3) & ~(int64_t)3, ldk = dq + ((dq >> 2) & 1 ? 8 : 4);
+		int64_t ld = ldk > p->g.Dv ? ldk : p->g.Dv;
 
 		rows = p->g.B * p->g.Hq * ((p->g.Sq + qrows - 1) / qrows);
-		p->shmem = (unsigned)((qrows * p->g.Dk + SDPA_KEYS * ld + qrows * SDPA_KEYS) *
+		p->shmem = (unsigned)((qrows * dq + SDPA_KEYS * ld + qrows * SDPA_KEYS) *
 				      (int64_t)sizeof(float));
 		snprintf(name, sizeof(name), "sdpa_tile%d_%s", (int)(qrows / 4), sfx);
 	} else {
@@ -81,9 +96,11 @@ static int sdpa_prepare(struct op_call *c, size_t *workspace)
 				      "need %u bytes of shared memory, more than the %u a block has",
 				      (long long)p->g.Dk, (long long)p->g.Dv, p->shmem, SDPA_SHMEM_MAX);
 	p->grid = rows > (int64_t)CUDA_GRID_MAX ? CUDA_GRID_MAX : (unsigned)rows;
-	ret = cuda_function_get(c->be, "sdpa", name, &p->rows);
-	if (ret < 0)
-		return ret;
+	if (p->rows == NULL) {
+		ret = cuda_function_get(c->be, "sdpa", name, &p->rows);
+		if (ret < 0)
+			return ret;
+	}
 	snprintf(name, sizeof(name), "sdpa_concat_%s", sfx);
 	return cuda_function_get(c->be, "sdpa", name, &p->concat);
 }

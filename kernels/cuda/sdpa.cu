@@ -8,161 +8,37 @@
  * at a time in key order) before any probability, so the keys are walked
  * three times, recomputing the scores rather than storing them: for the
  * maxima (and qk_matmul_output in modes 0 to 2), for the sums, and for
- * the probabilities (mode 3) and Y.
+ * the probabilities (mode 3) and Y. sdpa_tc.cu has the tensor-core
+ * kernel of float16 and bfloat16 heads up to 128 elements; these are the
+ * others:
  *
  *   sdpa_tile<R>_<type>  heads up to 128 elements (R = 4) or 256 (R = 2):
  *       a block of four warps takes 4R query rows of one (b, h), R rows a
  *       warp, staged in shared memory as the scaled floats the host
  *       multiplies. Each walk takes the keys in tiles of 32, staged the
- *       same way (rows Dk + 1 floats apart, so that the lanes reading
- *       key j, j + 1, ... hit distinct banks); lane j scores key j of the
- *       tile against the warp's rows, and a row's maximum, sum and flags
+ *       same way (rows padded to an odd number of 16-byte units, so that
+ *       the lanes reading keys j, j + 1, ... four elements at a time hit
+ *       distinct banks); lane j scores key j of the tile against the
+ *       warp's rows, and a row's maximum, sum and flags
  *       are combined across its warp through shuffles (the bfloat16 sum
  *       by broadcasting the weights one key at a time). In the last walk
  *       the weights go to shared memory, V's tile replaces K's in the
  *       same buffer, and lane c accumulates the output columns c, c + 32,
  *       ... of the warp's rows in registers.
- *   sdpa_rows_<type>  deeper heads, up to SDPA_MAX_DEPTH: a block per
- *       query row, its threads taking a key each per step and the output
- *       columns in turn; the bfloat16 sum is taken by one thread.
+ *   sdpa_rows_<type>  deeper heads, up to SDPA_MAX_DEPTH, and a few query
+ *       rows (decoding): a block per query row, its threads taking a key
+ *       each per step and the output columns in turn; the bfloat16 sum is
+ *       taken by one thread.
  *   sdpa_concat_<type>  present_key or present_value: the past cache's
  *       rows, then the new ones, one thread per element.
  *
  * A row whose bias is -inf for every key is a zero row; a NaN score makes
  * its row NaN, as on the host. Launcher: kernels/cuda/sdpa.c.
  */
-#include "blockred.cuh"
+#include "sdpa.cuh"
 
-/* Twin: struct sdpa_geom (kernels/cpu/sdpa.h). */
-struct cep_sdpa {
-	i64 B, Hq, Hkv;
-	i64 Sq, Skv, P, T;
-	i64 Dk, Dv;
-	i64 m[4];                       /* the mask's strides of (b, h, i, j) */
-	i64 mT;                         /* keys the mask covers */
-	i64 left, right;                /* the window, -1: unbounded */
-	float sq;                       /* sqrt(scale) in Q's type */
-	float softcap;                  /* 0: none */
-	i32 rank3;
-	i32 causal;
-	i32 mask;                       /* 0 none, 1 bool, 2 added */
-	i32 nonpad;
-	i32 qk_mode;
-	i32 prec;                       /* the softmax's type: 1, 10 or 16 */
-};
-
-/* The mask's element type (the launcher's SDPA_MDT_*). */
-enum { SD_MDT_NONE, SD_MDT_BOOL, SD_MDT_F32, SD_MDT_F16, SD_MDT_BF16 };
-
-/* The softmax's precisions, as ONNX numbers the types. */
-#define SD_U_F16 10
-#define SD_U_BF16 16
-
-#define SD_FULL 0xffffffffu
 #define SD_KEYS 32                      /* keys per tile: one per lane */
 #define SD_WARPS 4
-
-/* ------------------------------------------------------------- geometry */
-
-__device__ __forceinline__ i64 sd_q_at(const cep_sdpa &g, i64 b, i64 h, i64 i)
-{
-	return g.rank3 ? ((b * g.Sq + i) * g.Hq + h) * g.Dk : ((b * g.Hq + h) * g.Sq + i) * g.Dk;
-}
-
-__device__ __forceinline__ i64 sd_y_at(const cep_sdpa &g, i64 b, i64 h, i64 i)
-{
-	return g.rank3 ? ((b * g.Sq + i) * g.Hq + h) * g.Dv : ((b * g.Hq + h) * g.Sq + i) * g.Dv;
-}
-
-__device__ __forceinline__ i64 sd_qk_at(const cep_sdpa &g, i64 b, i64 h, i64 i, i64 j)
-{
-	return ((b * g.Hq + h) * g.Sq + i) * g.T + j;
-}
-
-/* Where key (or value) row j of (b, kh) starts, depth elements a row: in
- * the past cache for j < P, else in K (or V); *from_past says which. */
-__device__ __forceinline__ i64 sd_row_at(const cep_sdpa &g, i64 b, i64 kh, i64 j, i64 depth,
-					 bool *from_past)
-{
-	*from_past = j < g.P;
-	if (*from_past)
-		return ((b * g.Hkv + kh) * g.P + j) * depth;
-	j -= g.P;
-	return g.rank3 ? ((b * g.Skv + j) * g.Hkv + kh) * depth : ((b * g.Hkv + kh) * g.Skv + j) * depth;
-}
-
-__device__ __forceinline__ float sd_mask_ld(const void *m, int mdt, i64 at)
-{
-	switch (mdt) {
-	case SD_MDT_BOOL: return ((const u8 *)m)[at] ? 0.0f : -CEP_INF_F;
-	case SD_MDT_F32: return ((const float *)m)[at];
-	case SD_MDT_F16: return cep_f16_to_f32(((const u16 *)m)[at]);
-	case SD_MDT_BF16: return cep_bf16_to_f32(((const u16 *)m)[at]);
-	default: return 0.0f;
-	}
-}
-
-/* The additive bias of score (b, h, i, j), as sdpa_bias() of the host. */
-__device__ __forceinline__ float sd_bias(const cep_sdpa &g, const void *mask, int mdt,
-					 const i64 *nonpad, i64 b, i64 h, i64 i, i64 j)
-{
-	const i64 off = g.nonpad ? nonpad[b] - g.Sq : g.P;
-	float bias = 0.0f;
-
-	if (g.mask != 0) {
-		if (j >= g.mT)
-			bias = -CEP_INF_F;
-		else
-			bias = sd_mask_ld(mask, mdt, b * g.m[0] + h * g.m[1] + i * g.m[2] + j * g.m[3]);
-	}
-	if (g.causal && j > i + off)
-		bias += -CEP_INF_F;
-	if ((g.left >= 0 && j < i + off - g.left) || (g.right >= 0 && j > i + off + g.right))
-		bias += -CEP_INF_F;
-	if (g.nonpad && j >= nonpad[b])
-		bias += -CEP_INF_F;
-	return bias;
-}
-
-/* ------------------------------------------------------------ arithmetic */
-
-/* x rounded to the softmax's precision u. */
-__device__ __forceinline__ float sd_round_u(float x, int u)
-{
-	return u == SD_U_F16 ? cep_round<f16>(x) : u == SD_U_BF16 ? cep_round<bf16>(x) : x;
-}
-
-/* The score of a key from its dot product (of the scaled rows) and its
- * bias: the raw product in *raw (mode 0), after the softcap in *capped
- * (mode 1); returns it with the bias added (mode 2), each rounded to T. */
-template <typename T>
-__device__ __forceinline__ float sd_score(const cep_sdpa &g, float dot, float bias, float *raw,
-					  float *capped)
-{
-	*raw = cep_round<T>(dot);
-	*capped = g.softcap > 0.0f ?
-		cep_round<T>(cep_round<T>(tanhf(cep_round<T>(*raw / g.softcap))) * g.softcap) : *raw;
-	return cep_round<T>(*capped + bias);
-}
-
-/* The weight of score s in a row whose maximum (in precision u) is mx. */
-__device__ __forceinline__ float sd_weight(float s, float mx, int u)
-{
-	return sd_round_u(expf(sd_round_u(sd_round_u(s, u) - mx, u)), u);
-}
-
-/* The probability of a key of weight e in a row of sum l, rounded back to
- * T: 0 where the row is fully masked (open false), NaN where it has a NaN
- * score. */
-template <typename T>
-__device__ __forceinline__ float sd_prob(float e, float l, int u, bool open, bool nan)
-{
-	if (!open)
-		return 0.0f;
-	if (nan)
-		return __int_as_float(0x7fc00000);
-	return cep_round<T>(sd_round_u(e / l, u));
-}
 
 /* A row's state after the first walk: its maximum (0 where every score
  * is -inf, as the host's guard makes it), whether any key is open and
@@ -183,40 +59,48 @@ __device__ __forceinline__ void sd_row_init(sd_row *r)
 /* Folds score s (bias bias) into the row's maximum and flags. */
 __device__ __forceinline__ void sd_row_see(sd_row *r, float s, float bias, int u)
 {
-	float x = sd_round_u(s, u);
-
-	if (bias != -CEP_INF_F)
-		r->open = true;
-	if (x != x)
-		r->nan = true;
-	else if (x > r->mx)
-		r->mx = x;
+	sd_see(&r->mx, &r->open, &r->nan, s, bias, u);
 }
 
 /* ------------------------------------------------------------ the tiles */
 
-/* Dynamic shared memory. Tiles: the block's scaled query rows (4R x Dk),
- * a key or value tile (32 rows of max(Dk + 1, Dv)) and the weights of a
- * tile (4R x 32). Rows: the query row (Dk), a chunk of weights (blockDim)
+/* Dynamic shared memory. Tiles: the block's scaled query rows (4R of
+ * sd_dq()), a key or value tile (32 rows of max(sd_ldk(), Dv)) and the
+ * weights of a tile (4R x 32). Rows: the query row (Dk), a chunk of weights (blockDim)
  * and the output sums (Dv). All floats. */
-extern __shared__ float sd_shm[];
+extern __shared__ __align__(16) float sd_shm[];
+
+/* The query rows' stride in shared memory: the head padded with zeros to
+ * a multiple of 4, for 16-byte loads; and the key rows', 4 or 8 more so
+ * that it is an odd number of 16-byte units and the eight lanes of a
+ * quarter warp reading keys j, j + 1, ... hit distinct banks. The
+ * launcher sizes the shared memory with the same rule. */
+__device__ __forceinline__ int sd_dq(int dk)
+{
+	return (dk + 3) & ~3;
+}
+
+__device__ __forceinline__ int sd_ldk(int dk)
+{
+	return sd_dq(dk) + ((sd_dq(dk) >> 2) & 1 ? 8 : 4);
+}
 
 /* Stages key tile j0 (32 rows, the scaled floats of the host) into kv,
- * rows ldk apart; rows past T are zeros. */
+ * rows ldk apart, zero past Dk; rows past T are zeros. */
 template <typename T>
 __device__ __forceinline__ void sd_stage_k(float *kv, int ldk, const T *k, const T *pk,
 					   const cep_sdpa &g, i64 b, i64 kh, i64 j0)
 {
-	const int dk = (int)g.Dk;
+	const int dk = (int)g.Dk, dq = sd_dq(dk);
 
 	/* The previous tile may still be read. */
 	__syncthreads();
-	for (int e = threadIdx.x; e < SD_KEYS * dk; e += blockDim.x) {
-		const int jj = e / dk, d = e - jj * dk;
+	for (int e = threadIdx.x; e < SD_KEYS * dq; e += blockDim.x) {
+		const int jj = e / dq, d = e - jj * dq;
 		const i64 j = j0 + jj;
 		float x = 0.0f;
 
-		if (j < g.T) {
+		if (j < g.T && d < dk) {
 			bool past;
 			i64 at = sd_row_at(g, b, kh, j, g.Dk, &past);
 
@@ -227,20 +111,26 @@ __device__ __forceinline__ void sd_stage_k(float *kv, int ldk, const T *k, const
 	__syncthreads();
 }
 
-/* The R dot products of the warp's query rows qs (R rows of dk) with the
- * key row kr. */
+/* The R dot products of the warp's query rows qs (R rows of dq) with the
+ * key row kr, four elements a load, summed in the host's order. */
 template <int R>
-__device__ __forceinline__ void sd_dots(const float *qs, int dk, const float *kr, float *dot)
+__device__ __forceinline__ void sd_dots(const float *qs, int dq, const float *kr, float *dot)
 {
 #pragma unroll
 	for (int r = 0; r < R; r++)
 		dot[r] = 0.0f;
-	for (int d = 0; d < dk; d++) {
-		const float x = kr[d];
+	for (int d = 0; d < dq; d += 4) {
+		const float4 x = *(const float4 *)(kr + d);
 
 #pragma unroll
-		for (int r = 0; r < R; r++)
-			dot[r] += qs[r * dk + d] * x;
+		for (int r = 0; r < R; r++) {
+			const float4 a = *(const float4 *)(qs + r * dq + d);
+
+			dot[r] += a.x * x.x;
+			dot[r] += a.y * x.y;
+			dot[r] += a.z * x.z;
+			dot[r] += a.w * x.w;
+		}
 	}
 }
 
@@ -250,10 +140,11 @@ __device__ __forceinline__ void sdpa_tile(const T *q, const T *k, const T *v, co
 					  T *qk, const cep_sdpa &g, int mdt)
 {
 	const int QT = SD_WARPS * R, lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-	const int dk = (int)g.Dk, dv = (int)g.Dv, ldk = dk + 1, ld = ldk > dv ? ldk : dv;
+	const int dk = (int)g.Dk, dq = sd_dq(dk), dv = (int)g.Dv, ldk = sd_ldk(dk);
+	const int ld = ldk > dv ? ldk : dv;
 	const int u = g.prec;
-	float *qs = sd_shm, *kv = qs + QT * dk, *ps = kv + SD_KEYS * ld;
-	const float *qw = qs + warp * R * dk;
+	float *qs = sd_shm, *kv = qs + QT * dq, *ps = kv + SD_KEYS * ld;
+	const float *qw = qs + warp * R * dq;
 	const i64 qtiles = (g.Sq + QT - 1) / QT, tiles = g.B * g.Hq * qtiles;
 	const i64 group = g.Hq / g.Hkv;
 
@@ -266,11 +157,12 @@ __device__ __forceinline__ void sdpa_tile(const T *q, const T *k, const T *v, co
 
 		/* The previous tile may still be reading qs. */
 		__syncthreads();
-		for (int e = threadIdx.x; e < QT * dk; e += blockDim.x) {
-			const int r = e / dk, d = e - r * dk;
+		for (int e = threadIdx.x; e < QT * dq; e += blockDim.x) {
+			const int r = e / dq, d = e - r * dq;
 			const i64 i = i0 + r;
 
-			qs[e] = i < g.Sq ? cep_round<T>(ld_f(q, sd_q_at(g, b, h, i) + d) * g.sq) : 0.0f;
+			qs[e] = i < g.Sq && d < dk ?
+				cep_round<T>(ld_f(q, sd_q_at(g, b, h, i) + d) * g.sq) : 0.0f;
 		}
 #pragma unroll
 		for (int r = 0; r < R; r++)
@@ -285,7 +177,7 @@ __device__ __forceinline__ void sdpa_tile(const T *q, const T *k, const T *v, co
 			sd_stage_k(kv, ldk, k, pk, g, b, kh, j0);
 			if (j >= g.T)
 				continue;
-			sd_dots<R>(qw, dk, kv + lane * ldk, dot);
+			sd_dots<R>(qw, dq, kv + lane * ldk, dot);
 #pragma unroll
 			for (int r = 0; r < R; r++) {
 				const i64 i = iw + r;
@@ -321,7 +213,7 @@ __device__ __forceinline__ void sdpa_tile(const T *q, const T *k, const T *v, co
 			for (int r = 0; r < R; r++)
 				e[r] = 0.0f;
 			if (j < g.T) {
-				sd_dots<R>(qw, dk, kv + lane * ldk, dot);
+				sd_dots<R>(qw, dq, kv + lane * ldk, dot);
 #pragma unroll
 				for (int r = 0; r < R; r++) {
 					const i64 i = iw + r;
@@ -363,7 +255,7 @@ __device__ __forceinline__ void sdpa_tile(const T *q, const T *k, const T *v, co
 
 			sd_stage_k(kv, ldk, k, pk, g, b, kh, j0);
 			if (j < g.T)
-				sd_dots<R>(qw, dk, kv + lane * ldk, dot);
+				sd_dots<R>(qw, dq, kv + lane * ldk, dot);
 #pragma unroll
 			for (int r = 0; r < R; r++) {
 				const i64 i = iw + r;

@@ -1,8 +1,10 @@
 /*
  * test_cuda_sdpa.c — the CUDA kernel of ONNX's Attention (kernels/cuda/
  * sdpa.c) against the reference kernel of kernels/cpu/sdpa.c on fresh
- * random data: each of its kernels (the tiles of heads up to 128 and 256
- * elements, the rows of deeper ones), partial tiles of queries and keys,
+ * random data: each of its kernels (tensor cores for float16 and bfloat16
+ * heads up to 64 and 128 elements, the SIMT tiles of heads up to 128 and
+ * 256, the rows of deeper heads and of decoding's few query rows),
+ * partial tiles of queries and keys,
  * 3-D and 4-D operands, grouped heads, caches, bool and float masks of
  * each broadcast rank, the causal frontier, scale, softcap,
  * nonpad_kv_seqlen with a short mask (opset 24), windows (25),
@@ -238,6 +240,10 @@ Test(gpu_sdpa, every_kernel_and_option_matches_the_host)
 		{ 23, 0, 1, 2, 1, 7, 300, 4, 300, 264, 1, 0, 0, 2, 4, { 1, 2, 7, 304 }, 0, { 0 },
 		  -2, -2, 3, 0 },
 		{ 23, 0, 1, 1, 1, 3, 5, 0, 1000, 40, 0, 0, 0, 0, 0, { 0 }, 0, { 0 }, -2, -2, 0, 0 },
+		/* Decoding: a block per row. */
+		{ 23, 0, 4, 8, 2, 3, 1, 500, 128, 128, 1, 0, 0, 0, 0, { 0 }, 0, { 0 }, -2, -2, 3, 0 },
+		{ 23, 1, 2, 4, 4, 4, 4, 60, 64, 64, 1, 0, 0, 2, 4, { 2, 1, 4, 64 }, 0, { 0 }, -2, -2,
+		  2, 0 },
 		/* Opset 24: nonpad_kv_seqlen, a short mask, negative offsets. */
 		{ 24, 0, 3, 4, 2, 12, 64, 0, 64, 64, 1, 0, 0, 2, 4, { 3, 1, 12, 40 }, 1,
 		  { 40, 5, 64 }, -2, -2, 3, 0 },
@@ -309,13 +315,17 @@ Test(gpu_sdpa, more_rows_than_blocks)
 {
 	static const struct gcase tiles = { 23, 0, 2, 4, 4, 131072, 3, 0, 16, 16, 0, 0, 0, 0, 0,
 					    { 0 }, 0, { 0 }, -2, -2, 0, 0 };
+	static const struct gcase tc = { 23, 0, 4, 8, 8, 131104, 3, 0, 16, 16, 0, 0, 0, 0, 0,
+					 { 0 }, 0, { 0 }, -2, -2, 0, 0 };
 	static const struct gcase rows = { 23, 0, 2, 1, 1, 33000, 2, 0, 264, 264, 0, 0, 0, 0, 0,
 					   { 0 }, 0, { 0 }, -2, -2, 0, 0 };
 	unsigned seed = 47u ^ (unsigned)getpid();
 	int64_t bad = 0;
 
 	GPU_REQUIRE();
-	bad += check_case(&tiles, CEP_DTYPE_FLOAT16, seed, "131072 x 8 rows in tiles", NULL);
+	bad += check_case(&tiles, CEP_DTYPE_FLOAT32, seed, "131072 x 8 rows in SIMT tiles", NULL);
+	bad += check_case(&tc, CEP_DTYPE_FLOAT16, seed, "131104 x 32 rows in tensor-core tiles",
+			  NULL);
 	bad += check_case(&rows, CEP_DTYPE_BFLOAT16, seed, "66000 rows", NULL);
 	cr_assert_eq(bad, 0, "%lld mismatches", (long long)bad);
 }
