@@ -583,14 +583,16 @@ static int sdpa_run(struct op_call *c)
 	const struct sdpa_geom *g = (const struct sdpa_geom *)c->params;
 	size_t es = cep_dtype_size(c->in[SDPA_IN_Q].dtype);
 	float *s = c->workspace, *q = s + g->T, *acc = q + g->Dk;
+	const void *pk = g->P ? c->in[SDPA_IN_PAST_K].data : NULL;
+	const void *pv = g->P ? c->in[SDPA_IN_PAST_V].data : NULL;
 	int64_t b, h, i;
 
 	if (out_wanted(c, SDPA_OUT_PRESENT_K))
-		sdpa_present(g, c->out[SDPA_OUT_PRESENT_K].data, c->in[SDPA_IN_PAST_K].data,
-			     c->in[SDPA_IN_K].data, g->Dk, es);
+		sdpa_present(g, c->out[SDPA_OUT_PRESENT_K].data, pk, c->in[SDPA_IN_K].data, g->Dk,
+			     es);
 	if (out_wanted(c, SDPA_OUT_PRESENT_V))
-		sdpa_present(g, c->out[SDPA_OUT_PRESENT_V].data, c->in[SDPA_IN_PAST_V].data,
-			     c->in[SDPA_IN_V].data, g->Dv, es);
+		sdpa_present(g, c->out[SDPA_OUT_PRESENT_V].data, pv, c->in[SDPA_IN_V].data, g->Dv,
+			     es);
 	for (b = 0; b < g->B; b++) {
 		for (h = 0; h < g->Hq; h++) {
 			for (i = 0; i < g->Sq; i++)
