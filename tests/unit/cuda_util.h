@@ -370,7 +370,8 @@ static CU_UNUSED void tolerance(cep_dtype t, double *rtol, double *atol)
 /* ---------------------------------------------------- calls with scratch */
 
 /* The calls of kernels with a workspace or several outputs (the tests of
- * test_cuda_red.c and test_cuda_window.c). */
+ * test_cuda_red.c and test_cuda_window.c), of up to GPU_MAX_IN inputs. */
+#define GPU_MAX_IN 8
 #define GPU_MAX_OUT 4
 #define GPU_MAX_IN 9 /* QLinearConv's */
 
