@@ -6,7 +6,8 @@ SkipLayerNormalization and SkipSimplifiedLayerNormalization (every
 optional input and output, a skip repeated over the batch),
 SimplifiedLayerNormalization (ai.onnx, where onnxruntime defines it),
 onnxruntime's LayerNormalization of opset 16, Gelu, QuickGelu, FastGelu,
-BiasGelu and BiasAdd. Each runs in float32; in float16 and bfloat16 inside
+BiasGelu, BiasAdd, and Attention with each mask form it takes. Each runs
+in float32; in float16 and bfloat16 inside
 the model (Casts around it) where onnxruntime has kernels of those types,
 against onnxruntime in the same type, and otherwise against onnxruntime in
 float32 on the same rounded inputs; and in fp16 and bf16 sessions of the
@@ -14,10 +15,11 @@ float32 model.
 
 Then the end-to-end check: the BERT-like encoder of test_bert.py and a
 pre-norm decoder block with RMS norms and tanh and quick GELUs, rewritten
-by onnxruntime.transformers' own BertOnnxModel optimizer into
-SkipLayerNormalization, BiasGelu, SimplifiedLayerNormalization,
-SkipSimplifiedLayerNormalization, FastGelu and QuickGelu, give
-onnxruntime's answer for the rewritten file and the original one.
+by onnxruntime.transformers' own BertOnnxModel optimizer into Attention
+(or, with that fusion off, not), SkipLayerNormalization, BiasGelu,
+SimplifiedLayerNormalization, SkipSimplifiedLayerNormalization, FastGelu
+and QuickGelu, give onnxruntime's answer for the rewritten file and the
+original one.
 
 onnxruntime's optimizer wants its symbolic shape inference, which needs
 sympy, not part of the test environment; it is handed instead the shapes
@@ -238,6 +240,119 @@ def test_refusals_name_the_operator(daemon, tmp_path):
         assert "BiasAdd: dtype bfloat16 is not supported on the host backend" in str(e.value)
 
 
+def attention_model(b, s, k, heads, sizes, attrs, mask=None, attention_bias=False, bias=True,
+                    dtype=F):
+    """A model of com.microsoft Attention over input (b, s, k) and packed
+    weights of the three hidden sizes, with an int32 mask_index of shape
+    mask (None: none) and an attention_bias (1, heads, s, s); computed in
+    dtype between Casts, as op_model does."""
+    n = sum(sizes)
+    floats = [("x", [b, s, k]), ("w", [k, n])] + ([("bias", [n])] if bias else [])
+    if attention_bias:
+        floats.append(("ab", [1, heads, s, s]))
+    nodes, names = [], {}
+    for name, _ in floats:
+        names[name] = name if dtype == F else name + "_h"
+        if dtype != F:
+            nodes.append(helper.make_node("Cast", [name], [name + "_h"], to=dtype))
+    ins = [names["x"], names["w"], names.get("bias", ""), "m" if mask else ""]
+    if attention_bias:
+        ins += ["", names["ab"]]
+    out = "y" if dtype == F else "y_h"
+    nodes.append(helper.make_node("Attention", ins, [out], domain=MS, num_heads=heads,
+                                  qkv_hidden_sizes=list(sizes), **attrs))
+    if dtype != F:
+        nodes.append(helper.make_node("Cast", ["y_h"], ["y"], to=F))
+    inputs = [_vi(nm, shape) for nm, shape in floats]
+    if mask:
+        inputs.append(_vi("m", mask, TensorProto.INT32))
+    return _model(nodes, inputs, [_vi("y", None)]), floats
+
+
+# (label, b, s, k, heads, (hq, hk, hv), attributes, mask_index shape, attention_bias, bias)
+ATTENTION = [
+    ("plain", 2, 6, 16, 2, (16, 16, 16), {}, None, False, True),
+    ("lengths", 2, 6, 16, 2, (16, 16, 16), {}, "lengths", False, True),
+    ("raw (B, S), causal, filter", 3, 5, 12, 3, (12, 12, 6),
+     {"unidirectional": 1, "mask_filter_value": -5.0}, "raw2", False, True),
+    ("raw (B, S, S), attention_bias, scale, no bias", 2, 7, 8, 4, (16, 16, 8),
+     {"scale": 0.2}, "raw3", True, False),
+]
+
+
+def _attention_feeds(rng, floats, b, s, mask, dtype):
+    feeds = _feeds(rng, floats, dtype, scale=1.0)
+    if mask == "lengths":
+        feeds["m"] = rng.integers(1, s + 1, b).astype(np.int32)
+    elif mask:
+        m = (rng.random((b, s) if mask == "raw2" else (b, s, s)) > 0.3).astype(np.int32)
+        m[..., 0] = 1
+        feeds["m"] = m
+    return feeds
+
+
+def _mask_shape(mask, b, s):
+    return None if mask is None else [b] if mask == "lengths" else \
+        [b, s] if mask == "raw2" else [b, s, s]
+
+
+@pytest.mark.parametrize("case", ATTENTION, ids=[c[0] for c in ATTENTION])
+def test_attention_matches_onnxruntime(daemon, tmp_path, case):
+    """float32 against onnxruntime; float16 and bfloat16 inside the model
+    and in half sessions against onnxruntime's float32 (its CPU provider
+    has only that) on the same rounded inputs."""
+    label, b, s, k, heads, sizes, attrs, mask, ab, bias = case
+    rng = np.random.default_rng()
+    shape = _mask_shape(mask, b, s)
+    ref_model, floats = attention_model(b, s, k, heads, sizes, attrs, shape, ab, bias)
+    ref = _ort(ref_model)
+    with cudaep.connect(daemon) as c:
+        for dtype in (F, F16, BF16):
+            path = str(tmp_path / ("a%d.onnx" % dtype))
+            onnx.save(attention_model(b, s, k, heads, sizes, attrs, shape, ab, bias, dtype)[0],
+                      path)
+            feeds = _attention_feeds(rng, floats, b, s, mask, dtype)
+            want = ref.run(None, feeds)[0]
+            with c.load(path) as sess:
+                got = sess.run(feeds)["y"]
+            if dtype == F:
+                _assert_close(got, want, 1e-5, label)
+            else:
+                err = rel_err(got, want)
+                print("%s %s: relative error %.3g" % (label, NP[dtype].__name__, err))
+                assert err <= (1e-2 if dtype == F16 else 3e-2)
+        path = str(tmp_path / "a.onnx")
+        onnx.save(ref_model, path)
+        feeds = _attention_feeds(rng, floats, b, s, mask, F)
+        want = ref.run(None, feeds)[0]
+        for precision in ("fp16", "bf16"):
+            with c.load(path, precision=precision) as sess:
+                err = rel_err(sess.run(feeds)["y"], want)
+            print("%s %s session: relative error %.3g" % (label, precision, err))
+            assert err <= (1e-2 if precision == "fp16" else 3e-2)
+
+
+def test_attention_refusals(daemon, tmp_path):
+    """Past state and mask_index's left-padding form are refused with what
+    was wrong."""
+    past = _model([helper.make_node("Attention", ["x", "w", "b", "", "past"], ["y"], domain=MS,
+                                    num_heads=2)],
+                  [_vi("x", [2, 3, 8]), _vi("w", [8, 24]), _vi("b", [24]),
+                   _vi("past", [2, 2, 2, 0, 4])], [_vi("y", None)])
+    left = _model([helper.make_node("Attention", ["x", "w", "b", "m"], ["y"], domain=MS,
+                                    num_heads=2)],
+                  [_vi("x", [2, 3, 8]), _vi("w", [8, 24]), _vi("b", [24]),
+                   _vi("m", [4], TensorProto.INT32)], [_vi("y", None)])
+    with cudaep.connect(daemon) as c:
+        for k, (model, want) in enumerate(((past, "input past (past state) is not supported"),
+                                           (left, "left-padding (2 * batch)"))):
+            path = str(tmp_path / ("r%d.onnx" % k))
+            onnx.save(model, path)
+            with pytest.raises(cudaep.Error) as e:
+                c.load(path).close()
+            assert want in str(e.value), str(e.value)
+
+
 # ------------------------------------------------------- end to end
 
 class _Shapes:
@@ -284,16 +399,19 @@ def ort_optimize(path, out_path, heads, hidden, attention=False):
                                for n in opt.model.graph.node)
 
 
-def test_bert_rewritten_by_onnxruntimes_optimizer(daemon, tmp_path):
+@pytest.mark.parametrize("attention", [True, False], ids=["Attention", "unfused attention"])
+def test_bert_rewritten_by_onnxruntimes_optimizer(daemon, tmp_path, attention):
     rng = np.random.default_rng()
     path, opt_path = str(tmp_path / "bert.onnx"), str(tmp_path / "bert_opt.onnx")
     test_bert.bert(path, rng)
-    ops = ort_optimize(path, opt_path, test_bert.HEADS, test_bert.HID)
+    ops = ort_optimize(path, opt_path, test_bert.HEADS, test_bert.HID, attention)
     print(dict(ops))
-    # Every residual Add + LayerNormalization but the embeddings', and the
-    # feed-forwards' bias + Erf GELU.
+    # Every residual Add + LayerNormalization but the embeddings', the
+    # feed-forwards' bias + Erf GELU, and (by default) each layer's
+    # attention with its mask turned into lengths.
     assert ops["com.microsoft:SkipLayerNormalization"] == 2 * test_bert.LAYERS
     assert ops["com.microsoft:BiasGelu"] == test_bert.LAYERS
+    assert ops["com.microsoft:Attention"] == (test_bert.LAYERS if attention else 0)
     ref, ref_orig = (ort.InferenceSession(p, providers=["CPUExecutionProvider"])
                      for p in (opt_path, path))
     with cudaep.connect(daemon) as c, c.load(opt_path) as s, \

@@ -9,7 +9,10 @@
  * batch, rows of the warp kernels and of the block kernel;
  * SimplifiedLayerNormalization in both domains with a broadcast scale and
  * onnxruntime's LayerNormalization before 17; com.microsoft Gelu,
- * QuickGelu, FastGelu, BiasGelu and BiasAdd.
+ * QuickGelu, FastGelu, BiasGelu and BiasAdd; com.microsoft Attention
+ * with each mask form over heads of each of the internal Attention's
+ * kernels (tensor-core, tiled, rows), compared within 1e-4 (float32) or
+ * 1e-2 (16-bit types) of the output's root mean square.
  *
  * Everywhere: the registry gives each of them a CUDA kernel for each type
  * the host has one for. On a GPU machine with CUDAEP_TEST_GPU=1 the rest
@@ -36,6 +39,7 @@ static const struct {
 	{ MS, "FastGelu", 1 },
 	{ MS, "BiasGelu", 1 },
 	{ MS, "BiasAdd", 1 },
+	{ MS, "Attention", 1 },
 };
 
 static const cep_dtype contrib_types[] = {
@@ -250,6 +254,125 @@ Test(gpu_contrib, bias_add)
 			snprintf(label, sizeof(label), "%s [%s]", cep_dtype_name(dt), shapes[c][0]);
 			bad += gpu_check_tol_in(MS, "BiasAdd", 1, NULL, 0, in, 3, 1, -1, 0.0, label);
 			free_all(in, 3);
+		}
+	}
+	cr_assert_eq(bad, 0, "%lld mismatches", (long long)bad);
+}
+
+/* Multiplies every element of float tensor t by f. */
+static void scale_tensor(struct op_tensor *t, float f)
+{
+	int64_t n = op_dims_product(t, 0, t->rank), i;
+
+	for (i = 0; i < n; i++)
+		cpu_store_f(t->data, t->dtype, i, f * cpu_load_f(t->data, t->dtype, i));
+}
+
+/* Runs Attention on both backends and compares as test_cuda_xfmr.c
+ * compares its fused attention: relative 1e-4 (1e-2 for 16-bit types),
+ * and as much of the output's root mean square absolute. */
+static int64_t check_ms_attention(const struct op_attr *attrs, int n_attrs,
+				  const struct op_tensor *in, int n_in, const char *label)
+{
+	double tol = in[0].dtype == CEP_DTYPE_FLOAT32 ? 1e-4 : 1e-2;
+	struct gpu_call d;
+	char what[240];
+	int64_t bad;
+	size_t bytes;
+	void *got;
+
+	gpu_call_make_in(&d, MS, "Attention", 1, attrs, n_attrs, in, n_in, 1, -1);
+	cr_assert_eq(backend_launch(gpu_be, gpu_s, d.kernel->run, &d.call), 0, "%s",
+		     cep_last_error());
+	cr_assert_eq(backend_stream_sync(gpu_be, gpu_s), 0, "%s", cep_last_error());
+	bytes = op_tensor_bytes(&d.ref[0]);
+	got = malloc(bytes ? bytes : 1);
+	dev_get(got, d.out[0].data, bytes);
+	cr_assert_eq(backend_stream_sync(gpu_be, gpu_s), 0, "%s", cep_last_error());
+	snprintf(what, sizeof(what), "Attention %s", label);
+	bad = compare_tensor(what, &d.ref[0], got, tol, tol * rms(&d.ref[0]));
+	free(got);
+	gpu_call_free(&d);
+	return bad;
+}
+
+/*
+ * BERT-base's geometry (12 heads of 64: the tensor-core kernel for 16-bit
+ * types, the 64-deep tiled one for float32), heads of 128 and of 160 (the
+ * row kernel), with lengths, a raw (B, S) mask, a raw (B, S, S) mask with
+ * attention_bias, unidirectional, and none; V narrower than Q and K once.
+ */
+Test(gpu_contrib, ms_attention_masks_and_depths)
+{
+	static const struct {
+		int64_t B, S, K, hq, hv, H;
+		int mask;           /* 0 none, 1 lengths, 2 raw (B, S), 3 raw (B, S, S) + bias */
+		bool causal, bias;
+	} cases[] = {
+		{ 2, 128, 768, 768, 768, 12, 1, false, true },
+		{ 3, 40, 256, 256, 256, 2, 2, false, true },
+		{ 2, 33, 96, 320, 320, 2, 3, false, false },
+		{ 2, 50, 64, 128, 64, 4, 0, true, true },
+		{ 1, 7, 16, 64, 64, 4, 2, true, true },
+	};
+	unsigned seed = 79u ^ (unsigned)getpid();
+	struct op_tensor in[6];
+	char label[200], shape[64];
+	int64_t bad = 0, sizes[3];
+	size_t c, t;
+
+	GPU_REQUIRE();
+	for (c = 0; c < N_OF(cases); c++) {
+		for (t = 0; t < N_FLOAT_TYPES; t++) {
+			cep_dtype dt = contrib_types[t];
+			int64_t B = cases[c].B, S = cases[c].S, N = 2 * cases[c].hq + cases[c].hv, i;
+			struct op_attr attrs[3] = {
+				{ .name = "num_heads", .type = OP_ATTR_INT, .i = cases[c].H },
+				{ .name = "qkv_hidden_sizes", .type = OP_ATTR_INTS, .n = 3, .ints = sizes },
+				{ .name = "unidirectional", .type = OP_ATTR_INT, .i = cases[c].causal },
+			};
+			int n_in = cases[c].mask == 3 ? 6 : 4;
+
+			sizes[0] = sizes[1] = cases[c].hq;
+			sizes[2] = cases[c].hv;
+			snprintf(shape, sizeof(shape), "%lld,%lld,%lld", (long long)B, (long long)S,
+				 (long long)cases[c].K);
+			in[0] = host_tensor(dt, shape, &seed, false);
+			scale_tensor(&in[0], 0.25f);
+			snprintf(shape, sizeof(shape), "%lld,%lld", (long long)cases[c].K, (long long)N);
+			in[1] = host_tensor(dt, shape, &seed, false);
+			scale_tensor(&in[1], 1.0f / (float)sqrt((double)cases[c].K));
+			snprintf(shape, sizeof(shape), "%lld", (long long)N);
+			in[2] = cases[c].bias ? host_tensor(dt, shape, &seed, false)
+					      : (struct op_tensor){ .dtype = CEP_DTYPE_UNDEFINED };
+			in[3] = (struct op_tensor){ .dtype = CEP_DTYPE_UNDEFINED };
+			if (cases[c].mask == 1)
+				snprintf(shape, sizeof(shape), "%lld", (long long)B);
+			else if (cases[c].mask == 2)
+				snprintf(shape, sizeof(shape), "%lld,%lld", (long long)B, (long long)S);
+			else
+				snprintf(shape, sizeof(shape), "%lld,%lld,%lld", (long long)B,
+					 (long long)S, (long long)S);
+			if (cases[c].mask > 0) {
+				in[3] = host_tensor(CEP_DTYPE_INT32, shape, &seed, false);
+				for (i = 0; i < op_dims_product(&in[3], 0, in[3].rank); i++) {
+					int32_t *m = in[3].data;
+
+					/* Lengths in [1, S]; raw masks keep key 0. */
+					m[i] = cases[c].mask == 1 ? (int32_t)(1 + (unsigned)m[i] % S)
+								  : i % S == 0 || (m[i] & 3) != 0;
+				}
+			}
+			in[4] = (struct op_tensor){ .dtype = CEP_DTYPE_UNDEFINED };
+			snprintf(shape, sizeof(shape), "1,%lld,%lld,%lld", (long long)cases[c].H,
+				 (long long)S, (long long)S);
+			in[5] = host_tensor(dt, shape, &seed, false);
+			snprintf(label, sizeof(label), "%s B %lld S %lld H %lld heads of %lld, mask %d%s",
+				 cep_dtype_name(dt), (long long)B, (long long)S, (long long)cases[c].H,
+				 (long long)(cases[c].hq / cases[c].H), cases[c].mask,
+				 cases[c].causal ? ", causal" : "");
+			bad += check_ms_attention(attrs, 3, in, n_in, label);
+			free_all(in, 6);
 		}
 	}
 	cr_assert_eq(bad, 0, "%lld mismatches", (long long)bad);

@@ -617,3 +617,206 @@ Test(ops_contrib, domain_lookups_and_refusals)
 	cr_assert_eq(op_schema_find(MS, "SimplifiedLayerNormalization", 1, &s), 0);
 	cr_assert_eq(op_schema_find(MS, "BiasAdd", 1, &s), 0);
 }
+
+/* -------------------------------------------------------------- Attention */
+
+/*
+ * com.microsoft Attention in double: qkv = x w + bias, heads of dq (dv)
+ * columns, scores scaled plus the additive mask am (B, 1 or H, S, S; NULL:
+ * none), -inf after the query when causal, softmax, values; out (B, S, hv).
+ */
+static void ref_ms_attention(const float *x, const float *w, const float *bias, int B, int S,
+			     int K, int hq, int hv, int H, double scale, const double *am,
+			     int am_h, bool causal, double *out)
+{
+	int N = 2 * hq + hv, dq = hq / H, dv = hv / H, b, h, i, j, d, k;
+	double *qkv = calloc((size_t)B * S * N, sizeof(double)), *s = calloc((size_t)S, sizeof(double));
+
+	cr_assert(qkv && s);
+	for (i = 0; i < B * S; i++) {
+		for (j = 0; j < N; j++) {
+			double acc = bias ? bias[j] : 0.0;
+
+			for (k = 0; k < K; k++)
+				acc += (double)x[i * K + k] * w[k * N + j];
+			qkv[i * N + j] = acc;
+		}
+	}
+	for (b = 0; b < B; b++) {
+		for (h = 0; h < H; h++) {
+			for (i = 0; i < S; i++) {
+				double mx = -INFINITY, sum = 0;
+
+				for (j = 0; j < S; j++) {
+					double dot = 0;
+
+					for (d = 0; d < dq; d++)
+						dot += qkv[(b * S + i) * N + h * dq + d] *
+						       qkv[(b * S + j) * N + hq + h * dq + d];
+					s[j] = dot * scale;
+					if (am)
+						s[j] += am[((b * am_h + (am_h > 1 ? h : 0)) * S + i) * S + j];
+					if (causal && j > i)
+						s[j] = -INFINITY;
+					mx = s[j] > mx ? s[j] : mx;
+				}
+				for (j = 0; j < S; j++)
+					sum += exp(s[j] - mx);
+				for (d = 0; d < dv; d++) {
+					double acc = 0;
+
+					for (j = 0; j < S; j++)
+						acc += exp(s[j] - mx) / sum *
+						       qkv[(b * S + j) * N + 2 * hq + h * dv + d];
+					out[(b * S + i) * hv + h * dv + d] = acc;
+				}
+			}
+		}
+	}
+	free(qkv);
+	free(s);
+}
+
+/* Every mask form of onnxruntime's that is taken (lengths, a raw (B, S)
+ * and (B, S, S) mask), attention_bias per head, unidirectional, a custom
+ * scale and mask_filter_value, V narrower than Q and K, no bias; float32,
+ * float16 and bfloat16. */
+Test(ops_contrib, ms_attention_every_mask_form_every_type)
+{
+	enum { B = 2, S = 5, K = 6, H = 2, HQ = 8, HV = 4, N = 2 * HQ + HV };
+	int64_t dx[3] = { B, S, K }, dw[2] = { K, N }, db[1] = { N }, dl[1] = { B };
+	int64_t d2[2] = { B, S }, d3[3] = { B, S, S }, dab[4] = { 1, H, S, S };
+	int64_t sizes[3] = { HQ, HQ, HV };
+	int32_t lens[B] = { 3, 5 }, raw2[B * S], raw3[B * S * S];
+	double am[B * H * S * S], out[B * S * HV];
+	unsigned seed = 41;
+	int form, i, b, h, q, j;
+	size_t t;
+
+	for (i = 0; i < B * S; i++)
+		raw2[i] = i % S == 0 || oh_rand(&seed) > -0.4f;
+	for (i = 0; i < B * S * S; i++)
+		raw3[i] = i % S == 0 || oh_rand(&seed) > -0.4f;
+	for (t = 0; t < 3; t++) {
+		cep_dtype dt = float_types[t];
+		void *rx, *rw, *rb, *rab;
+		float *x = rand_vals(dt, B * S * K, 1, &seed, &rx);
+		float *w = rand_vals(dt, K * N, 0.6f, &seed, &rw);
+		float *bias = rand_vals(dt, N, 0.5f, &seed, &rb);
+		float *ab = rand_vals(dt, H * S * S, 1, &seed, &rab);
+
+		for (form = 0; form < 5; form++) {
+			/* 0 lengths; 1 raw (B, S), filter -3, causal; 2 raw (B, S, S)
+			 * and attention_bias, scale 0.3; 3 nothing, no bias;
+			 * 4 attention_bias alone, causal. */
+			struct op_attr attrs[4] = { oh_int("num_heads", H),
+						    oh_ints("qkv_hidden_sizes", 3, sizes) };
+			int n_attrs = 2, n_in = form == 2 || form == 4 ? 6 : 4;
+			bool causal = form == 1 || form == 4;
+			struct op_tensor in[6], o[1];
+
+			if (form == 1)
+				attrs[n_attrs++] = oh_float("mask_filter_value", -3.0f);
+			if (form == 2)
+				attrs[n_attrs++] = oh_float("scale", 0.3f);
+			if (causal)
+				attrs[n_attrs++] = oh_int("unidirectional", 1);
+			memset(am, 0, sizeof(am));
+			for (b = 0; b < B; b++) {
+				for (h = 0; h < H; h++) {
+					for (q = 0; q < S; q++) {
+						for (j = 0; j < S; j++) {
+							double *v = &am[((b * H + h) * S + q) * S + j];
+
+							if (form == 0 && j >= lens[b])
+								*v = -10000.0;
+							if (form == 1)
+								*v = (1 - raw2[b * S + j]) * -3.0;
+							if (form == 2)
+								*v = (1 - raw3[(b * S + q) * S + j]) * -10000.0;
+							if (form == 2 || form == 4)
+								*v += ab[(h * S + q) * S + j];
+						}
+					}
+				}
+			}
+			ref_ms_attention(x, w, form == 3 ? NULL : bias, B, S, K, HQ, HV, H,
+					 form == 2 ? 0.3 : 1 / sqrt(HQ / H), form == 3 ? NULL : am, H,
+					 causal, out);
+			in[0] = oh_tensor(dt, 3, dx, rx);
+			in[1] = oh_tensor(dt, 2, dw, rw);
+			in[2] = form == 3 ? (struct op_tensor){ .dtype = CEP_DTYPE_UNDEFINED }
+					  : oh_tensor(dt, 1, db, rb);
+			in[3] = form == 0 ? oh_tensor(CEP_DTYPE_INT32, 1, dl, lens)
+				: form == 1 ? oh_tensor(CEP_DTYPE_INT32, 2, d2, raw2)
+				: form == 2 ? oh_tensor(CEP_DTYPE_INT32, 3, d3, raw3)
+					    : (struct op_tensor){ .dtype = CEP_DTYPE_UNDEFINED };
+			in[4] = (struct op_tensor){ .dtype = CEP_DTYPE_UNDEFINED };
+			in[5] = oh_tensor(dt, 4, dab, rab);
+			cr_assert_eq(oh_run_in(MS, "Attention", 1, attrs, n_attrs, in, n_in, o, 1), 0,
+				     "form %d: %s", form, cep_last_error());
+			cr_assert(o[0].rank == 3 && o[0].dims[0] == B && o[0].dims[1] == S &&
+				  o[0].dims[2] == HV && o[0].dtype == dt);
+			for (i = 0; i < B * S * HV; i++)
+				cr_assert(fabs(at(&o[0], i) - out[i]) <=
+						  (dt == CEP_DTYPE_FLOAT32 ? 1e-5 : dt == CEP_DTYPE_FLOAT16 ? 1e-2 : 6e-2) *
+							  (1 + fabs(out[i])),
+					  "%s form %d [%d]: %g, want %g", cep_dtype_name(dt), form, i,
+					  at(&o[0], i), out[i]);
+			outs_free(o, 1);
+		}
+		free(x), free(w), free(bias), free(ab), free(rx), free(rw), free(rb), free(rab);
+	}
+}
+
+/* What Attention refuses, by name. */
+Test(ops_contrib, ms_attention_refusals)
+{
+	float buf[256] = { 0 };
+	int64_t ibuf[8] = { 0 };
+	int32_t i32[8] = { 1, 1, 1, 1, 1, 1, 1, 1 };
+	int64_t dx[3] = { 2, 3, 4 }, dw[2] = { 4, 12 }, dw10[2] = { 4, 10 }, dm2b[1] = { 4 };
+	int64_t dm4[4] = { 2, 1, 3, 3 }, dpast[5] = { 2, 2, 2, 0, 2 }, dl[1] = { 2 };
+	int64_t bad_sizes[3] = { 4, 2, 6 };
+	struct op_attr heads[1] = { oh_int("num_heads", 2) };
+	struct op_attr rot[2] = { oh_int("num_heads", 2), oh_int("do_rotary", 1) };
+	struct op_attr qs[2] = { oh_int("num_heads", 2), oh_ints("qkv_hidden_sizes", 3, bad_sizes) };
+	struct op_attr three[1] = { oh_int("num_heads", 3) };
+	struct op_tensor none = { .dtype = CEP_DTYPE_UNDEFINED };
+	struct op_tensor in[5] = { oh_tensor(CEP_DTYPE_FLOAT32, 3, dx, buf),
+				   oh_tensor(CEP_DTYPE_FLOAT32, 2, dw, buf), none, none, none };
+	struct op_tensor out[2];
+
+	cr_assert_eq(oh_run_in(MS, "Attention", 1, NULL, 0, in, 2, out, 1), CEP_EMODEL);
+	cr_assert(strstr(cep_last_error(), "Attention: num_heads is missing"), "%s", cep_last_error());
+	cr_assert_eq(oh_run_in(MS, "Attention", 1, rot, 2, in, 2, out, 1), CEP_EUNSUPPORTED);
+	cr_assert(strstr(cep_last_error(), "do_rotary=1"), "%s", cep_last_error());
+	cr_assert_eq(oh_run_in(MS, "Attention", 1, heads, 1, in, 2, out, 2), CEP_EUNSUPPORTED);
+	cr_assert(strstr(cep_last_error(), "output present (past state) is not supported"), "%s",
+		  cep_last_error());
+	in[4] = oh_tensor(CEP_DTYPE_FLOAT32, 5, dpast, buf);
+	cr_assert_eq(oh_run_in(MS, "Attention", 1, heads, 1, in, 5, out, 1), CEP_EUNSUPPORTED);
+	cr_assert(strstr(cep_last_error(), "input past (past state) is not supported"), "%s",
+		  cep_last_error());
+	in[4] = none;
+	cr_assert_eq(oh_run_in(MS, "Attention", 1, qs, 2, in, 2, out, 1), CEP_ESHAPE);
+	cr_assert(strstr(cep_last_error(), "Q's hidden size 4 differs from K's 2"), "%s",
+		  cep_last_error());
+	cr_assert_eq(oh_run_in(MS, "Attention", 1, three, 1, in, 2, out, 1), CEP_ESHAPE);
+	cr_assert(strstr(cep_last_error(), "hidden size 4 is not a positive multiple of num_heads 3"),
+		  "%s", cep_last_error());
+	in[1] = oh_tensor(CEP_DTYPE_FLOAT32, 2, dw10, buf);
+	cr_assert_eq(oh_run_in(MS, "Attention", 1, heads, 1, in, 2, out, 1), CEP_ESHAPE);
+	cr_assert(strstr(cep_last_error(), "10 columns, not a multiple of 3"), "%s",
+		  cep_last_error());
+	in[1] = oh_tensor(CEP_DTYPE_FLOAT32, 2, dw, buf);
+	in[3] = oh_tensor(CEP_DTYPE_INT32, 1, dm2b, i32);
+	cr_assert_eq(oh_run_in(MS, "Attention", 1, heads, 1, in, 4, out, 1), CEP_EUNSUPPORTED);
+	cr_assert(strstr(cep_last_error(), "the left-padding (2 * batch)"), "%s", cep_last_error());
+	in[3] = oh_tensor(CEP_DTYPE_INT32, 4, dm4, i32);
+	cr_assert_eq(oh_run_in(MS, "Attention", 1, heads, 1, in, 4, out, 1), CEP_EUNSUPPORTED);
+	in[3] = oh_tensor(CEP_DTYPE_INT64, 1, dl, ibuf);
+	cr_assert_eq(oh_run_in(MS, "Attention", 1, heads, 1, in, 4, out, 1), CEP_EDTYPE);
+	cr_assert(strstr(cep_last_error(), "mask_index is int64, not int32"), "%s",
+		  cep_last_error());
+}
