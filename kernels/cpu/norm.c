@@ -79,8 +79,8 @@ static const struct op_tensor *ln_input(const struct op_tensor *in, int n_in, in
 static int ln_stash_dtype(const struct op_node *node, cep_dtype *out)
 {
 	int64_t st = op_attr_int(node, "stash_type", 1);
-	bool onnx17 = op_domain_equal(node->domain, "") && node->opset >= 17 &&
-		      strcmp(node->op_type, "LayerNormalization") == 0;
+	/* Only ai.onnx has a LayerNormalization. */
+	bool onnx17 = node->opset >= 17 && strcmp(node->op_type, "LayerNormalization") == 0;
 
 	if (st == CEP_DTYPE_FLOAT32 || (onnx17 && st == CEP_DTYPE_BFLOAT16)) {
 		*out = (cep_dtype)st;
