@@ -38,6 +38,13 @@ enum op_flags {
 	OP_INTERNAL = 1u << 2,
 };
 
+/* The domain of onnxruntime's contrib operators, the ones its transformer
+ * optimizer writes (SkipLayerNormalization, FastGelu, ...), and the newest
+ * opset of it whose definitions cudaep's were checked against
+ * (onnxruntime 1.32, where every one of them is opset 1). */
+#define OP_DOMAIN_MS "com.microsoft"
+#define OP_MS_OPSET_MAX 1
+
 /* The domain of cudaep's internal operators (OP_INTERNAL). */
 #define OP_DOMAIN_CUDAEP "com.cudaep"
 

@@ -6,6 +6,11 @@
  * opset 11, optional scalar inputs from 11 on). Opset 1's consumed_inputs
  * only hinted at in-place use and is ignored.
  *
+ * onnxruntime's com.microsoft activations share the kernel: Gelu (the exact
+ * form), QuickGelu (x * sigmoid(alpha * x), alpha 1.702 by default), and
+ * FastGelu and BiasGelu, Gelu's tanh and exact forms of input + bias,
+ * where the bias is 1-D along the last dimension (optional for FastGelu).
+ *
  * Float types are computed in float32. PRelu takes int32 and int64 from
  * opset 9 and Clip every integer type from opset 12; those are computed in
  * int64. prepare() reads the attributes once per plan into the call's
@@ -27,12 +32,15 @@ enum actop {
 	ACT_GELU_TANH,
 	ACT_THRESHOLDED_RELU,
 	ACT_MISH,
+	ACT_QUICK_GELU,
 };
 
 struct act_params {
 	enum actop op;              /* Gelu becomes ACT_GELU_TANH per attribute */
-	float alpha, beta;          /* LeakyRelu, Elu, HardSigmoid, ThresholdedRelu;
-	                             * HardSwish's fixed */
+	float alpha, beta;          /* LeakyRelu, Elu, HardSigmoid, ThresholdedRelu,
+	                             * QuickGelu; HardSwish's fixed */
+	int64_t bias_n;             /* FastGelu and BiasGelu: elements of the bias
+	                             * added along the last dim; 0: none */
 };
 
 /* ---------------------------------------------------------------- inference */
@@ -76,6 +84,35 @@ static int gelu_infer(struct op_infer *x)
 	return ret < 0 ? ret : op_infer_like_input(x);
 }
 
+/*
+ * FastGelu (X[, bias]) and BiasGelu (A, B): onnxruntime adds a 1-D bias of
+ * the last dimension's size to the input before the activation.
+ */
+static int bias_gelu_infer(struct op_infer *x)
+{
+	const struct op_tensor *in = &x->in[0], *b = x->n_in > 1 ? &x->in[1] : NULL;
+	int64_t last;
+	int ret;
+
+	if ((ret = op_infer_same_dtype(x, 0, 1)) < 0)
+		return ret;
+	if (!op_dtype_in(in->dtype, OP_DTS_FLOAT))
+		return cep__set_error(CEP_EDTYPE, "%s: the input is %s, a float type is needed",
+				      x->node->op_type, cep_dtype_name(in->dtype));
+	if (b != NULL && op_tensor_present(b) && in->rank >= 0 && b->rank >= 0) {
+		last = in->rank > 0 ? in->dims[in->rank - 1] : 1;
+		if (b->rank != 1 || (op_dim_fixed(last) && op_dim_fixed(b->dims[0]) &&
+				     b->dims[0] != last))
+			return cep__set_error(CEP_ESHAPE, "%s: the bias must have shape (%" PRId64
+					      "), the input's last dimension",
+					      x->node->op_type, last);
+		if (in->rank == 0)
+			return cep__set_error(CEP_ESHAPE, "%s: a bias needs an input of rank 1 or more",
+					      x->node->op_type);
+	}
+	return op_infer_like_input(x);
+}
+
 /* ------------------------------------------------------------------ kernels */
 
 static float act_f(const struct act_params *p, float v)
@@ -110,6 +147,9 @@ static float act_f(const struct act_params *p, float v)
 		 * (-inf * 0), as the spec's formula and its function body do. */
 		h = v > 0.0f ? v + log1pf(expf(-v)) : log1pf(expf(v));
 		return v * tanhf(h);
+	case ACT_QUICK_GELU:
+		/* x * sigmoid(alpha * x) */
+		return v * (1.0f / (1.0f + expf(-(p->alpha * v))));
 	}
 	return 0.0f;
 }
@@ -120,6 +160,7 @@ static int act_prepare(struct op_call *c, size_t *workspace, enum actop op,
 	struct act_params *p = (struct act_params *)c->params;
 	bool tanh_form = false;
 
+	memset(p, 0, sizeof(*p));
 	if (op == ACT_GELU) {
 		int ret = gelu_approximate(c->node, &tanh_form);
 
@@ -153,6 +194,7 @@ static int hard_swish_prepare(struct op_call *c, size_t *ws)
 {
 	struct act_params *p = (struct act_params *)c->params;
 
+	memset(p, 0, sizeof(*p));
 	p->op = ACT_HARD_SWISH;
 	p->alpha = 1.0f / 6.0f;
 	p->beta = 0.5f;
@@ -180,6 +222,37 @@ static int mish_prepare(struct op_call *c, size_t *ws)
 	return act_prepare(c, ws, ACT_MISH, 0.0f, 0.0f);
 }
 
+/* com.microsoft's Gelu is the exact form; it has no approximate. */
+static int ms_gelu_prepare(struct op_call *c, size_t *ws)
+{
+	struct act_params *p = (struct act_params *)c->params;
+
+	memset(p, 0, sizeof(*p));
+	p->op = ACT_GELU;
+	*ws = 0;
+	return 0;
+}
+
+static int quick_gelu_prepare(struct op_call *c, size_t *ws)
+{
+	return act_prepare(c, ws, ACT_QUICK_GELU, 1.702f, 0.0f);
+}
+
+/* FastGelu is Gelu's tanh form and BiasGelu its exact one, after the bias
+ * (the optional input 1; BiasGelu's is required). */
+static int bias_gelu_prepare(struct op_call *c, size_t *ws)
+{
+	struct act_params *p = (struct act_params *)c->params;
+	bool fast = strcmp(c->node->op_type, "FastGelu") == 0;
+
+	memset(p, 0, sizeof(*p));
+	p->op = fast ? ACT_GELU_TANH : ACT_GELU;
+	if (c->n_in > 1 && op_tensor_present(&c->in[1]))
+		p->bias_n = cpu_numel(&c->in[1]);
+	*ws = 0;
+	return 0;
+}
+
 static int act_run(struct op_call *c)
 {
 	const struct act_params *p = (const struct act_params *)c->params;
@@ -189,6 +262,16 @@ static int act_run(struct op_call *c)
 	int64_t n = cpu_numel(&c->in[0]);
 	int64_t i;
 
+	if (p->bias_n > 0) {
+		/* x + bias in float, not rounded to the type first: the sum
+		 * is the fused operator's own intermediate. */
+		const void *b = c->in[1].data;
+
+		for (i = 0; i < n; i++)
+			cpu_store_f(o, t, i, act_f(p, cpu_load_f(a, t, i) +
+						     cpu_load_f(b, t, i % p->bias_n)));
+		return 0;
+	}
 	if (t == CEP_DTYPE_FLOAT32) {
 		const float *af = a;
 		float *of = o;
@@ -482,6 +565,10 @@ static int clip11_run(struct op_call *c)
 	{ "", op, since, until, min_in, max_in, 1, 1, 0, 0, infer }
 #define ACT_KERNEL(op, since, until, dts, prepare, run) \
 	{ "", op, since, until, BACKEND_HOST, dts, prepare, run }
+#define MS_SCHEMA(op, min_in, max_in, infer) \
+	{ OP_DOMAIN_MS, op, 1, OP_MS_OPSET_MAX, min_in, max_in, 1, 1, 0, 0, infer }
+#define MS_KERNEL(op, prepare) \
+	{ OP_DOMAIN_MS, op, 1, OP_MS_OPSET_MAX, BACKEND_HOST, OP_DTS_FLOAT, prepare, act_run }
 
 static const struct op_schema schemas[] = {
 	ACT_SCHEMA("LeakyRelu", 1, OP_OPSET_MAX, 1, 1, act_infer),
@@ -498,6 +585,11 @@ static const struct op_schema schemas[] = {
 	/* Opset 1's bounds had no stated defaults but meant the same. */
 	ACT_SCHEMA("Clip", 1, 10, 1, 1, clip6_infer),
 	ACT_SCHEMA("Clip", 11, OP_OPSET_MAX, 1, 3, clip11_infer),
+	/* onnxruntime's contrib activations. */
+	MS_SCHEMA("Gelu", 1, 1, act_infer),
+	MS_SCHEMA("QuickGelu", 1, 1, act_infer),
+	MS_SCHEMA("FastGelu", 1, 2, bias_gelu_infer),
+	MS_SCHEMA("BiasGelu", 2, 2, bias_gelu_infer),
 };
 
 static const struct op_kernel kernels[] = {
@@ -526,6 +618,10 @@ static const struct op_kernel kernels[] = {
 	ACT_KERNEL("Clip", 11, 11, ELEM_DTS_F32_F16, clip11_prepare, clip11_run),
 	ACT_KERNEL("Clip", 12, 12, ELEM_DTS_F32_F16 | OP_DTS_INT, clip11_prepare, clip11_run),
 	ACT_KERNEL("Clip", 13, OP_OPSET_MAX, OP_DTS_NUMERIC, clip11_prepare, clip11_run),
+	MS_KERNEL("Gelu", ms_gelu_prepare),
+	MS_KERNEL("QuickGelu", quick_gelu_prepare),
+	MS_KERNEL("FastGelu", bias_gelu_prepare),
+	MS_KERNEL("BiasGelu", bias_gelu_prepare),
 };
 
 const struct op_family op_family_cpu_activation = {

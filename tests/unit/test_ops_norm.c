@@ -200,8 +200,16 @@ Test(ops_norm, layernorm_stash_type_and_errors)
 	cr_assert_eq(oh_run("LayerNormalization", 17, NULL, 0, in, 2, out, 1), CEP_ESHAPE);
 	in[1] = tensor(CEP_DTYPE_FLOAT16, 1, d3, hs);
 	cr_assert_eq(oh_run("LayerNormalization", 17, NULL, 0, in, 2, out, 1), CEP_EDTYPE);
-	cr_assert_eq(oh_run("LayerNormalization", 16, NULL, 0, in, 2, out, 1), CEP_EUNSUPPORTED,
-		     "LayerNormalization is in ai.onnx from 17");
+	/* Before 17 it is onnxruntime's LayerNormalization (test_ops_contrib.c),
+	 * typed the same way, stashing in float32 or double only. */
+	cr_assert_eq(oh_run("LayerNormalization", 16, NULL, 0, in, 2, out, 1), CEP_EDTYPE);
+	in[1] = tensor(CEP_DTYPE_FLOAT32, 1, d3, sc);
+	cr_assert_eq(oh_run("LayerNormalization", 16, bf, 1, in, 2, out, 3), CEP_EMODEL);
+	cr_assert(strstr(cep_last_error(), "stash_type 16 is not float32 (1) or double (11)"), "%s",
+		  cep_last_error());
+	cr_assert_eq(oh_run("LayerNormalization", 16, dbl, 1, in, 2, out, 3), CEP_EUNSUPPORTED);
+	cr_assert(strstr(cep_last_error(), "stash_type 11 (double) is not supported"), "%s",
+		  cep_last_error());
 }
 
 Test(ops_norm, layernorm_infers_symbols)
