@@ -9,7 +9,10 @@
  * up, and inference runs again so that shapes computed from folded values
  * (a Reshape whose target shape was a chain of Shape, Gather and Concat)
  * are known from here on. The fusions of engine/fuse.h run between the
- * clean-up and that last inference.
+ * clean-up and that last inference, and then each subgraph of control
+ * flow (If, Loop, Scan) is optimized the same way: constants of its own
+ * fold, those of an enclosing graph do not (its outer references are
+ * inputs to it).
  */
 #include "engine/optimize.h"
 
@@ -113,6 +116,24 @@ static int fold_node(struct graph *g, int n, struct op_tensor *in, struct op_ten
 	return 1;
 }
 
+/* Optimizes the subgraphs of g's live nodes, whose inputs' types the last
+ * inference of g has set. */
+static int subgraphs_optimize(struct graph *g)
+{
+	int k, i, ret;
+
+	for (k = 0; k < g->n_order; k++) {
+		const struct graph_node *node = &g->nodes[g->order[k]];
+
+		for (i = 0; i < node->n_subs; i++) {
+			ret = optimize_graph(node->subs[i].g);
+			if (ret < 0)
+				return ret;
+		}
+	}
+	return 0;
+}
+
 int optimize_graph(struct graph *g)
 {
 	struct op_tensor *in = NULL, *out = NULL;
@@ -155,6 +176,9 @@ int optimize_graph(struct graph *g)
 	if (ret < 0)
 		goto out;
 	ret = fuse_graph(g);
+	if (ret < 0)
+		goto out;
+	ret = subgraphs_optimize(g);
 	if (ret < 0)
 		goto out;
 	ret = shape_infer_graph(g);

@@ -273,6 +273,21 @@ int plan__values_resolve(struct plan_builder *b, int k, int n, int *unfixed,
 	return 0;
 }
 
+int plan__value_learn(struct plan_builder *b, int k, int v, bool *learnt,
+		      struct plan_unknowable *why)
+{
+	*learnt = false;
+	why->input = why->node = -1;
+	if (b->host[v]) {
+		*learnt = true;
+		return 0;
+	}
+	if (!value_trace(b, k, v, why))
+		return 0;
+	*learnt = true;
+	return value_eval(b, k);
+}
+
 /* The refusal of node n, whose output o has a shape that could not be
  * settled, saying why when that is known. */
 int plan__unfixed_refuse(const struct plan_builder *b, int n, int o,
@@ -281,7 +296,7 @@ int plan__unfixed_refuse(const struct plan_builder *b, int n, int o,
 	const struct graph *g = b->env->g;
 	char dims[160], label[200], because[400] = "";
 
-	op_dims_format(&b->out[o], g->syms, g->n_syms, dims, sizeof(dims));
+	op_dims_format(&b->out[o], graph_root(g)->syms, graph_root(g)->n_syms, dims, sizeof(dims));
 	if (why->input >= 0) {
 		const struct graph_value *val = &g->values[why->input];
 		const struct op_tensor *t = &b->vals[why->input];

@@ -106,10 +106,14 @@ static bool slot_keeps_float(const struct graph_node *node, int i)
 /* Whether node computes in float32 whatever kernels there are: Range's
  * element count comes from its values, which rounding would change, and
  * IsInf's answer, which rounding to half would change for the finite
- * values past half's range (1e5 is infinite in float16). */
+ * values past half's range (1e5 is infinite in float16). Control flow
+ * (If, Loop, Scan) too: its subgraphs are not converted, so it takes
+ * and makes its values, outer ones included, in float32, with Casts
+ * around it. */
 static bool node_keeps_float(const struct graph_node *node)
 {
-	return is_op(node, "Range") || is_op(node, "IsInf");
+	return is_op(node, "Range") || is_op(node, "IsInf") ||
+	       (node->schema->flags & OP_CONTROL);
 }
 
 /* Whether attribute a names float32 as the type of what the node makes. */

@@ -2,7 +2,9 @@
  * shape.c — inference of types and shapes over the graph IR (engine/shape.h)
  * and the checking of real input shapes against the model's declarations.
  * The per-operator rules are the inference functions of the registry; this
- * file walks the graph and checks what they return.
+ * file walks the graph and checks what they return. Control flow (If,
+ * Loop, Scan) is inferred here over its subgraphs, each inferred in turn
+ * with what the node gives it (the rules are engine/ctrl.c's).
  */
 #include "engine/shape.h"
 
@@ -10,27 +12,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-int shape_infer_node(const struct graph *g, int n, const struct op_tensor *in,
-		     struct op_tensor *out)
+#include "engine/ctrl.h"
+
+/* Checks what inference made of node n's outputs. */
+static int outputs_check(const struct graph *g, int n, const struct op_tensor *out)
 {
 	const struct graph_node *node = &g->nodes[n];
-	struct op_infer x = {
-		.node = &node->op,
-		.n_in = node->n_in,
-		.n_out = node->n_out,
-		.in = in,
-		.out = out,
-	};
-	int i, d, ret;
+	int i, d;
 
-	for (i = 0; i < node->n_out; i++) {
-		memset(&out[i], 0, sizeof(out[i]));
-		out[i].rank = -1;
-	}
-	cep__clear_error();
-	ret = node->schema->infer(&x);
-	if (ret < 0)
-		return graph_node_wrap(g, n, ret);
 	for (i = 0; i < node->n_out; i++) {
 		if (node->out[i] < 0)
 			continue;
@@ -52,6 +41,30 @@ int shape_infer_node(const struct graph *g, int n, const struct op_tensor *in,
 	return 0;
 }
 
+int shape_infer_node(const struct graph *g, int n, const struct op_tensor *in,
+		     struct op_tensor *out)
+{
+	const struct graph_node *node = &g->nodes[n];
+	struct op_infer x = {
+		.node = &node->op,
+		.n_in = node->n_in,
+		.n_out = node->n_out,
+		.in = in,
+		.out = out,
+	};
+	int i, ret;
+
+	for (i = 0; i < node->n_out; i++) {
+		memset(&out[i], 0, sizeof(out[i]));
+		out[i].rank = -1;
+	}
+	cep__clear_error();
+	ret = node->schema->infer(&x);
+	if (ret < 0)
+		return graph_node_wrap(g, n, ret);
+	return outputs_check(g, n, out);
+}
+
 /* Fills t with what node input v is at load: its type and shape, and its
  * data when it is a constant; an omitted input is absent. */
 static void load_input(const struct graph *g, int v, struct op_tensor *t)
@@ -63,6 +76,86 @@ static void load_input(const struct graph *g, int v, struct op_tensor *t)
 	*t = g->values[v].t;
 	if (!(g->values[v].flags & GRAPH_VALUE_CONST))
 		t->data = NULL;
+}
+
+/* What is known of a Loop's iterations at load, from its constants. */
+static int64_t loop_trip(const struct graph *g, int n, const struct ctrl_layout *l,
+			 const struct op_tensor *in)
+{
+	bool has_m = l->n_explicit > 0 && op_tensor_present(&in[0]);
+	int64_t m = CTRL_TRIP_UNKNOWN;
+	int cond0 = 1, outer;
+	bool value;
+	enum ctrl_cond cond = ctrl_loop_cond(l->sub[0], &outer, &value);
+
+	if (has_m && in[0].data) {
+		m = *(const int64_t *)in[0].data;
+		m = m < 0 ? 0 : m;
+	}
+	if (l->n_explicit > 1 && op_tensor_present(&in[1]))
+		cond0 = in[1].data ? *(const unsigned char *)in[1].data != 0 : -1;
+	if (cond == CTRL_COND_OUTER) {
+		const struct op_tensor *t = &in[l->gs[0]->slot[outer]];
+
+		cond = t->data ? CTRL_COND_CONST : CTRL_COND_COMPUTED;
+		value = t->data && *(const unsigned char *)t->data;
+	}
+	return ctrl_loop_trip(has_m, m, cond0, cond, value);
+}
+
+/*
+ * Infers control node n at load: each subgraph with the types and shapes
+ * the node gives it (never data: the subgraph's values own theirs), then
+ * the node's outputs from the subgraphs'. Changes the subgraphs, which
+ * belong to g.
+ */
+static int ctrl_infer(struct graph *g, int n, const struct op_tensor *in, struct op_tensor *out)
+{
+	const struct op_tensor *sub_out[2] = { NULL, NULL };
+	struct op_tensor *outs[2] = { NULL, NULL }, *sin = NULL;
+	struct ctrl_layout l;
+	int64_t trip = CTRL_TRIP_UNKNOWN;
+	int branch = -1, i, k, ret;
+
+	ret = ctrl_layout(g, n, &l);
+	for (i = 0; ret == 0 && i < l.n_subs; i++) {
+		struct graph *sg = l.gs[i]->g;
+
+		sin = calloc((size_t)sg->n_inputs + 1, sizeof(*sin));
+		outs[i] = calloc((size_t)sg->n_outputs + 1, sizeof(*outs[i]));
+		if (!sin || !outs[i]) {
+			ret = cep__set_error(CEP_ENOMEM, "out of memory inferring shapes");
+			break;
+		}
+		ret = ctrl_sub_inputs(g, n, &l, i, in, sin);
+		for (k = 0; ret == 0 && k < sg->n_inputs; k++) {
+			sg->values[sg->inputs[k]].t = sin[k];
+			sg->values[sg->inputs[k]].t.data = NULL;
+		}
+		if (ret == 0)
+			ret = shape_infer_graph(sg);
+		for (k = 0; ret == 0 && k < sg->n_outputs; k++) {
+			outs[i][k] = sg->values[sg->outputs[k]].t;
+			outs[i][k].data = NULL;
+		}
+		if (ret == 0)
+			ret = ctrl_sub_declared(g, n, &l, i, outs[i]);
+		sub_out[i] = outs[i];
+		free(sin);
+		sin = NULL;
+	}
+	if (ret == 0 && l.kind == CTRL_IF && in[0].data)
+		branch = *(const unsigned char *)in[0].data ? 0 : 1;
+	if (ret == 0 && l.kind == CTRL_LOOP)
+		trip = loop_trip(g, n, &l, in);
+	if (ret == 0)
+		ret = ctrl_outputs(g, n, &l, in, sub_out, branch, trip, out);
+	if (ret == 0)
+		ret = outputs_check(g, n, out);
+	free(sin);
+	free(outs[0]);
+	free(outs[1]);
+	return ret;
 }
 
 int shape_infer_graph(struct graph *g)
@@ -91,7 +184,10 @@ int shape_infer_graph(struct graph *g)
 
 		for (i = 0; i < node->n_in; i++)
 			load_input(g, node->in[i], &in[i]);
-		ret = shape_infer_node(g, n, in, out);
+		if (node->schema->flags & OP_CONTROL)
+			ret = ctrl_infer(g, n, in, out);
+		else
+			ret = shape_infer_node(g, n, in, out);
 		if (ret < 0)
 			goto out;
 		for (i = 0; i < node->n_out; i++) {
