@@ -6,8 +6,9 @@
  * paths are relative to. model_load() scans the protobuf wire format first
  * (bounded nesting and node count, truncation found before any allocation
  * proportional to claims in the file), decodes it with protobuf-c
- * (proto/onnx.proto), builds the graph IR (engine/graph.h) with every
- * initializer's data checked against its shape, validates it, sorts it,
+ * (proto/onnx.proto), builds the graph IR (engine/graph.h), subgraphs of
+ * control flow included, with every initializer's data checked against
+ * its shape, validates it, sorts it,
  * infers types and shapes (engine/shape.h) and optimizes it
  * (engine/optimize.h).
  *
