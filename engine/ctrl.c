@@ -553,6 +553,25 @@ int ctrl_outputs(const struct graph *g, int n, const struct ctrl_layout *l,
 
 /* ------------------------------------------------------------ conditions */
 
+int ctrl_if_taken(const struct graph *g, int n)
+{
+	const struct graph_node *node = &g->nodes[n];
+	const struct graph_value *cond;
+
+	if (!is_op(node, "If") || node->n_in < 1 || node->in[0] < 0)
+		return -1;
+	cond = &g->values[node->in[0]];
+	if (!(cond->flags & GRAPH_VALUE_CONST) || !cond->t.data || cond->bytes == 0 ||
+	    cond->t.dtype != CEP_DTYPE_BOOL)
+		return -1;
+	return *(const unsigned char *)cond->t.data ? 0 : 1;
+}
+
+bool ctrl_branch_may_fail(int err)
+{
+	return err == CEP_ESHAPE || err == CEP_EUNSUPPORTED;
+}
+
 enum ctrl_cond ctrl_loop_cond(const struct graph *body, int *index, bool *value)
 {
 	int v = body->outputs[0], guard, k;

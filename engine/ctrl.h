@@ -108,6 +108,17 @@ int ctrl_outputs(const struct graph *g, int n, const struct ctrl_layout *l,
 		 const struct op_tensor *in, const struct op_tensor *const *sub_out, int branch,
 		 int64_t trip, struct op_tensor *out);
 
+/* Node n of g being an If whose condition is a constant: the branch it
+ * takes (0 then_branch, 1 else_branch); else -1. */
+int ctrl_if_taken(const struct graph *g, int n);
+
+/* Whether an If's branch that fails to infer or plan with err may be set
+ * aside for the other, as a branch never taken for these shapes (an
+ * exported model's 2-D branch of a 3-D input, say): shapes that do not
+ * fit, or that cudaep cannot plan; never a type the file gets wrong, nor
+ * the machine's errors. */
+bool ctrl_branch_may_fail(int err);
+
 /* How a Loop's body computes its condition (its output 0). */
 enum ctrl_cond {
 	CTRL_COND_KEEP,      /* passes its input cond through: it never changes */

@@ -100,6 +100,8 @@ struct plan_ctrl {
 	                             * read back after every iteration */
 	bool cond_value;
 	bool per_iter;              /* plans[i] is iteration i's */
+	bool waits;                 /* a run reads values back (a stream sync),
+	                             * here or in a subplan */
 	bool uses_iter;             /* the body reads its iteration number */
 	/* Scan */
 	int64_t len;                /* the scan length */

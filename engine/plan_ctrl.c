@@ -314,19 +314,11 @@ static int loop_end(struct plan_builder *b, struct plan_ctrl_build *cb)
 	free(outs);
 	c->uses_iter = c->l.sub[0]->values[c->l.sub[0]->inputs[0]].n_uses > 0;
 	/* M, the conditions and the iteration numbers cross to and fro. */
-	b->p->waits = true;
+	c->waits = true;
 	return ret;
 }
 
 /* --------------------------------------------------------------------- If */
-
-/* Whether a branch that cannot be planned for these shapes may be left
- * for a run that takes it to fail: its own errors, not the machine's. */
-static bool branch_may_fail(int ret)
-{
-	return ret == CEP_ESHAPE || ret == CEP_EDTYPE || ret == CEP_EUNSUPPORTED ||
-	       ret == CEP_EMODEL || ret == CEP_EINVAL;
-}
 
 static int if_take(struct plan_builder *b, struct plan_ctrl_build *cb, int ret,
 		   struct plan *sub)
@@ -335,7 +327,7 @@ static int if_take(struct plan_builder *b, struct plan_ctrl_build *cb, int ret,
 	int which = cb->which;
 
 	if (ret < 0) {
-		if (c->branch >= 0 || !branch_may_fail(ret))
+		if (c->branch >= 0 || !ctrl_branch_may_fail(ret))
 			return ret;
 		c->unplanned[which] = strdup(cep_last_error());
 		c->unplanned_err[which] = ret;
@@ -397,7 +389,7 @@ static int if_end(struct plan_builder *b, struct plan_ctrl_build *cb)
 	ret = ctrl_outputs(g, cb->n, &c->l, b->in, sub_out, c->branch, OP_DIM_UNKNOWN, b->out);
 out:
 	if (ret == 0 && c->branch < 0)
-		b->p->waits = true;
+		c->waits = true;
 	free(outs[0]);
 	free(outs[1]);
 	return ret;
@@ -582,14 +574,37 @@ int plan__ctrl_end(struct plan_builder *b, struct plan_ctrl_build *cb)
 		ret = plan__unfixed_refuse(b, cb->n, unfixed, &why);
 	if (ret < 0)
 		return ret;
-	for (i = 0; i < c->n_plans; i++) {
-		const struct plan *sub = c->plans[i];
+	for (i = 0; i < c->n_plans; i++)
+		c->waits |= c->plans[i] && c->plans[i]->waits;
+	return 0;
+}
 
-		if (!sub)
+int plan__ctrl_learn(struct plan_builder *b, struct plan_ctrl_build *cb, bool *again)
+{
+	const struct graph *g = b->env->g;
+	const struct graph_node *node = &g->nodes[cb->n];
+	const struct graph *sg = cb->c->l.sub[cb->which];
+	const int *slot = cb->c->l.gs[cb->which]->slot;
+	int formal = sg->n_inputs - sg->n_outer, j, ret;
+	struct plan_unknowable why;
+	bool learnt;
+
+	*again = false;
+	for (j = 0; j < sg->n_outer; j++) {
+		int v = node->in[slot[j]];
+
+		if (cb->in[formal + j].data ||
+		    !op_dtype_in(b->vals[v].dtype, OP_DTS_INT | OP_DT(CEP_DTYPE_BOOL)))
 			continue;
-		b->p->ctrl_bytes += sub->block_bytes + sub->ctrl_bytes;
-		b->p->waits |= sub->waits;
+		ret = plan__value_learn(b, cb->k, v, &learnt, &why);
+		if (ret < 0)
+			return ret;
+		if (!learnt)
+			continue;
+		cb->in[formal + j].data = b->host[v];
+		*again = true;
 	}
+	plan__inputs_fill(b, cb->n, b->in);
 	return 0;
 }
 

@@ -85,6 +85,26 @@ int plan__unfixed_refuse(const struct plan_builder *b, int n, int o,
 int plan__value_learn(struct plan_builder *b, int k, int v, bool *learnt,
 		      struct plan_unknowable *why);
 
+/* ------------------------------------------ an If on the host: plan_eval.c */
+
+/* Whether If node n can be evaluated on the host while planning once its
+ * inputs are known: every node of its branches (their Ifs' included) is
+ * an operator the host may evaluate then. */
+bool plan__if_foldable(const struct plan_builder *b, int n);
+
+/*
+ * Evaluates If node n on the host with its inputs in (the node's, data
+ * set where known): the branch its condition takes, node by node. On
+ * success with *done set, out (n_out) holds the outputs' types, shapes
+ * and malloc'd data, the caller's. *done stays false, nothing allocated,
+ * when the condition or a value the branch reads is not known, or a node
+ * cannot be evaluated here (no host kernel, an output over
+ * PLAN_FOLD_MAX_BYTES). Fails with the errors of inference and kernels,
+ * naming the node.
+ */
+int plan__if_fold(const struct plan_builder *b, int n, const struct op_tensor *in,
+		  struct op_tensor *out, bool *done);
+
 /* ------------------------------------------- control flow: plan_ctrl.c */
 
 /* A control node being planned: the subplan it wants built next. plan.c
@@ -123,6 +143,13 @@ int plan__ctrl_take(struct plan_builder *b, struct plan_ctrl_build *cb, int ret,
  * trip count that only running would tell, a loop that never ends),
  * CEP_ESHAPE / CEP_EDTYPE, naming the node. */
 int plan__ctrl_end(struct plan_builder *b, struct plan_ctrl_build *cb);
+
+/* After the subplan asked for failed with CEP_EUNSUPPORTED (a shape that
+ * needs a value): learns the integer values of the enclosing graph it
+ * reads and does not know, where the run can tell them, into cb->in.
+ * Sets *again when it learnt one (build the subplan again). Fails with
+ * the errors of evaluating a node. */
+int plan__ctrl_learn(struct plan_builder *b, struct plan_ctrl_build *cb, bool *again);
 
 /* Frees cb's scratch (never a plan). */
 void plan__ctrl_build_close(struct plan_ctrl_build *cb);

@@ -9,6 +9,7 @@
 #include "engine/shape.h"
 
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -103,56 +104,89 @@ static int64_t loop_trip(const struct graph *g, int n, const struct ctrl_layout 
 	return ctrl_loop_trip(has_m, m, cond0, cond, value);
 }
 
+/* Infers subgraph which of control node n with the node's inputs in,
+ * into out (one per output of the subgraph). */
+static int sub_infer(struct graph *g, int n, const struct ctrl_layout *l, int which,
+		     const struct op_tensor *in, struct op_tensor *out)
+{
+	struct graph *sg = l->gs[which]->g;
+	struct op_tensor *sin;
+	int k, ret;
+
+	sin = calloc((size_t)sg->n_inputs + 1, sizeof(*sin));
+	if (!sin)
+		return cep__set_error(CEP_ENOMEM, "out of memory inferring shapes");
+	ret = ctrl_sub_inputs(g, n, l, which, in, sin);
+	for (k = 0; ret == 0 && k < sg->n_inputs; k++) {
+		sg->values[sg->inputs[k]].t = sin[k];
+		sg->values[sg->inputs[k]].t.data = NULL;
+	}
+	free(sin);
+	if (ret == 0)
+		ret = shape_infer_graph(sg);
+	for (k = 0; ret == 0 && k < sg->n_outputs; k++) {
+		out[k] = sg->values[sg->outputs[k]].t;
+		out[k].data = NULL;
+	}
+	return ret == 0 ? ctrl_sub_declared(g, n, l, which, out) : ret;
+}
+
 /*
  * Infers control node n at load: each subgraph with the types and shapes
  * the node gives it (never data: the subgraph's values own theirs), then
  * the node's outputs from the subgraphs'. Changes the subgraphs, which
- * belong to g.
+ * belong to g. An If whose condition is a constant infers the branch it
+ * takes alone; one whose condition is not known yet sets aside a branch
+ * that does not infer for these shapes, if the other does (the planner
+ * does the same, and a run that takes it fails).
  */
 static int ctrl_infer(struct graph *g, int n, const struct op_tensor *in, struct op_tensor *out)
 {
 	const struct op_tensor *sub_out[2] = { NULL, NULL };
-	struct op_tensor *outs[2] = { NULL, NULL }, *sin = NULL;
+	struct op_tensor *outs[2] = { NULL, NULL };
 	struct ctrl_layout l;
 	int64_t trip = CTRL_TRIP_UNKNOWN;
-	int branch = -1, i, k, ret;
+	int branch = -1, failed = -1, err[2] = { 0, 0 }, i, ret;
+	char why[512] = "";
 
 	ret = ctrl_layout(g, n, &l);
+	if (ret == 0 && l.kind == CTRL_IF && in[0].data && op_tensor_present(&in[0]) &&
+	    in[0].dtype == CEP_DTYPE_BOOL)
+		branch = *(const unsigned char *)in[0].data ? 0 : 1;
 	for (i = 0; ret == 0 && i < l.n_subs; i++) {
-		struct graph *sg = l.gs[i]->g;
-
-		sin = calloc((size_t)sg->n_inputs + 1, sizeof(*sin));
-		outs[i] = calloc((size_t)sg->n_outputs + 1, sizeof(*outs[i]));
-		if (!sin || !outs[i]) {
+		if (branch >= 0 && i != branch)
+			continue;
+		outs[i] = calloc((size_t)l.sub[i]->n_outputs + 1, sizeof(*outs[i]));
+		if (!outs[i]) {
 			ret = cep__set_error(CEP_ENOMEM, "out of memory inferring shapes");
 			break;
 		}
-		ret = ctrl_sub_inputs(g, n, &l, i, in, sin);
-		for (k = 0; ret == 0 && k < sg->n_inputs; k++) {
-			sg->values[sg->inputs[k]].t = sin[k];
-			sg->values[sg->inputs[k]].t.data = NULL;
-		}
-		if (ret == 0)
-			ret = shape_infer_graph(sg);
-		for (k = 0; ret == 0 && k < sg->n_outputs; k++) {
-			outs[i][k] = sg->values[sg->outputs[k]].t;
-			outs[i][k].data = NULL;
-		}
-		if (ret == 0)
-			ret = ctrl_sub_declared(g, n, &l, i, outs[i]);
 		sub_out[i] = outs[i];
-		free(sin);
-		sin = NULL;
+		err[i] = sub_infer(g, n, &l, i, in, outs[i]);
+		if (err[i] == 0)
+			continue;
+		/* Only an If's branch, while its condition is not known, may. */
+		if (l.kind != CTRL_IF || branch >= 0 || !ctrl_branch_may_fail(err[i])) {
+			ret = err[i];
+			break;
+		}
+		if (failed >= 0) {
+			/* Neither branch infers: the first one's error. */
+			ret = cep__set_error(err[failed], "%s", why);
+			break;
+		}
+		failed = i;
+		snprintf(why, sizeof(why), "%s", cep_last_error());
+		cep__clear_error();
 	}
-	if (ret == 0 && l.kind == CTRL_IF && in[0].data)
-		branch = *(const unsigned char *)in[0].data ? 0 : 1;
+	if (ret == 0 && failed >= 0)
+		branch = 1 - failed;
 	if (ret == 0 && l.kind == CTRL_LOOP)
 		trip = loop_trip(g, n, &l, in);
 	if (ret == 0)
 		ret = ctrl_outputs(g, n, &l, in, sub_out, branch, trip, out);
 	if (ret == 0)
 		ret = outputs_check(g, n, out);
-	free(sin);
 	free(outs[0]);
 	free(outs[1]);
 	return ret;

@@ -402,6 +402,108 @@ Test(ctrl_if, nested_branches_read_values_of_every_enclosing_graph)
 	fx_close(&f);
 }
 
+/* cond = Size(x) > 10 is known while planning; the branch taken turns the
+ * small input dims into the shape a Reshape further on needs: the If is
+ * evaluated on the host (the plan is for dims' values) and leaves no
+ * control step behind. */
+Test(ctrl_if, an_if_whose_values_a_shape_needs_is_evaluated_while_planning)
+{
+	static const int64_t ten = 10;
+	struct onnxb *b = onnxb_new(13), t, e;
+	float x[12], y[12];
+	int64_t dims[2] = { 3, 4 };
+	struct engine_input in[2] = {
+		in_t("x", CEP_DTYPE_FLOAT32, 2, DIMS(2, 6), x, sizeof(x)),
+		in_t("dims", CEP_DTYPE_INT64, 1, DIMS(2), dims, sizeof(dims)),
+	};
+	struct engine_output out = out_t("y", y, sizeof(y));
+	struct engine_plan_info info;
+	struct engine_stats st;
+	Onnx__NodeProto *n;
+	struct fx f;
+	int i;
+
+	for (i = 0; i < 12; i++)
+		x[i] = (float)i;
+	onnxb_input(b, "x", CEP_DTYPE_FLOAT32, "2,6");
+	onnxb_input(b, "dims", CEP_DTYPE_INT64, "2");
+	onnxb_output(b, "y", CEP_DTYPE_FLOAT32, NULL);
+	onnxb_init(b, "ten", CEP_DTYPE_INT64, "", &ten);
+	onnxb_node(b, "Size", "x", "size");
+	onnxb_node(b, "Greater", "size,ten", "big");
+	n = onnxb_node(b, "If", "big", "shape");
+	t = onnxb_subgraph(b, n, "then_branch");
+	onnxb_output(&t, "dims", CEP_DTYPE_INT64, NULL);
+	e = onnxb_subgraph(b, n, "else_branch");
+	onnxb_node(&e, "Neg", "dims", "nd");
+	onnxb_output(&e, "nd", CEP_DTYPE_INT64, NULL);
+	onnxb_node(b, "Reshape", "x,shape", "y");
+	fx_open(&f, b, 0);
+	cr_assert_eq(eu_run(f.s, in, 2, &out, 1), 0, "%s", cep_last_error());
+	cr_assert_eq(out.dims[0], 3);
+	cr_assert_eq(out.dims[1], 4);
+	for (i = 0; i < 12; i++)
+		cr_assert_eq(y[i], x[i]);
+	cr_assert_eq(engine_session_plans(f.s, &info, 1), 1);
+	cr_assert_str_eq(info.capture_error, "", "no control step is left");
+	dims[0] = 6;
+	dims[1] = 2;
+	cr_assert_eq(eu_run(f.s, in, 2, &out, 1), 0, "%s", cep_last_error());
+	cr_assert_eq(out.dims[0], 6);
+	cr_assert_eq(out.dims[1], 2);
+	engine_session_stats(f.s, &st);
+	cr_assert_eq(st.plans_built, 2, "a plan per value of dims");
+	fx_close(&f);
+}
+
+/* The branches reshape x by dims, an input of the model graph: a branch's
+ * subplan needs its values, which the plan then learns from the run. */
+Test(ctrl_if, a_branch_learns_the_values_of_the_enclosing_graph_its_shapes_need)
+{
+	static const float zero = 0;
+	struct onnxb *b = onnxb_new(13), t, e;
+	float x[100], y[100];
+	int64_t dims[2] = { 10, 10 };
+	struct engine_input in[2] = {
+		in_t("x", CEP_DTYPE_FLOAT32, 2, DIMS(1, 100), x, sizeof(x)),
+		in_t("dims", CEP_DTYPE_INT64, 1, DIMS(2), dims, sizeof(dims)),
+	};
+	struct engine_output out = out_t("y", y, sizeof(y));
+	Onnx__NodeProto *n;
+	struct fx f;
+	int i, r;
+
+	onnxb_input(b, "x", CEP_DTYPE_FLOAT32, "1,100");
+	onnxb_input(b, "dims", CEP_DTYPE_INT64, "2");
+	onnxb_output(b, "y", CEP_DTYPE_FLOAT32, NULL);
+	onnxb_init(b, "zero", CEP_DTYPE_FLOAT32, "", &zero);
+	onnxb_attr_int(onnxb_node(b, "ReduceSum", "x", "sum"), "keepdims", 0);
+	onnxb_node(b, "Greater", "sum,zero", "cond");
+	n = onnxb_node(b, "If", "cond", "y");
+	t = onnxb_subgraph(b, n, "then_branch");
+	onnxb_node(&t, "Reshape", "x,dims", "tr");
+	onnxb_output(&t, "tr", CEP_DTYPE_FLOAT32, NULL);
+	e = onnxb_subgraph(b, n, "else_branch");
+	onnxb_node(&e, "Neg", "x", "nx");
+	onnxb_node(&e, "Reshape", "nx,dims", "er");
+	onnxb_output(&e, "er", CEP_DTYPE_FLOAT32, NULL);
+	fx_open(&f, b, 0);
+	for (r = 0; r < 4; r++) {
+		float sign = r % 2 ? -1.0f : 1.0f;
+
+		dims[0] = r < 2 ? 10 : 4;
+		dims[1] = r < 2 ? 10 : 25;
+		for (i = 0; i < 100; i++)
+			x[i] = sign * (float)(i + 1);
+		cr_assert_eq(eu_run(f.s, in, 2, &out, 1), 0, "%s", cep_last_error());
+		cr_assert_eq(out.dims[0], dims[0]);
+		cr_assert_eq(out.dims[1], dims[1]);
+		for (i = 0; i < 100; i++)
+			cr_assert_eq(y[i], fabsf(x[i]), "run %d y[%d]", r, i);
+	}
+	fx_close(&f);
+}
+
 /* then returns the outer x, else a constant of the branch: every stored
  * type comes out bit for bit. */
 Test(ctrl_if, every_stored_type_passes_through)
