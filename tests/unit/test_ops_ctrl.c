@@ -5,8 +5,9 @@
  *   If at every opset that defines it, its condition read at run time or
  *     known while planning, branches of different shapes (a plan per
  *     condition), outer-scope values read from one and two levels up, a
- *     branch that cannot be planned for the shapes given, every stored
- *     type passing through;
+ *     branch that cannot be planned for the shapes given, an If evaluated
+ *     while planning for the shape it computes, a branch whose shapes need
+ *     an input's values, every stored type passing through;
  *   Loop with M and cond, M alone, a condition the body computes, none
  *     that ends, zero iterations, a body sliced by its iteration number
  *     (a subplan per iteration), carried values that change shape;
