@@ -1,7 +1,8 @@
 /*
  * activation.c — the CUDA kernels of the activations with parameters of
  * kernels/cpu/activation.c: LeakyRelu, Elu, HardSigmoid, HardSwish,
- * Softplus, Gelu, ThresholdedRelu, Mish, PRelu and Clip, with the host's type sets per opset.
+ * Softplus, Gelu, ThresholdedRelu, Mish, Selu, Celu, Softsign, Swish,
+ * Shrink, PRelu and Clip, with the host's type sets per opset.
  * Device side: kernels/cuda/activation.cu. prepare() reads the attributes
  * (and lays out PRelu's broadcast) once per plan; run() launches one grid.
  */
@@ -88,6 +89,42 @@ static int thresholded_relu_prepare(struct op_call *c, size_t *ws)
 static int mish_prepare(struct op_call *c, size_t *ws)
 {
 	return act_prepare(c, ws, "mish", 0.0f, 0.0f);
+}
+
+/* Selu's defaults (kernels/cpu/activation.c); beta carries gamma. */
+static int selu_prepare(struct op_call *c, size_t *ws)
+{
+	struct act_params *p = (struct act_params *)c->params;
+	int ret = act_prepare(c, ws, "selu", 1.67326319217681884765625f, 0.0f);
+
+	p->beta = op_attr_float(c->node, "gamma", 1.05070102214813232421875f);
+	return ret;
+}
+
+static int celu_prepare(struct op_call *c, size_t *ws)
+{
+	return act_prepare(c, ws, "celu", 1.0f, 0.0f);
+}
+
+static int softsign_prepare(struct op_call *c, size_t *ws)
+{
+	return act_prepare(c, ws, "softsign", 0.0f, 0.0f);
+}
+
+static int swish_prepare(struct op_call *c, size_t *ws)
+{
+	return act_prepare(c, ws, "swish", 1.0f, 0.0f);
+}
+
+/* alpha carries lambd, beta bias. */
+static int shrink_prepare(struct op_call *c, size_t *ws)
+{
+	struct act_params *p = (struct act_params *)c->params;
+	int ret = act_prepare(c, ws, "shrink", 0.0f, 0.0f);
+
+	p->alpha = op_attr_float(c->node, "lambd", 0.5f);
+	p->beta = op_attr_float(c->node, "bias", 0.0f);
+	return ret;
 }
 
 static int act_run(struct op_call *c)
@@ -272,6 +309,14 @@ static const struct op_kernel kernels[] = {
 		   act_run),
 	ACT_KERNEL("Mish", 18, 21, F32_F16, mish_prepare, act_run),
 	ACT_KERNEL("Mish", 22, OP_OPSET_MAX, OP_DTS_FLOAT, mish_prepare, act_run),
+	ACT_KERNEL("Selu", 1, 21, F32_F16, selu_prepare, act_run),
+	ACT_KERNEL("Selu", 22, OP_OPSET_MAX, OP_DTS_FLOAT, selu_prepare, act_run),
+	ACT_KERNEL("Celu", 12, 27, OP_DT(CEP_DTYPE_FLOAT32), celu_prepare, act_run),
+	ACT_KERNEL("Celu", 28, OP_OPSET_MAX, OP_DTS_FLOAT, celu_prepare, act_run),
+	ACT_KERNEL("Softsign", 1, 21, F32_F16, softsign_prepare, act_run),
+	ACT_KERNEL("Softsign", 22, OP_OPSET_MAX, OP_DTS_FLOAT, softsign_prepare, act_run),
+	ACT_KERNEL("Swish", 24, OP_OPSET_MAX, OP_DTS_FLOAT, swish_prepare, act_run),
+	ACT_KERNEL("Shrink", 9, OP_OPSET_MAX, F32_F16 | OP_DTS_INT, shrink_prepare, act_run),
 	ACT_KERNEL("PRelu", 1, 8, F32_F16, prelu_prepare, prelu_run),
 	ACT_KERNEL("PRelu", 9, 15, F32_F16 | I32_I64, prelu_prepare, prelu_run),
 	ACT_KERNEL("PRelu", 16, OP_OPSET_MAX, OP_DTS_FLOAT | I32_I64, prelu_prepare, prelu_run),
