@@ -43,7 +43,7 @@ static int roi_align_prepare(struct op_call *c, size_t *workspace)
 	ret = cpu_roi_align_read(c->node, &ra);
 	if (ret < 0)
 		return ret;
-	if (sfx == NULL || !cpu_is_float(x->dtype))
+	if (sfx == NULL || !op_dtype_in(x->dtype, OP_DTS_FLOAT))
 		return cep__set_error(CEP_EDTYPE, "RoiAlign: no cuda kernel for %s",
 				      cep_dtype_name(x->dtype));
 	p->r.rois = c->out[0].dims[0];
