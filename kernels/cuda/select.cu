@@ -8,9 +8,8 @@
  * gives each block the sum of the chunks before its own (and the total,
  * checked against the plan's count: a mismatch is latched into the fault
  * record as CEP_FAULT_SHAPE and nothing is written), then walks its chunk
- * a block-wide tile at a time, where a warp ballot and the warps'
- * running sums place every nonzero element at its rank among all of
- * them. Element e's coordinates (row-major in dims) go to column rank of
+ * a block-wide tile at a time, where scan.cuh's ballot scan places every
+ * nonzero element at its rank among all of them. Element e's coordinates (row-major in dims) go to column rank of
  * the (rank, count) output; with one dim of the input's length that is e
  * itself, Compress's map from output slice to input slice, which
  * compress_gather then follows, a thread per output element, moving raw
@@ -18,6 +17,7 @@
  * select_count_<type>, select_write_<type>, compress_gather_<bytes>.
  */
 #include "blockred.cuh"
+#include "scan.cuh"
 
 /* Twin: struct cuda_select. */
 struct cep_select {
@@ -34,36 +34,6 @@ template <typename T> __device__ __forceinline__ bool select_nonzero(const T *x,
 	if (cep_is_float<T>::value)
 		return ld_f(x, i) != 0.0f;
 	return ld_i(x, i) != 0;
-}
-
-/* The set flags of the threads before this one in the block, and in
- * *total those of the whole block. Every thread of the block must reach
- * it; the block is a multiple of 32 threads. */
-__device__ __forceinline__ i32 select_block_scan(bool flag, i32 *total)
-{
-	__shared__ i32 warp_base[33];
-	int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
-	u32 ballot = __ballot_sync(0xffffffffu, flag);
-
-	/* The previous tile may still be reading warp_base. */
-	__syncthreads();
-	if (lane == 0)
-		warp_base[warp] = __popc(ballot);
-	__syncthreads();
-	if (threadIdx.x == 0) {
-		i32 run = 0;
-
-		for (int w = 0; w < warps; w++) {
-			i32 c = warp_base[w];
-
-			warp_base[w] = run;
-			run += c;
-		}
-		warp_base[32] = run;
-	}
-	__syncthreads();
-	*total = warp_base[32];
-	return warp_base[warp] + __popc(ballot & ((1u << lane) - 1u));
 }
 
 template <typename T>
@@ -103,7 +73,7 @@ __device__ __forceinline__ void select_write(const T *x, const i64 *counts, i64 
 		i64 e = base + threadIdx.x;
 		bool nz = e < end && select_nonzero(x, e);
 		i32 tile;
-		i32 at = select_block_scan(nz, &tile);
+		i32 at = cep_block_scan_flags(nz, &tile);
 
 		if (nz) {
 			i64 j = before + at, q = e;
