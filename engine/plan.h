@@ -12,13 +12,20 @@
  * the warm path allocates nothing.
  *
  * Some shapes depend on values, not shapes: Reshape's target, Unsqueeze's
- * axes, Range's bounds. When such a value comes from graph inputs (maybe
- * through small integer arithmetic: Shape, Gather, Concat, Add), the
- * planner reads the run's actual inputs, evaluates the chain on the host
- * and settles the shape; the plan is then valid only for those values, so
- * it is keyed by them as well (PLAN_KEY_MAX_ELEMS elements at most per
- * input, of a type in PLAN_KEY_DTYPES), and a run with other values gets
- * a plan of its own.
+ * axes, Range's bounds, and the counts of the selections (NonZero,
+ * NonMaxSuppression, Compress, Unique), whose inference runs the whole
+ * selection when it has the value. When such a value comes from graph
+ * inputs (maybe through small integer arithmetic: Shape, Gather, Concat,
+ * Add), the planner reads the run's actual inputs, evaluates the chain on
+ * the host and settles the shape; the plan is then valid only for those
+ * values, so it is keyed by them as well (PLAN_KEY_MAX_ELEMS elements at
+ * most per input, of a type in PLAN_KEY_DTYPES), and a run with other
+ * values gets a plan of its own. A kernel whose output extent was settled
+ * so counts again when it runs and fails the run if the count differs
+ * (on a device, through the fault record's CEP_FAULT_SHAPE). A shape that
+ * needs values the model computes at run time is refused: every shape of
+ * a plan is fixed before it runs, and a run's reply describes its outputs
+ * before the device has run it.
  *
  * Control flow (If, Loop, Scan) is a step of its own: each subgraph it
  * runs is planned as a plan of its own (a subplan, built with the same

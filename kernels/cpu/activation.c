@@ -1,20 +1,27 @@
 /*
  * activation.c — activations with parameters: LeakyRelu, Elu, HardSigmoid,
- * HardSwish, Softplus, Gelu, ThresholdedRelu (attributes), Mish, PRelu (a
- * slope tensor broadcast to the input; before opset 7 one value or one
- * per channel, kernels/legacy.h) and Clip (bounds as attributes before
- * opset 11, optional scalar inputs from 11 on). Opset 1's consumed_inputs
- * only hinted at in-place use and is ignored.
+ * HardSwish, Softplus, Gelu, ThresholdedRelu, Selu, Celu, Swish, Shrink
+ * (attributes), Mish, Softsign, PRelu (a slope tensor broadcast to the
+ * input; before opset 7 one value or one per channel, kernels/legacy.h)
+ * and Clip (bounds as attributes before opset 11, optional scalar inputs
+ * from 11 on). Opset 1's consumed_inputs only hinted at in-place use and
+ * is ignored.
  *
  * onnxruntime's com.microsoft activations share the kernel: Gelu (the exact
  * form), QuickGelu (x * sigmoid(alpha * x), alpha 1.702 by default), and
  * FastGelu and BiasGelu, Gelu's tanh and exact forms of input + bias,
  * where the bias is 1-D along the last dimension (optional for FastGelu).
  *
- * Float types are computed in float32. PRelu takes int32 and int64 from
- * opset 9 and Clip every integer type from opset 12; those are computed in
- * int64. prepare() reads the attributes once per plan into the call's
- * params, so run() never searches them.
+ * Float types are computed in float32, with each function's formula as
+ * its specification (or its function body) writes it: Selu as gamma *
+ * (alpha * e^x - alpha) below 0, Celu as max(0, x) + min(0, alpha *
+ * (e^(x / alpha) - 1)) (with expm1, NaN kept), Swish as x * sigmoid(alpha
+ * * x). PRelu takes int32 and int64 from opset 9 and Clip every integer
+ * type from opset 12; those are computed in int64. Shrink takes the
+ * integer types at its one opset: they are compared and shifted in double
+ * against the float lambd and bias (exact below 2^53) and truncated back,
+ * as onnxruntime does. prepare() reads the attributes once per plan into
+ * the call's params, so run() never searches them.
  */
 #include "kernels/cpu/elem.h"
 #include "kernels/legacy.h"
@@ -33,12 +40,18 @@ enum actop {
 	ACT_THRESHOLDED_RELU,
 	ACT_MISH,
 	ACT_QUICK_GELU,
+	ACT_SELU,
+	ACT_CELU,
+	ACT_SOFTSIGN,
+	ACT_SWISH,
+	ACT_SHRINK,
 };
 
 struct act_params {
 	enum actop op;              /* Gelu becomes ACT_GELU_TANH per attribute */
 	float alpha, beta;          /* LeakyRelu, Elu, HardSigmoid, ThresholdedRelu,
-	                             * QuickGelu; HardSwish's fixed */
+	                             * QuickGelu, Celu, Swish; HardSwish's fixed;
+	                             * Selu's alpha and gamma; Shrink's lambd and bias */
 	int64_t bias_n;             /* FastGelu and BiasGelu: elements of the bias
 	                             * added along the last dim; 0: none */
 };
@@ -49,9 +62,16 @@ struct act_params {
  * int) would otherwise silently get the default. */
 static int act_check_floats(const struct op_node *n)
 {
-	int ret = op_attr_check(n, "alpha", OP_ATTR_FLOAT);
+	static const char *const names[] = { "alpha", "beta", "gamma", "lambd", "bias" };
+	size_t i;
+	int ret;
 
-	return ret < 0 ? ret : op_attr_check(n, "beta", OP_ATTR_FLOAT);
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		ret = op_attr_check(n, names[i], OP_ATTR_FLOAT);
+		if (ret < 0)
+			return ret;
+	}
+	return 0;
 }
 
 static int act_infer(struct op_infer *x)
@@ -150,8 +170,38 @@ static float act_f(const struct act_params *p, float v)
 	case ACT_QUICK_GELU:
 		/* x * sigmoid(alpha * x) */
 		return v * (1.0f / (1.0f + expf(-(p->alpha * v))));
+	case ACT_SELU:
+		/* alpha is alpha, beta gamma. */
+		return v > 0.0f ? p->beta * v : p->beta * (p->alpha * expf(v) - p->alpha);
+	case ACT_CELU:
+		if (v != v)
+			return v;
+		h = p->alpha * expm1f(v / p->alpha);
+		return (v > 0.0f ? v : 0.0f) + (h < 0.0f ? h : 0.0f);
+	case ACT_SOFTSIGN:
+		return v / (1.0f + fabsf(v));
+	case ACT_SWISH:
+		/* The sigmoid of Sigmoid (kernels/cpu/unary.c). */
+		h = p->alpha * v;
+		h = h >= 0.0f ? 1.0f / (1.0f + expf(-h)) : expf(h) / (1.0f + expf(h));
+		return v * h;
+	case ACT_SHRINK:
+		/* alpha is lambd, beta bias. */
+		return v < -p->alpha ? v + p->beta : v > p->alpha ? v - p->beta : 0.0f;
 	}
 	return 0.0f;
+}
+
+/* Shrink of an integer, in double. */
+static int64_t act_shrink_i(const struct act_params *p, int64_t v)
+{
+	double d = (double)v;
+
+	if (d < -(double)p->alpha)
+		return cpu_f2i(d + (double)p->beta);
+	if (d > (double)p->alpha)
+		return cpu_f2i(d - (double)p->beta);
+	return 0;
 }
 
 static int act_prepare(struct op_call *c, size_t *workspace, enum actop op,
@@ -253,6 +303,44 @@ static int bias_gelu_prepare(struct op_call *c, size_t *ws)
 	return 0;
 }
 
+/* Selu's defaults, the constants of its paper to float precision. */
+#define ACT_SELU_ALPHA 1.67326319217681884765625f
+#define ACT_SELU_GAMMA 1.05070102214813232421875f
+
+static int selu_prepare(struct op_call *c, size_t *ws)
+{
+	struct act_params *p = (struct act_params *)c->params;
+	int ret = act_prepare(c, ws, ACT_SELU, ACT_SELU_ALPHA, 0.0f);
+
+	p->beta = op_attr_float(c->node, "gamma", ACT_SELU_GAMMA);
+	return ret;
+}
+
+static int celu_prepare(struct op_call *c, size_t *ws)
+{
+	return act_prepare(c, ws, ACT_CELU, 1.0f, 0.0f);
+}
+
+static int softsign_prepare(struct op_call *c, size_t *ws)
+{
+	return act_prepare(c, ws, ACT_SOFTSIGN, 0.0f, 0.0f);
+}
+
+static int swish_prepare(struct op_call *c, size_t *ws)
+{
+	return act_prepare(c, ws, ACT_SWISH, 1.0f, 0.0f);
+}
+
+static int shrink_prepare(struct op_call *c, size_t *ws)
+{
+	struct act_params *p = (struct act_params *)c->params;
+	int ret = act_prepare(c, ws, ACT_SHRINK, 0.0f, 0.0f);
+
+	p->alpha = op_attr_float(c->node, "lambd", 0.5f);
+	p->beta = op_attr_float(c->node, "bias", 0.0f);
+	return ret;
+}
+
 static int act_run(struct op_call *c)
 {
 	const struct act_params *p = (const struct act_params *)c->params;
@@ -283,6 +371,11 @@ static int act_run(struct op_call *c)
 		}
 		for (i = 0; i < n; i++)
 			of[i] = act_f(p, af[i]);
+		return 0;
+	}
+	if (!cpu_is_float(t)) {
+		for (i = 0; i < n; i++)
+			cpu_store_i(o, t, i, act_shrink_i(p, cpu_load_i(a, t, i)));
 		return 0;
 	}
 	for (i = 0; i < n; i++)
@@ -579,6 +672,11 @@ static const struct op_schema schemas[] = {
 	ACT_SCHEMA("Gelu", 20, OP_OPSET_MAX, 1, 1, gelu_infer),
 	ACT_SCHEMA("ThresholdedRelu", 10, OP_OPSET_MAX, 1, 1, act_infer),
 	ACT_SCHEMA("Mish", 18, OP_OPSET_MAX, 1, 1, act_infer),
+	ACT_SCHEMA("Selu", 1, OP_OPSET_MAX, 1, 1, act_infer),
+	ACT_SCHEMA("Celu", 12, OP_OPSET_MAX, 1, 1, act_infer),
+	ACT_SCHEMA("Softsign", 1, OP_OPSET_MAX, 1, 1, act_infer),
+	ACT_SCHEMA("Swish", 24, OP_OPSET_MAX, 1, 1, act_infer),
+	ACT_SCHEMA("Shrink", 9, OP_OPSET_MAX, 1, 1, act_infer),
 	/* 7: the slope broadcasts numpy's way, not per channel. */
 	ACT_SCHEMA("PRelu", 1, 6, 2, 2, prelu_infer),
 	ACT_SCHEMA("PRelu", 7, OP_OPSET_MAX, 2, 2, prelu_infer),
@@ -610,6 +708,17 @@ static const struct op_kernel kernels[] = {
 		   act_run),
 	ACT_KERNEL("Mish", 18, 21, ELEM_DTS_F32_F16, mish_prepare, act_run),
 	ACT_KERNEL("Mish", 22, OP_OPSET_MAX, OP_DTS_FLOAT, mish_prepare, act_run),
+	ACT_KERNEL("Selu", 1, 21, ELEM_DTS_F32_F16, selu_prepare, act_run),
+	ACT_KERNEL("Selu", 22, OP_OPSET_MAX, OP_DTS_FLOAT, selu_prepare, act_run),
+	/* Celu was float32 alone until 28. */
+	ACT_KERNEL("Celu", 12, 27, OP_DT(CEP_DTYPE_FLOAT32), celu_prepare, act_run),
+	ACT_KERNEL("Celu", 28, OP_OPSET_MAX, OP_DTS_FLOAT, celu_prepare, act_run),
+	ACT_KERNEL("Softsign", 1, 21, ELEM_DTS_F32_F16, softsign_prepare, act_run),
+	ACT_KERNEL("Softsign", 22, OP_OPSET_MAX, OP_DTS_FLOAT, softsign_prepare, act_run),
+	ACT_KERNEL("Swish", 24, OP_OPSET_MAX, OP_DTS_FLOAT, swish_prepare, act_run),
+	/* Every numeric type but bfloat16. */
+	ACT_KERNEL("Shrink", 9, OP_OPSET_MAX, ELEM_DTS_F32_F16 | OP_DTS_INT, shrink_prepare,
+		   act_run),
 	ACT_KERNEL("PRelu", 1, 8, ELEM_DTS_F32_F16, prelu_prepare, prelu_run),
 	ACT_KERNEL("PRelu", 9, 15, ELEM_DTS_F32_F16 | ELEM_DTS_I32_I64, prelu_prepare, prelu_run),
 	ACT_KERNEL("PRelu", 16, OP_OPSET_MAX, OP_DTS_FLOAT | ELEM_DTS_I32_I64, prelu_prepare,

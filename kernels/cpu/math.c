@@ -1,6 +1,7 @@
 /*
  * math.c — elementwise math of one tensor: Sqrt, Reciprocal, Neg, Abs, Log,
- * Erf, Floor, Ceil. The output has the input's type and shape.
+ * Erf, Floor, Ceil, Round (to the nearest integer, halves to the even
+ * one). The output has the input's type and shape.
  *
  * Float types are computed in float32 (float16 and bfloat16 converted on
  * load and store). Neg and Abs also take integers, computed in int64 and
@@ -11,8 +12,8 @@
  *
  * The type sets follow each operator's history: Neg and Abs took
  * integers from opset 6, bfloat16 joined them all at 13, when Erf also
- * dropped the integers. Opset 1's consumed_inputs only hinted at in-place
- * use and is ignored.
+ * dropped the integers; Round came at 11 and took bfloat16 at 22. Opset
+ * 1's consumed_inputs only hinted at in-place use and is ignored.
  */
 #include "kernels/cpu/elem.h"
 
@@ -25,6 +26,7 @@ enum mathop {
 	MATH_ERF,
 	MATH_FLOOR,
 	MATH_CEIL,
+	MATH_ROUND,
 };
 
 static int math_infer(struct op_infer *x)
@@ -43,6 +45,7 @@ static float mathop_f(enum mathop op, float v)
 	case MATH_ERF: return erff(v);
 	case MATH_FLOOR: return floorf(v);
 	case MATH_CEIL: return ceilf(v);
+	case MATH_ROUND: return nearbyintf(v);
 	}
 	return 0.0f;
 }
@@ -91,6 +94,10 @@ static void math_f32(enum mathop op, const float *a, float *o, int64_t n)
 		for (i = 0; i < n; i++)
 			o[i] = ceilf(a[i]);
 		break;
+	case MATH_ROUND:
+		for (i = 0; i < n; i++)
+			o[i] = nearbyintf(a[i]);
+		break;
 	case MATH_LOG:
 	case MATH_ERF:
 		for (i = 0; i < n; i++)
@@ -129,6 +136,7 @@ static int log_run(struct op_call *c) { return math_run(c, MATH_LOG); }
 static int erf_run(struct op_call *c) { return math_run(c, MATH_ERF); }
 static int floor_run(struct op_call *c) { return math_run(c, MATH_FLOOR); }
 static int ceil_run(struct op_call *c) { return math_run(c, MATH_CEIL); }
+static int round_run(struct op_call *c) { return math_run(c, MATH_ROUND); }
 
 /* ------------------------------------------------------------------- table */
 
@@ -151,6 +159,7 @@ static const struct op_schema schemas[] = {
 	MATH_SCHEMA("Erf", 9),
 	MATH_SCHEMA("Floor", 1),
 	MATH_SCHEMA("Ceil", 1),
+	MATH_SCHEMA("Round", 11),
 };
 
 static const struct op_kernel kernels[] = {
@@ -167,6 +176,8 @@ static const struct op_kernel kernels[] = {
 	MATH_KERNEL("Abs", 13, OP_OPSET_MAX, OP_DTS_FLOAT | OP_DTS_INT, abs_run),
 	MATH_KERNEL("Erf", 9, 12, ELEM_DTS_F32_F16 | OP_DTS_INT, erf_run),
 	MATH_KERNEL("Erf", 13, OP_OPSET_MAX, OP_DTS_FLOAT, erf_run),
+	MATH_KERNEL("Round", 11, 21, ELEM_DTS_F32_F16, round_run),
+	MATH_KERNEL("Round", 22, OP_OPSET_MAX, OP_DTS_FLOAT, round_run),
 };
 
 const struct op_family op_family_cpu_math = {

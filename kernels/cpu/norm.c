@@ -15,13 +15,18 @@
  * gamma alone) of the hidden size, and may return that sum as
  * input_skip_bias_sum. Statistics are computed in double.
  *
- * BatchNormalization here is the inference form: per channel (dimension 1)
- * y = (x - mean) / sqrt(var + epsilon) * scale + B, folded into y = x * a +
- * b with a and b worked out per run in the workspace. Training mode (the
- * extra outputs before opset 14, is_test=0 before 7, training_mode=1 from
- * 14) is refused. spatial=0 before opset 9 gives per-activation
- * statistics of shape (C, D1..). Opset 1's consumed_inputs only hinted at
- * in-place use and is ignored.
+ * BatchNormalization: per channel (dimension 1) y = (x - mean) / sqrt(var
+ * + epsilon) * scale + B, folded into y = x * a + b with a and b worked
+ * out per run in the workspace. In inference mean and var are the inputs;
+ * with training_mode=1 (opset 14 on) they are the batch's own statistics
+ * (over N and the spatial dims, the variance the population one, both in
+ * double and in two passes), and the optional outputs running_mean and
+ * running_var are input * momentum + batch * (1 - momentum), momentum 0.9
+ * by default, as the onnx reference computes them. The older training
+ * forms (the extra outputs before opset 14, is_test=0 before 7) are
+ * refused. spatial=0 before opset 9 gives per-activation statistics of
+ * shape (C, D1..). Opset 1's consumed_inputs only hinted at in-place use
+ * and is ignored.
  *
  * LRN divides each element by (bias + alpha / size * s)^beta, where s sums
  * the squares of the `size` neighbouring channels around it.
@@ -422,12 +427,20 @@ struct bn_params {
 	int64_t batch, channels, inner;  /* X as (N, C, D1 * ... * Dn) */
 	int64_t n_params;                /* elements of each of scale..var */
 	double eps;
+	double momentum;                 /* training: of the running statistics */
 	bool spatial;                    /* statistics per channel, not per element */
+	bool training;                   /* statistics of the batch, not the inputs */
 };
 
 static bool bn_spatial(const struct op_node *node)
 {
 	return node->opset >= 9 || op_attr_int(node, "spatial", 1) != 0;
+}
+
+/* training_mode=1, which exists from opset 14. */
+static bool bn_training(const struct op_node *node)
+{
+	return node->opset >= 14 && op_attr_int(node, "training_mode", 0) != 0;
 }
 
 static int bn_infer(struct op_infer *x)
@@ -451,9 +464,7 @@ static int bn_infer(struct op_infer *x)
 	if (node->opset < 14 && x->n_out > 1)
 		return cep__set_error(CEP_EUNSUPPORTED, "BatchNormalization: %d outputs ask for training mode (running and saved statistics); only inference, with the one output Y, is supported",
 				      x->n_out);
-	if (node->opset >= 14 && op_attr_int(node, "training_mode", 0) != 0)
-		return cep__set_error(CEP_EUNSUPPORTED, "BatchNormalization: training_mode=1 is not supported; only inference is");
-	if (node->opset >= 14 && x->n_out > 1)
+	if (node->opset >= 14 && !bn_training(node) && x->n_out > 1)
 		return cep__set_error(CEP_EMODEL, "BatchNormalization: outputs running_mean and running_var exist only in training mode");
 	/* One type throughout until 14; then scale and B may differ from X,
 	 * and from 15 mean and var from both. */
@@ -492,7 +503,13 @@ static int bn_infer(struct op_infer *x)
 						      names[i]);
 		}
 	}
-	return op_infer_like_input(x);
+	ret = op_infer_like_input(x);
+	/* Training's running statistics: mean's type and shape. */
+	for (i = 1; i < x->n_out; i++) {
+		x->out[i] = x->in[3];
+		x->out[i].data = NULL;
+	}
+	return ret;
 }
 
 static int bn_prepare(struct op_call *c, size_t *workspace)
@@ -505,8 +522,10 @@ static int bn_prepare(struct op_call *c, size_t *workspace)
 	p->channels = x->rank >= 2 ? x->dims[1] : 1;
 	p->inner = op_dims_product(x, 2, x->rank);
 	p->spatial = bn_spatial(c->node);
+	p->training = bn_training(c->node);
 	p->n_params = p->spatial ? p->channels : p->channels * p->inner;
 	p->eps = op_attr_float(c->node, "epsilon", 1e-5f);
+	p->momentum = op_attr_float(c->node, "momentum", 0.9f);
 	for (i = 1; i < 5; i++) {
 		if (cpu_numel(&c->in[i]) != p->n_params)
 			return cep__set_error(CEP_ESHAPE, "BatchNormalization: input %d has %" PRId64
@@ -518,6 +537,30 @@ static int bn_prepare(struct op_call *c, size_t *workspace)
 	return 0;
 }
 
+/* Training: the mean and population variance of channel ch of x over N
+ * and the spatial dims, in double, in two passes. */
+static void bn_batch_stats(const struct bn_params *p, const struct op_tensor *x, int64_t ch,
+			   double *mean, double *var)
+{
+	double sum = 0.0, sq = 0.0, d;
+	int64_t n, j, row, count = p->batch * p->inner;
+
+	for (n = 0; n < p->batch; n++) {
+		row = (n * p->channels + ch) * p->inner;
+		for (j = 0; j < p->inner; j++)
+			sum += cpu_load_f(x->data, x->dtype, row + j);
+	}
+	*mean = count > 0 ? sum / (double)count : 0.0;
+	for (n = 0; n < p->batch; n++) {
+		row = (n * p->channels + ch) * p->inner;
+		for (j = 0; j < p->inner; j++) {
+			d = cpu_load_f(x->data, x->dtype, row + j) - *mean;
+			sq += d * d;
+		}
+	}
+	*var = count > 0 ? sq / (double)count : 0.0;
+}
+
 static int bn_run(struct op_call *c)
 {
 	const struct bn_params *p = (const struct bn_params *)c->params;
@@ -526,7 +569,7 @@ static int bn_run(struct op_call *c)
 	int64_t i, n, ch, j0, row;
 	int j, cnt;
 
-	if (p->n_params == 0 || p->batch == 0 || p->inner == 0)
+	if (p->n_params == 0)
 		return 0;
 	if (c->workspace_bytes < 2 * (size_t)p->n_params * sizeof(double))
 		return cep__set_error(CEP_EINTERNAL, "BatchNormalization: the workspace is too small");
@@ -536,9 +579,25 @@ static int bn_run(struct op_call *c)
 		double mean = cpu_load_f(c->in[3].data, c->in[3].dtype, i);
 		double var = cpu_load_f(c->in[4].data, c->in[4].dtype, i);
 
+		if (p->training) {
+			double bm, bv;
+
+			bn_batch_stats(p, x, i, &bm, &bv);
+			for (j = 1; j < c->n_out && j < 3; j++) {
+				if (!op_tensor_present(&c->out[j]))
+					continue;
+				cpu_store_f(c->out[j].data, c->out[j].dtype, i,
+					    (float)((j == 1 ? mean : var) * p->momentum +
+						    (j == 1 ? bm : bv) * (1.0 - p->momentum)));
+			}
+			mean = bm;
+			var = bv;
+		}
 		a[i] = scale / sqrt(var + p->eps);
 		b[i] = bias - mean * a[i];
 	}
+	if (p->batch == 0 || p->inner == 0)
+		return 0;
 	for (n = 0; n < p->batch; n++) {
 		for (ch = 0; ch < p->channels; ch++) {
 			row = (n * p->channels + ch) * p->inner;

@@ -1,9 +1,9 @@
 /*
  * activation.c — the CUDA kernels of the activations with parameters of
  * kernels/cpu/activation.c: LeakyRelu, Elu, HardSigmoid, HardSwish,
- * Softplus, Gelu, ThresholdedRelu, Mish, PRelu and Clip, with the host's
- * type sets per opset, and onnxruntime's com.microsoft Gelu, QuickGelu,
- * FastGelu and BiasGelu.
+ * Softplus, Gelu, ThresholdedRelu, Mish, Selu, Celu, Softsign, Swish,
+ * Shrink, PRelu and Clip, with the host's type sets per opset, and
+ * onnxruntime's com.microsoft Gelu, QuickGelu, FastGelu and BiasGelu.
  * Device side: kernels/cuda/activation.cu. prepare() reads the attributes
  * (and lays out PRelu's broadcast) once per plan; run() launches one grid.
  */
@@ -118,6 +118,42 @@ static int bias_gelu_prepare(struct op_call *c, size_t *ws)
 			  0.0f, 0.0f);
 	if (ret == 0 && bias)
 		p->bias_n = op_dims_product(&c->in[1], 0, c->in[1].rank);
+	return ret;
+}
+
+/* Selu's defaults (kernels/cpu/activation.c); beta carries gamma. */
+static int selu_prepare(struct op_call *c, size_t *ws)
+{
+	struct act_params *p = (struct act_params *)c->params;
+	int ret = act_prepare(c, ws, "selu", 1.67326319217681884765625f, 0.0f);
+
+	p->beta = op_attr_float(c->node, "gamma", 1.05070102214813232421875f);
+	return ret;
+}
+
+static int celu_prepare(struct op_call *c, size_t *ws)
+{
+	return act_prepare(c, ws, "celu", 1.0f, 0.0f);
+}
+
+static int softsign_prepare(struct op_call *c, size_t *ws)
+{
+	return act_prepare(c, ws, "softsign", 0.0f, 0.0f);
+}
+
+static int swish_prepare(struct op_call *c, size_t *ws)
+{
+	return act_prepare(c, ws, "swish", 1.0f, 0.0f);
+}
+
+/* alpha carries lambd, beta bias. */
+static int shrink_prepare(struct op_call *c, size_t *ws)
+{
+	struct act_params *p = (struct act_params *)c->params;
+	int ret = act_prepare(c, ws, "shrink", 0.0f, 0.0f);
+
+	p->alpha = op_attr_float(c->node, "lambd", 0.5f);
+	p->beta = op_attr_float(c->node, "bias", 0.0f);
 	return ret;
 }
 
@@ -317,6 +353,14 @@ static const struct op_kernel kernels[] = {
 		   act_run),
 	ACT_KERNEL("Mish", 18, 21, F32_F16, mish_prepare, act_run),
 	ACT_KERNEL("Mish", 22, OP_OPSET_MAX, OP_DTS_FLOAT, mish_prepare, act_run),
+	ACT_KERNEL("Selu", 1, 21, F32_F16, selu_prepare, act_run),
+	ACT_KERNEL("Selu", 22, OP_OPSET_MAX, OP_DTS_FLOAT, selu_prepare, act_run),
+	ACT_KERNEL("Celu", 12, 27, OP_DT(CEP_DTYPE_FLOAT32), celu_prepare, act_run),
+	ACT_KERNEL("Celu", 28, OP_OPSET_MAX, OP_DTS_FLOAT, celu_prepare, act_run),
+	ACT_KERNEL("Softsign", 1, 21, F32_F16, softsign_prepare, act_run),
+	ACT_KERNEL("Softsign", 22, OP_OPSET_MAX, OP_DTS_FLOAT, softsign_prepare, act_run),
+	ACT_KERNEL("Swish", 24, OP_OPSET_MAX, OP_DTS_FLOAT, swish_prepare, act_run),
+	ACT_KERNEL("Shrink", 9, OP_OPSET_MAX, F32_F16 | OP_DTS_INT, shrink_prepare, act_run),
 	ACT_KERNEL("PRelu", 1, 8, F32_F16, prelu_prepare, prelu_run),
 	ACT_KERNEL("PRelu", 9, 15, F32_F16 | I32_I64, prelu_prepare, prelu_run),
 	ACT_KERNEL("PRelu", 16, OP_OPSET_MAX, OP_DTS_FLOAT | I32_I64, prelu_prepare, prelu_run),

@@ -1,9 +1,10 @@
 /*
  * activation.cu — activations with parameters, the device side of
  * kernels/cpu/activation.c: LeakyRelu, Elu, HardSigmoid, HardSwish,
- * Softplus, Gelu (exact and tanh forms), ThresholdedRelu, Mish, PRelu (a
- * slope broadcast to the input) and Clip, and onnxruntime's QuickGelu and
- * the Gelus of input + bias (BiasGelu, FastGelu). Float types are computed in
+ * Softplus, Gelu (exact and tanh forms), ThresholdedRelu, Mish, Selu,
+ * Celu, Softsign, Swish, Shrink (integers too, in double), PRelu (a slope
+ * broadcast to the input) and Clip, and onnxruntime's QuickGelu and the
+ * Gelus of input + bias (BiasGelu, FastGelu). Float types are computed in
  * float with the host's formulas; products that feed a sum are rounded
  * separately (__fmul_rn), as the host's C does, rather than fused. PRelu
  * and Clip of integers work in int64, wrapping at the type's width. All
@@ -15,7 +16,8 @@
 #include "elem.cuh"
 
 enum { ACT_LEAKY_RELU, ACT_ELU, ACT_HARD_SIGMOID, ACT_HARD_SWISH, ACT_SOFTPLUS,
-       ACT_GELU, ACT_GELU_TANH, ACT_THRESHOLDED_RELU, ACT_MISH, ACT_QUICK_GELU };
+       ACT_GELU, ACT_GELU_TANH, ACT_THRESHOLDED_RELU, ACT_MISH, ACT_QUICK_GELU, ACT_SELU,
+       ACT_CELU, ACT_SOFTSIGN, ACT_SWISH, ACT_SHRINK };
 
 template <int OP> __device__ __forceinline__ float act_f(float v, float alpha, float beta)
 {
@@ -44,10 +46,51 @@ template <int OP> __device__ __forceinline__ float act_f(float v, float alpha, f
 		return v * tanhf(h);
 	case ACT_QUICK_GELU:
 		return v * (1.0f / (1.0f + expf(-(alpha * v))));
+	case ACT_SELU:
+		/* alpha is alpha, beta gamma. */
+		return v > 0.0f ? beta * v : beta * (__fmul_rn(alpha, expf(v)) - alpha);
+	case ACT_CELU:
+		if (v != v)
+			return v;
+		h = __fmul_rn(alpha, expm1f(v / alpha));
+		return (v > 0.0f ? v : 0.0f) + (h < 0.0f ? h : 0.0f);
+	case ACT_SOFTSIGN:
+		return v / (1.0f + fabsf(v));
+	case ACT_SWISH:
+		h = alpha * v;
+		h = h >= 0.0f ? 1.0f / (1.0f + expf(-h)) : expf(h) / (1.0f + expf(h));
+		return v * h;
+	case ACT_SHRINK:
+		/* alpha is lambd, beta bias. */
+		return v < -alpha ? v + beta : v > alpha ? v - beta : 0.0f;
 	default:
 		return 0.5f * v *
 		       (1.0f + tanhf(k_tanh * (v + __fmul_rn(__fmul_rn(0.044715f * v, v), v))));
 	}
+}
+
+/* Double to int64 toward zero, saturating, as the host's cpu_f2i(). */
+__device__ __forceinline__ i64 act_d2i(double v)
+{
+	if (v != v)
+		return 0;
+	if (v >= 9223372036854775807.0)
+		return CEP_INT64_MAX;
+	if (v <= -9223372036854775808.0)
+		return CEP_INT64_MIN;
+	return (i64)v;
+}
+
+/* Shrink of an integer, in double as the host's act_shrink_i(). */
+__device__ __forceinline__ i64 act_shrink_i(i64 v, float lambd, float bias)
+{
+	double d = (double)v;
+
+	if (d < -(double)lambd)
+		return act_d2i(d + (double)bias);
+	if (d > (double)lambd)
+		return act_d2i(d - (double)bias);
+	return 0;
 }
 
 template <int OP> struct act_fn {
@@ -56,7 +99,10 @@ template <int OP> struct act_fn {
 	template <typename T>
 	__device__ __forceinline__ void operator()(const T *a, i64 ia, T *o, i64 io) const
 	{
-		st_f(o, io, act_f<OP>(ld_f(a, ia), alpha, beta));
+		if (OP == ACT_SHRINK && !cep_is_float<T>::value)
+			st_i(o, io, act_shrink_i(ld_i(a, ia), alpha, beta));
+		else
+			st_f(o, io, act_f<OP>(ld_f(a, ia), alpha, beta));
 	}
 };
 
@@ -89,6 +135,15 @@ ACT_TYPES(gelu, ACT_GELU)
 ACT_TYPES(thresholdedrelu, ACT_THRESHOLDED_RELU)
 ACT_TYPES(mish, ACT_MISH)
 ACT_TYPES(gelutanh, ACT_GELU_TANH)
+ACT_TYPES(selu, ACT_SELU)
+ACT_TYPES(celu, ACT_CELU)
+ACT_TYPES(softsign, ACT_SOFTSIGN)
+ACT_TYPES(swish, ACT_SWISH)
+ACT_TYPES(shrink, ACT_SHRINK)
+ACT_KERNEL(shrink, ACT_SHRINK, i64, i64)
+ACT_KERNEL(shrink, ACT_SHRINK, i32, i32)
+ACT_KERNEL(shrink, ACT_SHRINK, i8, i8)
+ACT_KERNEL(shrink, ACT_SHRINK, u8, u8)
 ACT_TYPES(quickgelu, ACT_QUICK_GELU)
 
 /* ------------------------------------------- Gelu of input + bias */

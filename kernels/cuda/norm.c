@@ -3,7 +3,8 @@
  * with its optional Mean and InvStdDev outputs, and onnxruntime's
  * SimplifiedLayerNormalization, SkipLayerNormalization and
  * SkipSimplifiedLayerNormalization, kernels/cpu/norm.h's forms) and of
- * BatchNormalization in inference form (opsets 7 on) for the float types:
+ * BatchNormalization (opsets 7 on; its training form, with the running
+ * statistics, from 14) for the float types:
  * kernels/cuda/norm.cu on the device. prepare() reads the attributes and
  * shapes through the reference kernels' cpu_ln_read() (kernels/cpu/norm.c),
  * which also lays out how Scale and B broadcast, and gives rows of up to
@@ -151,11 +152,13 @@ struct cuda_bn {
 	double eps;
 	int32_t spatial;
 	int32_t code_sb, code_mv;       /* 0 float32, 1 float16, 2 bfloat16 */
-	int32_t pad;
+	int32_t training;
+	double momentum;
 };
 
 struct bn_params {
-	CUfunction coef, apply;
+	CUfunction coef, apply;         /* coef: bn_train_coef_<type> in training */
+	unsigned coef_grid;
 	struct cuda_bn bn;
 };
 CUDA_PARAMS_FIT(struct bn_params);
@@ -190,6 +193,8 @@ static int bn_prepare(struct op_call *c, size_t *workspace)
 	p->bn.spatial = c->node->opset >= 9 || op_attr_int(c->node, "spatial", 1) != 0;
 	p->bn.n_params = p->bn.spatial ? p->bn.channels : p->bn.channels * p->bn.inner;
 	p->bn.eps = op_attr_float(c->node, "epsilon", 1e-5f);
+	p->bn.training = c->node->opset >= 14 && op_attr_int(c->node, "training_mode", 0) != 0;
+	p->bn.momentum = op_attr_float(c->node, "momentum", 0.9f);
 	p->bn.code_sb = bn_code(c->in[1].dtype);
 	p->bn.code_mv = bn_code(c->in[3].dtype);
 	for (i = 1; i < 5; i++) {
@@ -204,7 +209,16 @@ static int bn_prepare(struct op_call *c, size_t *workspace)
 	}
 	/* a and b of y = x * a + b, per channel (or element). */
 	*workspace = 2 * (size_t)p->bn.n_params * sizeof(double);
-	ret = cuda_function_get(c->be, "norm", "bn_coef", &p->coef);
+	if (p->bn.training) {
+		/* A block per channel. */
+		p->coef_grid = p->bn.channels > (int64_t)CUDA_GRID_MAX ? CUDA_GRID_MAX
+								       : (unsigned)p->bn.channels;
+		snprintf(name, sizeof(name), "bn_train_coef_%s", sfx);
+		ret = cuda_function_get(c->be, "norm", name, &p->coef);
+	} else {
+		p->coef_grid = cuda_grid(p->bn.n_params);
+		ret = cuda_function_get(c->be, "norm", "bn_coef", &p->coef);
+	}
 	if (ret < 0)
 		return ret;
 	snprintf(name, sizeof(name), "bn_apply_%s", sfx);
@@ -217,17 +231,20 @@ static int bn_run(struct op_call *c)
 	const void *x = c->in[0].data;
 	const void *q[4] = { c->in[1].data, c->in[2].data, c->in[3].data, c->in[4].data };
 	void *y = c->out[0].data, *ab = c->workspace;
+	void *rmean = c->n_out > 1 && op_tensor_present(&c->out[1]) ? c->out[1].data : NULL;
+	void *rvar = c->n_out > 2 && op_tensor_present(&c->out[2]) ? c->out[2].data : NULL;
 	void *coef_args[] = { &q[0], &q[1], &q[2], &q[3], &ab, &p->bn };
+	void *train_args[] = { &x, &q[0], &q[1], &q[2], &q[3], &ab, &rmean, &rvar, &p->bn };
 	void *apply_args[] = { &x, &y, &ab, &p->bn };
 	int ret;
 
-	if (p->bn.n == 0 || p->bn.n_params == 0)
+	if (p->bn.n_params == 0 || (p->bn.n == 0 && !p->bn.training))
 		return 0;
 	if (c->workspace_bytes < 2 * (size_t)p->bn.n_params * sizeof(double))
 		return cep__set_error(CEP_EINTERNAL, "BatchNormalization: the workspace is too small");
-	ret = cuda_launch(c->be, c->stream, p->coef, cuda_grid(p->bn.n_params), CUDA_BLOCK, 0,
-			  coef_args);
-	if (ret < 0)
+	ret = cuda_launch(c->be, c->stream, p->coef, p->coef_grid, CUDA_BLOCK, 0,
+			  p->bn.training ? train_args : coef_args);
+	if (ret < 0 || p->bn.n == 0)
 		return ret;
 	return cuda_launch(c->be, c->stream, p->apply, cuda_grid(p->bn.n), CUDA_BLOCK, 0,
 			   apply_args);

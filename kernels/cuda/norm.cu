@@ -1,6 +1,6 @@
 /*
- * norm.cu — the layer normalizations and the inference form of
- * BatchNormalization, with the arithmetic of the reference kernels
+ * norm.cu — the layer normalizations and BatchNormalization (its
+ * inference and training forms), with the arithmetic of the reference kernels
  * (kernels/cpu/norm.c): statistics and the affine step in double, each
  * result rounded once to its type.
  *
@@ -24,9 +24,13 @@
  *
  * BatchNormalization first folds each channel's (or element's, spatial=0)
  * scale, B, mean and var into y = x * a + b, with a and b in the
- * workspace (bn_coef), then maps every element (bn_apply_<type>). Its
- * parameters may be typed apart from X (opsets 14 and 15), so they are
- * loaded by a type code rather than through a kernel per combination.
+ * workspace (bn_coef), then maps every element (bn_apply_<type>). In
+ * training mode (opset 14 on) a block per channel takes the batch's mean
+ * and population variance in double, in two passes, instead of the
+ * inputs', and writes the running statistics the model names
+ * (bn_train_coef_<type>). Its parameters may be typed apart from X
+ * (opsets 14 and 15), so they are loaded by a type code rather than
+ * through a kernel per combination.
  *
  * Launcher: kernels/cuda/norm.c.
  */
@@ -339,8 +343,68 @@ struct cep_bn {
 	double eps;
 	i32 spatial;           /* one a, b per channel, else per (channel, inner) */
 	i32 code_sb, code_mv;  /* BN_* types of scale and B, of mean and var */
-	i32 pad;
+	i32 training;          /* training_mode: the batch's statistics */
+	double momentum;       /* training: of the running statistics */
 };
+
+/* Stores v into element i of a float tensor whose type is a BN_* code. */
+__device__ __forceinline__ void bn_store(void *q, int code, i64 i, double v)
+{
+	switch (code) {
+	case BN_F16: st_f((f16 *)q, i, (float)v); break;
+	case BN_BF16: st_f((bf16 *)q, i, (float)v); break;
+	default: st_f((float *)q, i, (float)v); break;
+	}
+}
+
+/*
+ * Training: a block per channel sums it over N and the spatial dims, then
+ * sums its squared deviations from the mean; the first thread folds the
+ * batch's statistics into a and b and writes running_mean and running_var
+ * (NULL: not named) as input * momentum + batch * (1 - momentum).
+ */
+template <typename T>
+__device__ __forceinline__ void bn_train_coef(const T *x, const void *scale, const void *bias,
+					      const void *mean, const void *var, double *ab,
+					      void *rmean, void *rvar, const cep_bn &p)
+{
+	i64 count = (p.n / (p.channels * p.inner > 0 ? p.channels * p.inner : 1)) * p.inner;
+
+	for (i64 ch = blockIdx.x; ch < p.channels; ch += gridDim.x) {
+		double sum = 0.0, sq = 0.0;
+
+		for (i64 e = threadIdx.x; e < count; e += blockDim.x) {
+			i64 n = e / p.inner, j = e - n * p.inner;
+
+			sum += (double)ld_f(x, (n * p.channels + ch) * p.inner + j);
+		}
+		sum = cep_block_reduce<cep_add>(sum, 0.0);
+		double bm = count > 0 ? sum / (double)count : 0.0;
+
+		for (i64 e = threadIdx.x; e < count; e += blockDim.x) {
+			i64 n = e / p.inner, j = e - n * p.inner;
+			double d = (double)ld_f(x, (n * p.channels + ch) * p.inner + j) - bm;
+
+			sq = __dadd_rn(sq, __dmul_rn(d, d));
+		}
+		sq = cep_block_reduce<cep_add>(sq, 0.0);
+		if (threadIdx.x != 0)
+			continue;
+		double bv = count > 0 ? sq / (double)count : 0.0;
+		double a = bn_load(scale, p.code_sb, ch) / sqrt(bv + p.eps);
+
+		ab[ch] = a;
+		ab[p.n_params + ch] = __dsub_rn(bn_load(bias, p.code_sb, ch), __dmul_rn(bm, a));
+		if (rmean != 0)
+			bn_store(rmean, p.code_mv, ch,
+				 __dadd_rn(__dmul_rn(bn_load(mean, p.code_mv, ch), p.momentum),
+					   __dmul_rn(bm, 1.0 - p.momentum)));
+		if (rvar != 0)
+			bn_store(rvar, p.code_mv, ch,
+				 __dadd_rn(__dmul_rn(bn_load(var, p.code_mv, ch), p.momentum),
+					   __dmul_rn(bv, 1.0 - p.momentum)));
+	}
+}
 
 /* ab[k] = scale / sqrt(var + eps), ab[n_params + k] = B - mean * ab[k]. */
 extern "C" __global__ void bn_coef(const void *scale, const void *bias, const void *mean,
@@ -376,3 +440,14 @@ __device__ __forceinline__ void bn_apply(const T *x, T *y, const double *ab, con
 BN_KERNEL(float, f32)
 BN_KERNEL(f16, f16)
 BN_KERNEL(bf16, bf16)
+
+#define BN_TRAIN_KERNEL(T, sfx)                                                         \
+	extern "C" __global__ void bn_train_coef_##sfx(const T *x, const void *scale,       \
+						       const void *bias, const void *mean,  \
+						       const void *var, double *ab,         \
+						       void *rmean, void *rvar, cep_bn p)    \
+	{ bn_train_coef<T>(x, scale, bias, mean, var, ab, rmean, rvar, p); }
+
+BN_TRAIN_KERNEL(float, f32)
+BN_TRAIN_KERNEL(f16, f16)
+BN_TRAIN_KERNEL(bf16, bf16)
