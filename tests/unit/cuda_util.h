@@ -371,9 +371,8 @@ static CU_UNUSED void tolerance(cep_dtype t, double *rtol, double *atol)
 
 /* The calls of kernels with a workspace or several outputs (the tests of
  * test_cuda_red.c and test_cuda_window.c), of up to GPU_MAX_IN inputs. */
-#define GPU_MAX_IN 8
-#define GPU_MAX_OUT 4
 #define GPU_MAX_IN 9 /* QLinearConv's */
+#define GPU_MAX_OUT 4
 
 /* A call of up to GPU_MAX_OUT outputs, with its workspace, as the planner
  * makes one; the reference outputs computed on the host beside it. */
