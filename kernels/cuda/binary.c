@@ -74,7 +74,7 @@ static int div_prepare(struct op_call *c, size_t *ws) { return binary_prepare(c,
 #define BINARY_KERNEL(op, prepare) \
 	{ "", op, 1, 5, BACKEND_CUDA, BINARY_DTS_1, prepare, binary_run }, \
 	{ "", op, 6, 6, BACKEND_CUDA, BINARY_DTS_6, prepare, binary_run }, \
-	{ "", op, 7, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_NUMERIC, prepare, binary_run }
+	{ "", op, 7, OP_OPSET_MAX, BACKEND_CUDA, CUDA_DTS_NUMERIC, prepare, binary_run }
 
 static const struct op_kernel kernels[] = {
 	BINARY_KERNEL("Add", add_prepare),

@@ -260,19 +260,19 @@ static int scatter_elements_run(struct op_call *c)
 	return cuda_launch(c->be, c->stream, p->fn, cuda_grid(p->g.n), CUDA_BLOCK, 0, args);
 }
 
-#define INDEX_NO_BF16 (OP_DTS_ALL & ~OP_DT(CEP_DTYPE_BFLOAT16))
+#define INDEX_NO_BF16 (CUDA_DTS_ALL & ~OP_DT(CEP_DTYPE_BFLOAT16))
 
 static const struct op_kernel kernels[] = {
 	{ "", "GatherND", 11, 12, BACKEND_CUDA, INDEX_NO_BF16, gather_nd_prepare, gather_nd_run },
-	{ "", "GatherND", 13, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_ALL, gather_nd_prepare,
+	{ "", "GatherND", 13, OP_OPSET_MAX, BACKEND_CUDA, CUDA_DTS_ALL, gather_nd_prepare,
 	  gather_nd_run },
 	{ "", "ScatterND", 11, 12, BACKEND_CUDA, INDEX_NO_BF16, scatter_nd_prepare,
 	  scatter_nd_run },
-	{ "", "ScatterND", 13, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_ALL, scatter_nd_prepare,
+	{ "", "ScatterND", 13, OP_OPSET_MAX, BACKEND_CUDA, CUDA_DTS_ALL, scatter_nd_prepare,
 	  scatter_nd_run },
 	{ "", "ScatterElements", 11, 12, BACKEND_CUDA, INDEX_NO_BF16, scatter_elements_prepare,
 	  scatter_elements_run },
-	{ "", "ScatterElements", 13, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_ALL,
+	{ "", "ScatterElements", 13, OP_OPSET_MAX, BACKEND_CUDA, CUDA_DTS_ALL,
 	  scatter_elements_prepare, scatter_elements_run },
 	{ "", "Scatter", 9, 10, BACKEND_CUDA, INDEX_NO_BF16, scatter_elements_prepare,
 	  scatter_elements_run },

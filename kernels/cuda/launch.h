@@ -19,6 +19,22 @@
 #include "kernels/ops.h"
 #include "kernels/registry.h"
 
+/*
+ * The types most device kernels store, as type sets for their kernel
+ * tables: float32, float16 and bfloat16 (computed in float), int64,
+ * int32, int8 and uint8 (computed in int64) and bool. The registry's own
+ * sets (OP_DTS_* of kernels/ops.h) are every type the engine stores; a
+ * device kernel that takes more than these (float64, the other integer
+ * widths) names them itself, so that the lookup refuses the rest for the
+ * cuda backend with the list of what it takes.
+ */
+#define CUDA_DTS_FLOAT (OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_FLOAT16) | \
+			OP_DT(CEP_DTYPE_BFLOAT16))
+#define CUDA_DTS_INT (OP_DT(CEP_DTYPE_INT64) | OP_DT(CEP_DTYPE_INT32) | \
+		      OP_DT(CEP_DTYPE_INT8) | OP_DT(CEP_DTYPE_UINT8))
+#define CUDA_DTS_NUMERIC (CUDA_DTS_FLOAT | CUDA_DTS_INT)
+#define CUDA_DTS_ALL (CUDA_DTS_NUMERIC | OP_DT(CEP_DTYPE_BOOL))
+
 #define CUDA_BLOCK 256          /* threads per block of the elementwise kernels */
 #define CUDA_GRID_MAX 65535u    /* blocks; kernels loop over the rest */
 

@@ -94,7 +94,7 @@ static int ln_prepare(struct op_call *c, size_t *workspace)
 
 	*workspace = 0;
 	memset(&p->ln, 0, sizeof(p->ln));
-	if (sfx == NULL || !op_dtype_in(x->dtype, OP_DTS_FLOAT))
+	if (sfx == NULL || !op_dtype_in(x->dtype, CUDA_DTS_FLOAT))
 		return cep__set_error(CEP_EDTYPE, "LayerNormalization: no cuda kernel for %s",
 				      cep_dtype_name(x->dtype));
 	if (stash != CEP_DTYPE_FLOAT32 && stash != CEP_DTYPE_BFLOAT16)
@@ -241,10 +241,10 @@ static int bn_run(struct op_call *c)
 #define NORM_DTS_7 (OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_FLOAT16))
 
 static const struct op_kernel kernels[] = {
-	{ "", "LayerNormalization", 17, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_FLOAT,
+	{ "", "LayerNormalization", 17, OP_OPSET_MAX, BACKEND_CUDA, CUDA_DTS_FLOAT,
 	  ln_prepare, ln_run },
 	{ "", "BatchNormalization", 1, 13, BACKEND_CUDA, NORM_DTS_7, bn_prepare, bn_run },
-	{ "", "BatchNormalization", 14, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_FLOAT,
+	{ "", "BatchNormalization", 14, OP_OPSET_MAX, BACKEND_CUDA, CUDA_DTS_FLOAT,
 	  bn_prepare, bn_run },
 };
 

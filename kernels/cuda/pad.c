@@ -151,8 +151,8 @@ static int pad_run(struct op_call *c)
 
 static const struct op_kernel kernels[] = {
 	{ "", "Pad", 1, 10, BACKEND_CUDA, PAD_F16, pad_prepare, pad_run },
-	{ "", "Pad", 11, 12, BACKEND_CUDA, PAD_F16 | OP_DTS_INT, pad_prepare, pad_run },
-	{ "", "Pad", 13, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_ALL, pad_prepare, pad_run },
+	{ "", "Pad", 11, 12, BACKEND_CUDA, PAD_F16 | CUDA_DTS_INT, pad_prepare, pad_run },
+	{ "", "Pad", 13, OP_OPSET_MAX, BACKEND_CUDA, CUDA_DTS_ALL, pad_prepare, pad_run },
 };
 
 const struct op_family op_family_cuda_pad = {

@@ -82,10 +82,10 @@ static int powmod_run(struct op_call *c)
 static const struct op_kernel kernels[] = {
 	{ "", "Pow", 1, 11, BACKEND_CUDA, F32_F16, pow_prepare, powmod_run },
 	{ "", "Pow", 12, 12, BACKEND_CUDA, F32_F16 | I32_I64, pow_prepare, powmod_run },
-	{ "", "Pow", 13, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_FLOAT | I32_I64, pow_prepare,
+	{ "", "Pow", 13, OP_OPSET_MAX, BACKEND_CUDA, CUDA_DTS_FLOAT | I32_I64, pow_prepare,
 	  powmod_run },
-	{ "", "Mod", 10, 12, BACKEND_CUDA, F32_F16 | OP_DTS_INT, mod_prepare, powmod_run },
-	{ "", "Mod", 13, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_NUMERIC, mod_prepare, powmod_run },
+	{ "", "Mod", 10, 12, BACKEND_CUDA, F32_F16 | CUDA_DTS_INT, mod_prepare, powmod_run },
+	{ "", "Mod", 13, OP_OPSET_MAX, BACKEND_CUDA, CUDA_DTS_NUMERIC, mod_prepare, powmod_run },
 };
 
 const struct op_family op_family_cuda_powmod = {

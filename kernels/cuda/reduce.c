@@ -182,7 +182,7 @@ static int lse_prepare(struct op_call *c, size_t *ws) { return reduce_prepare(c,
 #define RK_LOG(op, prepare) \
 	RK(op, 1, 12, RED_DTS_7, prepare), \
 	RK(op, 13, 27, RED_DTS_13, prepare), \
-	RK(op, 28, OP_OPSET_MAX, OP_DTS_FLOAT, prepare)
+	RK(op, 28, OP_OPSET_MAX, CUDA_DTS_FLOAT, prepare)
 
 static const struct op_kernel kernels[] = {
 	RK("ReduceSum", 1, 12, RED_DTS_7, sum_prepare),

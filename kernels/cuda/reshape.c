@@ -23,12 +23,12 @@ static int copy_run(struct op_call *c)
 
 static const struct op_kernel kernels[] = {
 	COPY_KERNEL("Reshape", 1, 4, RESHAPE_DTS_1),
-	COPY_KERNEL("Reshape", 5, OP_OPSET_MAX, OP_DTS_ALL),
+	COPY_KERNEL("Reshape", 5, OP_OPSET_MAX, CUDA_DTS_ALL),
 	COPY_KERNEL("Flatten", 1, 6, RESHAPE_DTS_1),
-	COPY_KERNEL("Flatten", 7, OP_OPSET_MAX, OP_DTS_ALL),
-	COPY_KERNEL("Squeeze", 1, OP_OPSET_MAX, OP_DTS_ALL),
-	COPY_KERNEL("Unsqueeze", 1, OP_OPSET_MAX, OP_DTS_ALL),
-	COPY_KERNEL("Identity", 1, OP_OPSET_MAX, OP_DTS_ALL),
+	COPY_KERNEL("Flatten", 7, OP_OPSET_MAX, CUDA_DTS_ALL),
+	COPY_KERNEL("Squeeze", 1, OP_OPSET_MAX, CUDA_DTS_ALL),
+	COPY_KERNEL("Unsqueeze", 1, OP_OPSET_MAX, CUDA_DTS_ALL),
+	COPY_KERNEL("Identity", 1, OP_OPSET_MAX, CUDA_DTS_ALL),
 };
 
 const struct op_family op_family_cuda_reshape = {
