@@ -1,10 +1,11 @@
 /*
- * cast.c — Cast: every stored type to every other. Between float types
- * through float32 (rounding to nearest even on narrowing); between integer
- * and bool types through int64 with wrapping; float to integer truncates
- * toward zero, NaN giving 0 and out-of-range values saturating to int64
- * before wrapping (ONNX leaves those undefined); anything to bool is
- * "not zero".
+ * cast.c — Cast: every stored type to every other, with cpu_convert()'s
+ * rules (kernels/cpu/cpu.h): between float types through double, rounding
+ * to nearest even once on narrowing; between integer and bool types with
+ * wrapping; float to integer truncates toward zero, NaN giving 0 and
+ * out-of-range values saturating (to int64, or uint64 from 2^63 up)
+ * before wrapping (ONNX leaves those undefined); anything to bool is "not
+ * zero".
  *
  * `to` is a TensorProto.DataType number from opset 6, its name before
  * (kernels/legacy.h); bfloat16 is no type of those first opsets.
@@ -53,14 +54,8 @@ static int cast_run(struct op_call *c)
 		memcpy(dst, src, (size_t)n * cep_dtype_size(from));
 		return 0;
 	}
-	for (i = 0; i < n; i++) {
-		if (cpu_is_float(from))
-			cpu_store_f(dst, to, i, cpu_load_f(src, from, i));
-		else if (cpu_is_float(to))
-			cpu_store_f(dst, to, i, (float)cpu_load_i(src, from, i));
-		else
-			cpu_store_i(dst, to, i, cpu_load_i(src, from, i));
-	}
+	for (i = 0; i < n; i++)
+		cpu_convert(dst, to, src, from, i);
 	return 0;
 }
 

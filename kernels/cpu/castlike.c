@@ -1,12 +1,9 @@
 /*
  * castlike.c — CastLike (opset 15): Cast to the element type of a second
- * input, whose values are never read. The conversions are Cast's (see
- * cast.c): between float types through float32 with rounding to nearest
- * even, between integer and bool types through int64 with wrapping, float
- * to integer truncating toward zero (NaN giving 0, out-of-range values
- * saturating to int64 before wrapping), anything to bool as "not zero".
- * The saturate (19) and round_mode (24) attributes concern only float8
- * and smaller float targets, which cudaep does not store.
+ * input, whose values are never read. The conversions are Cast's
+ * (cpu_convert() of kernels/cpu/cpu.h, see cast.c). The saturate (19)
+ * and round_mode (24) attributes concern only float8 and smaller float
+ * targets, which cudaep does not store.
  */
 #include "kernels/cpu/cpu.h"
 
@@ -35,14 +32,8 @@ static int castlike_run(struct op_call *c)
 			memcpy(dst, src, (size_t)n * cep_dtype_size(from));
 		return 0;
 	}
-	for (i = 0; i < n; i++) {
-		if (cpu_is_float(from))
-			cpu_store_f(dst, to, i, cpu_load_f(src, from, i));
-		else if (cpu_is_float(to))
-			cpu_store_f(dst, to, i, (float)cpu_load_i(src, from, i));
-		else
-			cpu_store_i(dst, to, i, cpu_load_i(src, from, i));
-	}
+	for (i = 0; i < n; i++)
+		cpu_convert(dst, to, src, from, i);
 	return 0;
 }
 

@@ -168,12 +168,12 @@ static void ln_apply_bcast(struct op_call *c, const double *mean, const double *
 	for (r = 0; r < bc.rows; r++) {
 		for (j = 0; j < bc.inner; j++) {
 			int64_t e = r * bc.inner + j, row = e / p->cols;
-			double v = cpu_load_f(x->data, x->dtype, bc.off[0] + j * bc.step[0]);
-			double s = cpu_load_f(ins[1]->data, ins[1]->dtype, bc.off[1] + j * bc.step[1]);
-			double b = has_b ? cpu_load_f(ins[2]->data, ins[2]->dtype,
+			double v = cpu_load_d(x->data, x->dtype, bc.off[0] + j * bc.step[0]);
+			double s = cpu_load_d(ins[1]->data, ins[1]->dtype, bc.off[1] + j * bc.step[1]);
+			double b = has_b ? cpu_load_d(ins[2]->data, ins[2]->dtype,
 						      bc.off[2] + j * bc.step[2]) : 0.0;
 
-			cpu_store_f(y->data, y->dtype, e, (float)((v - mean[row]) * inv[row] * s + b));
+			cpu_store_d(y->data, y->dtype, e, (v - mean[row]) * inv[row] * s + b);
 		}
 		cpu_bcast_next(&bc);
 	}
@@ -215,18 +215,18 @@ static int ln_run(struct op_call *c)
 		mean[r] = m;
 		inv[r] = 1.0 / sqrt(sq / (double)p->cols + p->eps);
 		if (mean_out)
-			cpu_store_f(mean_out->data, mean_out->dtype, r, (float)mean[r]);
+			cpu_store_d(mean_out->data, mean_out->dtype, r, mean[r]);
 		if (inv_out)
-			cpu_store_f(inv_out->data, inv_out->dtype, r, (float)inv[r]);
+			cpu_store_d(inv_out->data, inv_out->dtype, r, inv[r]);
 	}
 	if (p->scale == LN_INDEX_BCAST || p->bias == LN_INDEX_BCAST) {
 		ln_apply_bcast(c, mean, inv);
 		return 0;
 	}
 	if (p->scale == LN_INDEX_ONE)
-		s_one = cpu_load_f(sc->data, sc->dtype, 0);
+		s_one = cpu_load_d(sc->data, sc->dtype, 0);
 	if (p->bias == LN_INDEX_ONE)
-		b_one = cpu_load_f(bt->data, bt->dtype, 0);
+		b_one = cpu_load_d(bt->data, bt->dtype, 0);
 	for (r = 0; r < p->rows; r++) {
 		for (j0 = 0; j0 < p->cols; j0 += cnt) {
 			int64_t at = r * p->cols + j0;
@@ -366,10 +366,10 @@ static int bn_run(struct op_call *c)
 	if (c->workspace_bytes < 2 * (size_t)p->n_params * sizeof(double))
 		return cep__set_error(CEP_EINTERNAL, "BatchNormalization: the workspace is too small");
 	for (i = 0; i < p->n_params; i++) {
-		double scale = cpu_load_f(c->in[1].data, c->in[1].dtype, i);
-		double bias = cpu_load_f(c->in[2].data, c->in[2].dtype, i);
-		double mean = cpu_load_f(c->in[3].data, c->in[3].dtype, i);
-		double var = cpu_load_f(c->in[4].data, c->in[4].dtype, i);
+		double scale = cpu_load_d(c->in[1].data, c->in[1].dtype, i);
+		double bias = cpu_load_d(c->in[2].data, c->in[2].dtype, i);
+		double mean = cpu_load_d(c->in[3].data, c->in[3].dtype, i);
+		double var = cpu_load_d(c->in[4].data, c->in[4].dtype, i);
 
 		a[i] = scale / sqrt(var + p->eps);
 		b[i] = bias - mean * a[i];
@@ -499,7 +499,7 @@ static int lrn_run(struct op_call *c)
 
 /* ------------------------------------------------------------------- table */
 
-#define NORM_DTS_7 (OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_FLOAT16))
+#define NORM_DTS_7 (OP_DTS_FLOAT & ~OP_DT(CEP_DTYPE_BFLOAT16))
 
 static const struct op_schema schemas[] = {
 	{ "", "LayerNormalization", 17, OP_OPSET_MAX, 2, 3, 1, 3, 0, 0, ln_infer },
