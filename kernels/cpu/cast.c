@@ -32,8 +32,8 @@ static int cast_infer(struct op_infer *x)
 	}
 	to = (cep_dtype)code;
 	if (code < 0 || code > 31 || !op_dtype_in(to, OP_DTS_ALL))
-		return cep__set_error(CEP_EUNSUPPORTED, "Cast: casting to %s (type %lld) is not supported",
-				      cep_dtype_name(to), (long long)code);
+		return cep__set_error(CEP_EUNSUPPORTED, "Cast: casting to type %lld is not supported "
+				      "(not a type cudaep stores)", (long long)code);
 	if (to == CEP_DTYPE_BFLOAT16 && x->node->opset < 7)
 		return cep__set_error(CEP_EMODEL, "Cast (opset %d): bfloat16 is not a type of this opset",
 				      x->node->opset);
