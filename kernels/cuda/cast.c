@@ -48,10 +48,10 @@ static int cast_run(struct op_call *c)
 }
 
 static const struct op_kernel kernels[] = {
-	{ "", "Cast", 1, 6, BACKEND_CUDA, CUDA_DTS_ALL & ~OP_DT(CEP_DTYPE_BFLOAT16), cast_prepare,
+	{ "", "Cast", 1, 6, BACKEND_CUDA, OP_DTS_ALL & ~OP_DT(CEP_DTYPE_BFLOAT16), cast_prepare,
 	  cast_run },
-	{ "", "Cast", 7, OP_OPSET_MAX, BACKEND_CUDA, CUDA_DTS_ALL, cast_prepare, cast_run },
-	{ "", "CastLike", 15, OP_OPSET_MAX, BACKEND_CUDA, CUDA_DTS_ALL, cast_prepare, cast_run },
+	{ "", "Cast", 7, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_ALL, cast_prepare, cast_run },
+	{ "", "CastLike", 15, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_ALL, cast_prepare, cast_run },
 };
 
 const struct op_family op_family_cuda_cast = {

@@ -59,13 +59,13 @@ static int ds_run(struct op_call *c)
 	return cuda_launch(c->be, c->stream, p->fn, cuda_grid(p->g.n), CUDA_BLOCK, 0, args);
 }
 
-#define DS_NO_BF16 (CUDA_DTS_ALL & ~OP_DT(CEP_DTYPE_BFLOAT16))
+#define DS_NO_BF16 (OP_DTS_ALL & ~OP_DT(CEP_DTYPE_BFLOAT16))
 
 static const struct op_kernel kernels[] = {
 	{ "", "DepthToSpace", 1, 12, BACKEND_CUDA, DS_NO_BF16, ds_prepare, ds_run },
-	{ "", "DepthToSpace", 13, OP_OPSET_MAX, BACKEND_CUDA, CUDA_DTS_ALL, ds_prepare, ds_run },
+	{ "", "DepthToSpace", 13, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_ALL, ds_prepare, ds_run },
 	{ "", "SpaceToDepth", 1, 12, BACKEND_CUDA, DS_NO_BF16, ds_prepare, ds_run },
-	{ "", "SpaceToDepth", 13, OP_OPSET_MAX, BACKEND_CUDA, CUDA_DTS_ALL, ds_prepare, ds_run },
+	{ "", "SpaceToDepth", 13, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_ALL, ds_prepare, ds_run },
 };
 
 const struct op_family op_family_cuda_depth_space = {

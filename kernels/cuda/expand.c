@@ -72,15 +72,15 @@ static int expand_run(struct op_call *c)
 }
 
 /* bfloat16 joined both at opset 13. */
-#define EXPAND_DTS_7 (CUDA_DTS_ALL & ~OP_DT(CEP_DTYPE_BFLOAT16))
+#define EXPAND_DTS_7 (OP_DTS_ALL & ~OP_DT(CEP_DTYPE_BFLOAT16))
 
 static const struct op_kernel kernels[] = {
 	{ "", "Expand", 8, 12, BACKEND_CUDA, EXPAND_DTS_7, expand_prepare, expand_run },
-	{ "", "Expand", 13, OP_OPSET_MAX, BACKEND_CUDA, CUDA_DTS_ALL, expand_prepare, expand_run },
-	{ "", "Tile", 1, 5, BACKEND_CUDA, OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_FLOAT16),
+	{ "", "Expand", 13, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_ALL, expand_prepare, expand_run },
+	{ "", "Tile", 1, 5, BACKEND_CUDA, OP_DTS_FLOAT & ~OP_DT(CEP_DTYPE_BFLOAT16),
 	  expand_prepare, expand_run },
 	{ "", "Tile", 6, 12, BACKEND_CUDA, EXPAND_DTS_7, expand_prepare, expand_run },
-	{ "", "Tile", 13, OP_OPSET_MAX, BACKEND_CUDA, CUDA_DTS_ALL, expand_prepare, expand_run },
+	{ "", "Tile", 13, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_ALL, expand_prepare, expand_run },
 };
 
 const struct op_family op_family_cuda_expand = {

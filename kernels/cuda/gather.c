@@ -88,7 +88,7 @@ static int gather_run(struct op_call *c)
 }
 
 static const struct op_kernel kernels[] = {
-	{ "", "Gather", 1, OP_OPSET_MAX, BACKEND_CUDA, CUDA_DTS_ALL, gather_prepare, gather_run },
+	{ "", "Gather", 1, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_ALL, gather_prepare, gather_run },
 };
 
 const struct op_family op_family_cuda_gather = {

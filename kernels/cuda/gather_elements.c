@@ -82,9 +82,9 @@ static int ge_run(struct op_call *c)
 }
 
 static const struct op_kernel kernels[] = {
-	{ "", "GatherElements", 11, 12, BACKEND_CUDA, CUDA_DTS_ALL & ~OP_DT(CEP_DTYPE_BFLOAT16),
+	{ "", "GatherElements", 11, 12, BACKEND_CUDA, OP_DTS_ALL & ~OP_DT(CEP_DTYPE_BFLOAT16),
 	  ge_prepare, ge_run },
-	{ "", "GatherElements", 13, OP_OPSET_MAX, BACKEND_CUDA, CUDA_DTS_ALL, ge_prepare, ge_run },
+	{ "", "GatherElements", 13, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_ALL, ge_prepare, ge_run },
 };
 
 const struct op_family op_family_cuda_gather_elements = {

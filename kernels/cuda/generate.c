@@ -91,13 +91,13 @@ static int range_run(struct op_call *c)
 			   args);
 }
 
-#define RANGE_TYPES_11 (OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_INT32) | \
-			OP_DT(CEP_DTYPE_INT64))
+#define RANGE_TYPES_11 (OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_FLOAT64) | \
+			OP_DT(CEP_DTYPE_INT16) | OP_DT(CEP_DTYPE_INT32) | OP_DT(CEP_DTYPE_INT64))
 
 static const struct op_kernel kernels[] = {
-	{ "", "ConstantOfShape", 9, 19, BACKEND_CUDA, CUDA_DTS_ALL & ~OP_DT(CEP_DTYPE_BFLOAT16),
+	{ "", "ConstantOfShape", 9, 19, BACKEND_CUDA, OP_DTS_ALL & ~OP_DT(CEP_DTYPE_BFLOAT16),
 	  cos_prepare, cos_run },
-	{ "", "ConstantOfShape", 20, OP_OPSET_MAX, BACKEND_CUDA, CUDA_DTS_ALL, cos_prepare, cos_run },
+	{ "", "ConstantOfShape", 20, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_ALL, cos_prepare, cos_run },
 	{ "", "Range", 11, 26, BACKEND_CUDA, RANGE_TYPES_11, range_prepare, range_run },
 	{ "", "Range", 27, OP_OPSET_MAX, BACKEND_CUDA, RANGE_TYPES_11 | OP_DT(CEP_DTYPE_FLOAT16) |
 	  OP_DT(CEP_DTYPE_BFLOAT16), range_prepare, range_run },

@@ -88,6 +88,12 @@ static void nd_fill(struct cuda_index_nd *d, const struct cpu_index_nd *g,
 	memcpy(d->stride, g->stride, sizeof(d->stride));
 }
 
+/* The source of a scatter's kernels for data of type t. */
+static const char *index_scatter_source(cep_dtype t)
+{
+	return cuda_dtype_wide(t) ? "index_wide" : "index";
+}
+
 /* The kernel-name suffix of a scatter's data type, or an error. */
 static int scatter_suffix(const struct op_call *c, const char **sfx)
 {
@@ -168,7 +174,7 @@ static int scatter_nd_prepare(struct op_call *c, size_t *workspace)
 	p->g.parts = index_parts(g.slice, targets);
 	p->g.n = g.slice * p->g.parts;
 	snprintf(name, sizeof(name), "scatter_nd_%s_%s", cpu_index_red_name(red), sfx);
-	return cuda_function_get(c->be, "index", name, &p->fn);
+	return cuda_function_get(c->be, index_scatter_source(data->dtype), name, &p->fn);
 }
 
 static int scatter_nd_run(struct op_call *c)
@@ -234,7 +240,7 @@ static int scatter_elements_prepare(struct op_call *c, size_t *workspace)
 	g->n = g->lines * g->parts;
 	snprintf(name, sizeof(name), "scatter_elements_%s_%s_%s", cpu_index_red_name(red), sfx,
 		 idx->dtype == CEP_DTYPE_INT32 ? "i32" : "i64");
-	return cuda_function_get(c->be, "index", name, &p->fn);
+	return cuda_function_get(c->be, index_scatter_source(data->dtype), name, &p->fn);
 }
 
 static int scatter_elements_run(struct op_call *c)
@@ -260,19 +266,19 @@ static int scatter_elements_run(struct op_call *c)
 	return cuda_launch(c->be, c->stream, p->fn, cuda_grid(p->g.n), CUDA_BLOCK, 0, args);
 }
 
-#define INDEX_NO_BF16 (CUDA_DTS_ALL & ~OP_DT(CEP_DTYPE_BFLOAT16))
+#define INDEX_NO_BF16 (OP_DTS_ALL & ~OP_DT(CEP_DTYPE_BFLOAT16))
 
 static const struct op_kernel kernels[] = {
 	{ "", "GatherND", 11, 12, BACKEND_CUDA, INDEX_NO_BF16, gather_nd_prepare, gather_nd_run },
-	{ "", "GatherND", 13, OP_OPSET_MAX, BACKEND_CUDA, CUDA_DTS_ALL, gather_nd_prepare,
+	{ "", "GatherND", 13, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_ALL, gather_nd_prepare,
 	  gather_nd_run },
 	{ "", "ScatterND", 11, 12, BACKEND_CUDA, INDEX_NO_BF16, scatter_nd_prepare,
 	  scatter_nd_run },
-	{ "", "ScatterND", 13, OP_OPSET_MAX, BACKEND_CUDA, CUDA_DTS_ALL, scatter_nd_prepare,
+	{ "", "ScatterND", 13, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_ALL, scatter_nd_prepare,
 	  scatter_nd_run },
 	{ "", "ScatterElements", 11, 12, BACKEND_CUDA, INDEX_NO_BF16, scatter_elements_prepare,
 	  scatter_elements_run },
-	{ "", "ScatterElements", 13, OP_OPSET_MAX, BACKEND_CUDA, CUDA_DTS_ALL,
+	{ "", "ScatterElements", 13, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_ALL,
 	  scatter_elements_prepare, scatter_elements_run },
 	{ "", "Scatter", 9, 10, BACKEND_CUDA, INDEX_NO_BF16, scatter_elements_prepare,
 	  scatter_elements_run },

@@ -50,9 +50,17 @@ static inline unsigned cuda_grid(int64_t n)
 #define CUDA_PARAMS_FIT(type) \
 	_Static_assert(sizeof(type) <= OP_PARAMS_BYTES, #type " exceeds OP_PARAMS_BYTES")
 
-/* The suffix of dtype in kernel names ("f32", "bf16", "i64", "bool"), or
- * NULL for a type the device kernels do not store. */
+/* The suffix of dtype in kernel names ("f32", "bf16", "f64", "u64",
+ * "bool"), or NULL for a type the engine does not store. A kernel source
+ * has the types its table takes, not necessarily all of these. */
 const char *cuda_dtype_suffix(cep_dtype dtype);
+
+/* Whether dtype is one of the types the first device kernels did not have
+ * (float64, int16, uint16, uint32, uint64): the families that take them
+ * and keep a kernel per type (binary, compare, reduce, index) compile
+ * them from a source of their own, <family>_wide.cu, so that a model
+ * without them never waits for that compile. */
+bool cuda_dtype_wide(cep_dtype dtype);
 
 /* The widest of 16, 8, 4, 2, 1 bytes that divides each of the n values
  * (lengths, pitches and addresses in bytes). */

@@ -80,9 +80,9 @@ static int onehot_run(struct op_call *c)
 }
 
 static const struct op_kernel kernels[] = {
-	{ "", "OneHot", 9, 27, BACKEND_CUDA, CUDA_DTS_ALL & ~OP_DT(CEP_DTYPE_BFLOAT16),
+	{ "", "OneHot", 9, 27, BACKEND_CUDA, OP_DTS_ALL & ~OP_DT(CEP_DTYPE_BFLOAT16),
 	  onehot_prepare, onehot_run },
-	{ "", "OneHot", 28, OP_OPSET_MAX, BACKEND_CUDA, CUDA_DTS_ALL, onehot_prepare, onehot_run },
+	{ "", "OneHot", 28, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_ALL, onehot_prepare, onehot_run },
 };
 
 const struct op_family op_family_cuda_onehot = {

@@ -155,9 +155,9 @@ static int slice_run(struct op_call *c)
 }
 
 static const struct op_kernel kernels[] = {
-	{ "", "Slice", 1, 12, BACKEND_CUDA, CUDA_DTS_ALL & ~OP_DT(CEP_DTYPE_BFLOAT16), slice_prepare,
+	{ "", "Slice", 1, 12, BACKEND_CUDA, OP_DTS_ALL & ~OP_DT(CEP_DTYPE_BFLOAT16), slice_prepare,
 	  slice_run },
-	{ "", "Slice", 13, OP_OPSET_MAX, BACKEND_CUDA, CUDA_DTS_ALL, slice_prepare, slice_run },
+	{ "", "Slice", 13, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_ALL, slice_prepare, slice_run },
 };
 
 const struct op_family op_family_cuda_slice = {

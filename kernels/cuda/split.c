@@ -119,11 +119,11 @@ static int split_run(struct op_call *c)
 }
 
 static const struct op_kernel kernels[] = {
-	{ "", "Split", 1, 1, BACKEND_CUDA, OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_FLOAT16),
+	{ "", "Split", 1, 1, BACKEND_CUDA, OP_DTS_FLOAT & ~OP_DT(CEP_DTYPE_BFLOAT16),
 	  split_prepare, split_run },
-	{ "", "Split", 2, 12, BACKEND_CUDA, CUDA_DTS_ALL & ~OP_DT(CEP_DTYPE_BFLOAT16), split_prepare,
+	{ "", "Split", 2, 12, BACKEND_CUDA, OP_DTS_ALL & ~OP_DT(CEP_DTYPE_BFLOAT16), split_prepare,
 	  split_run },
-	{ "", "Split", 13, OP_OPSET_MAX, BACKEND_CUDA, CUDA_DTS_ALL, split_prepare, split_run },
+	{ "", "Split", 13, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_ALL, split_prepare, split_run },
 };
 
 const struct op_family op_family_cuda_split = {

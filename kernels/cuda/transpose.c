@@ -81,7 +81,7 @@ static int transpose_run(struct op_call *c)
 }
 
 static const struct op_kernel kernels[] = {
-	{ "", "Transpose", 1, OP_OPSET_MAX, BACKEND_CUDA, CUDA_DTS_ALL, transpose_prepare,
+	{ "", "Transpose", 1, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_ALL, transpose_prepare,
 	  transpose_run },
 };
 

@@ -63,7 +63,7 @@ static int trilu_run(struct op_call *c)
 }
 
 static const struct op_kernel kernels[] = {
-	{ "", "Trilu", 14, OP_OPSET_MAX, BACKEND_CUDA, CUDA_DTS_ALL, trilu_prepare, trilu_run },
+	{ "", "Trilu", 14, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_ALL, trilu_prepare, trilu_run },
 };
 
 const struct op_family op_family_cuda_trilu = {

@@ -43,10 +43,15 @@ Test(registry, refusals_say_exactly_why)
 	cr_assert_str_eq(cep_last_error(), "Add: dtype uint16 is not supported on the host backend "
 					   "(supported: float32, float16, bfloat16, float64, int64, "
 					   "int32, int8, uint64, uint32, uint8)");
-	cr_assert_eq(op_kernel_find(s, 14, BACKEND_CUDA, CEP_DTYPE_UINT16, &k), CEP_EUNSUPPORTED);
+	cr_assert_eq(op_kernel_find(s, 13, BACKEND_CUDA, CEP_DTYPE_UINT16, &k), CEP_EUNSUPPORTED);
 	cr_assert_str_eq(cep_last_error(), "Add: dtype uint16 is not supported on the cuda backend "
-					   "(supported: float32, float16, bfloat16, int64, int32, int8, "
-					   "uint8)");
+					   "(supported: float32, float16, bfloat16, float64, int64, "
+					   "int32, int8, uint64, uint32, uint8)");
+	/* A device kernel that lacks a type the host takes says so. */
+	cr_assert_eq(op_schema_find("", "Softmax", 13, &s), 0);
+	cr_assert_eq(op_kernel_find(s, 13, BACKEND_CUDA, CEP_DTYPE_FLOAT64, &k), CEP_EUNSUPPORTED);
+	cr_assert_str_eq(cep_last_error(), "Softmax: dtype float64 is not supported on the cuda "
+					   "backend (supported: float32, float16, bfloat16)");
 	/* Shape is always folded or evaluated on the host: no device kernel. */
 	cr_assert_eq(op_schema_find("", "Shape", 15, &s), 0);
 	cr_assert_eq(op_kernel_find(s, 15, BACKEND_CUDA, CEP_DTYPE_FLOAT32, &k), CEP_EUNSUPPORTED);
