@@ -17,9 +17,11 @@ struct powmod_params {
 };
 CUDA_PARAMS_FIT(struct powmod_params);
 
+/* Input i's type has kernels here (the exponent's type is no type of the
+ * table, which checks the base's). */
 static int powmod_dtype_check(const struct op_call *c, int i)
 {
-	if (cuda_dtype_suffix(c->in[i].dtype) != NULL && c->in[i].dtype != CEP_DTYPE_BOOL)
+	if (op_dtype_in(c->in[i].dtype, CUDA_DTS_NUMERIC))
 		return 0;
 	return cep__set_error(CEP_EDTYPE, "%s: no cuda kernel for %s", c->node->op_type,
 			      cep_dtype_name(c->in[i].dtype));
