@@ -29,14 +29,14 @@ import argparse
 import json
 import os
 import shutil
-import signal
-import socket
-import subprocess
 import sys
 import tempfile
 import time
 
 import numpy as np
+
+sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "gpu"))
+import cepgpu  # noqa: E402
 
 SEQ = 128
 BATCHES = (1, 32)
@@ -200,56 +200,8 @@ def torch_times(m, feeds, prec, iters):
 
 
 # ----------------------------------------------------------------- cudaep
-
-def start_daemon(build, work, extra=()):
-    sock = os.path.join(work, "cudaep.sock")
-    logf = open(os.path.join(work, "cudaepd.log"), "wb")
-    proc = subprocess.Popen([os.path.join(build, "bin", "cudaepd"), "--socket", sock,
-                             "--backend", "cuda", "--cache-dir",
-                             os.path.join(work, "kcache")] + list(extra),
-                            stdout=logf, stderr=logf)
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError("cudaepd exited: " +
-                               open(os.path.join(work, "cudaepd.log")).read())
-        try:
-            s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-            s.connect(sock)
-            s.close()
-            return proc, sock
-        except OSError:
-            time.sleep(0.05)
-    proc.kill()
-    raise RuntimeError("cudaepd did not come up")
-
-
-def cudaep_run(build, sock, onnx_path, feeds, out_name, prec, iters, work, tag):
-    args = [os.path.join(build, "bin", "cudaep-run"), "--socket", sock, "--json",
-            "--iters", str(iters), "--warmup", "10", "--precision", prec]
-    for name, v in feeds.items():
-        p = os.path.join(work, "%s-%s.npy" % (tag, name))
-        np.save(p, v)
-        args += ["--input", "%s=%s" % (name, p)]
-    outp = os.path.join(work, "%s-out.npy" % tag)
-    args += ["--output", "%s=%s" % (out_name, outp), onnx_path]
-    r = subprocess.run(args, capture_output=True, text=True, timeout=900)
-    if r.returncode != 0:
-        return None, None, (r.stderr.strip() or r.stdout.strip())[-400:]
-    j = json.loads(r.stdout)
-    return j, np.load(outp), None
-
-
-def latency_ms(j):
-    """The p50 of cudaep-run's JSON, in ms."""
-    return j["latency_us"]["p50"] / 1e3
-
-
-def rel_err(got, ref):
-    ref = ref.astype(np.float64)
-    d = np.linalg.norm(got.astype(np.float64) - ref)
-    return float(d / max(np.linalg.norm(ref), 1e-30))
-
+# The daemon, cudaep-run and the error measures are tests/gpu/cepgpu.py's,
+# shared with the model zoo (tests/gpu/zoo.py).
 
 # ------------------------------------------------------------------- main
 
@@ -271,15 +223,13 @@ def main():
             log("%s: %s" % (model, path))
         return
 
-    import torch
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
+    torch = cepgpu.torch_setup()
 
     work = args.out or tempfile.mkdtemp(prefix="cudaep-models-")
     os.makedirs(work, exist_ok=True)
     build = os.path.abspath(args.build)
     rng = np.random.default_rng(1234)
-    proc, sock = start_daemon(build, work)
+    daemon = cepgpu.Daemon(build, work).start()
     rows = []
     try:
         for model in args.models.split(","):
@@ -293,8 +243,8 @@ def main():
                 for batch in BATCHES:
                     feeds = inputs_for(model, batch, rng)
                     tag = "%s-%s-b%d" % (model, prec, batch)
-                    j, got, err = cudaep_run(build, sock, path, feeds, out_name, prec,
-                                             args.iters, work, tag)
+                    r = cepgpu.cudaep_run(build, daemon.sock, path, feeds, [out_name], prec,
+                                          args.iters, 10, work, tag, timeout=900)
                     try:
                         eager, graph, ref = torch_times(m, feeds, prec, args.iters)
                     except Exception as e:  # one cell's failure is reported, not fatal
@@ -303,20 +253,17 @@ def main():
                         ref = None
                     row = {"model": model, "precision": prec, "batch": batch,
                            "torch_eager_ms": eager, "torch_graph_ms": graph}
-                    if err:
-                        row["error"] = err
+                    if not r.ok:
+                        row["error"] = ("%s: %s" % (r.stage, r.message))[-400:]
                     else:
-                        row["cudaep_ms"] = latency_ms(j)
-                        row["first_ms"] = j["first_run_us"] / 1e3
-                        row["rel_err"] = rel_err(got, ref) if ref is not None else float("nan")
+                        row["cudaep_ms"] = r.median_ms
+                        row["first_ms"] = r.first_ms
+                        row["rel_err"] = cepgpu.rel_l2(r.outputs[0], ref) \
+                            if ref is not None else float("nan")
                     rows.append(row)
                     log(json.dumps(row))
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        daemon.stop(timeout=30)
     with open(os.path.join(work, "results.json"), "w") as f:
         json.dump(rows, f, indent=1)
 

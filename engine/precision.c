@@ -95,21 +95,41 @@ static bool is_op(const struct graph_node *node, const char *op_type)
  * Resize's roi and scales and Upsample's scales are float32 by their
  * schemas, and the output's shape is computed from them; OneHot's
  * indices and depth are counts, which rounding would move (and bfloat16
- * is not a type they may have). */
+ * is not a type they may have); GridSample's grid holds positions, which
+ * float16 would move by a quarter of a pixel across 1024 of them and
+ * bfloat16 by two (its own type, T2, may differ from X's). */
 static bool slot_keeps_float(const struct graph_node *node, int i)
 {
 	if (is_op(node, "OneHot"))
 		return i < 2;
+	if (is_op(node, "GridSample"))
+		return i == 1;
 	return i > 0 && (is_op(node, "Resize") || is_op(node, "Upsample"));
 }
 
 /* Whether node computes in float32 whatever kernels there are: Range's
- * element count comes from its values, which rounding would change, and
+ * element count comes from its values, which rounding would change;
  * IsInf's answer, which rounding to half would change for the finite
- * values past half's range (1e5 is infinite in float16). */
+ * values past half's range (1e5 is infinite in float16); AffineGrid,
+ * whose output is a grid of positions (GridSample's grid above). The quantized
+ * operators turn floats into integers or back by their scales: a scale
+ * rounded to half (8 bits of bfloat16) moves every quantized value, and
+ * so does an x rounded before it is quantized, so they keep the float32
+ * model's scales and inputs and give its integers exactly; their float
+ * outputs are cast where half nodes read them. */
 static bool node_keeps_float(const struct graph_node *node)
 {
-	return is_op(node, "Range") || is_op(node, "IsInf");
+	static const char *const keep[] = {
+		"Range", "IsInf", "AffineGrid", "QuantizeLinear", "DequantizeLinear",
+		"DynamicQuantizeLinear", "QLinearMatMul", "QLinearConv",
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(keep) / sizeof(keep[0]); i++) {
+		if (is_op(node, keep[i]))
+			return true;
+	}
+	return false;
 }
 
 /* Whether node reads or makes a float64 tensor: it keeps float32 for its

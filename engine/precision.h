@@ -12,8 +12,11 @@
  *   inputs; its float32 inputs then arrive in half. Otherwise it stays in
  *   float32 (counted in float_nodes; nothing is refused for it), and so do
  *   Range (its element count comes from its float values, which rounding
- *   would change) and the roi and scales of Resize and Upsample (float32 by
- *   their schemas: the output shape is computed from them).
+ *   would change), IsInf, the quantized operators (QuantizeLinear,
+ *   DequantizeLinear, DynamicQuantizeLinear, QLinearMatMul, QLinearConv:
+ *   their scales and inputs stay the model's, so their integers are the
+ *   float32 model's) and the roi and scales of Resize and Upsample (float32
+ *   by their schemas: the output shape is computed from them).
  * - float32 constants that only half nodes read are converted once, in
  *   place, rounding to nearest even (the Cast kernel's conversion), so
  *   they take half the bytes; one read in both types is kept and given a

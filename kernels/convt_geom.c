@@ -195,7 +195,7 @@ int convt_out_dim(const struct op_node *node, const struct convt_attrs *a, int i
 int convt_geom_init(const struct op_node *node, const struct op_tensor *x,
 		    const struct op_tensor *w, struct convt_geom *g)
 {
-	int64_t kernel[CONVT_MAX_DIMS] = { 0 }, pe;
+	int64_t kernel[CONVT_MAX_DIMS] = { 0 };
 	struct convt_col2im *win = &g->win;
 	struct convt_attrs a;
 	int n = x->rank - 2, i, ret;
@@ -210,7 +210,7 @@ int convt_geom_init(const struct op_node *node, const struct op_tensor *x,
 	win->ks = win->l = win->p = 1;
 	for (i = 0; i < n; i++) {
 		ret = convt_out_dim(node, &a, i, x->dims[2 + i], &win->image[i], &win->pad_begin[i],
-				    &pe);
+				    &g->pad_end[i]);
 		if (ret < 0)
 			return ret;
 		win->block[i] = a.kernel[i];

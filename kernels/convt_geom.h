@@ -108,6 +108,7 @@ struct convt_col2im {
  * kernel...), Y (N, M, out...). */
 struct convt_geom {
 	struct convt_col2im win;               /* image = out, blocks = in */
+	int64_t pad_end[CONVT_MAX_DIMS];       /* (n) in effect; may be negative */
 	int64_t batch, c, m, group;
 	int64_t cg, mg;                        /* channels per group: in, out */
 };

@@ -1,7 +1,8 @@
 /*
  * cudnn.c — cuDNN 9 through dlopen, its handle, and the cache of
  * convolution plans (descriptors, the heuristic's algorithm, the
- * workspace it needs) that the Conv kernels of kernels/cuda/conv.c run
+ * workspace it needs) that the Conv kernels of kernels/cuda/conv.c and
+ * the ConvTranspose kernel of kernels/cuda/conv_transpose.c run
  * (gpu/cuda/cudnn.h).
  */
 #include "gpu/cuda/cudnn.h"
@@ -134,6 +135,7 @@ struct cudnn_conv {
 	cudnnConvolutionDescriptor_t conv;   /* owned; carries algo's math type */
 	cudnnActivationDescriptor_t act;     /* owned; NULL unless fused */
 	cudnnConvolutionFwdAlgo_t algo;      /* the heuristic's choice */
+	cudnnConvolutionBwdDataAlgo_t bwd;   /* the same, for a transposed plan */
 	size_t workspace;                    /* bytes algo needs */
 	bool fused;                          /* one BiasActivationForward */
 	atomic_bool unfused;                 /* cuDNN refused the fused call at
@@ -292,6 +294,9 @@ static int conv_check(const struct cudnn_conv_desc *d)
 				      INT32_MAX, nx, ny, nw);
 	if ((d->z && !d->relu) || ((d->z || d->relu) && !d->bias))
 		return cep__set_error(CEP_EINVAL, "cuDNN convolution: z needs relu, and relu a bias");
+	if (d->transposed && (d->z || d->relu))
+		return cep__set_error(CEP_EINVAL, "cuDNN convolution: a transposed one takes no z "
+				      "and no relu");
 	return 0;
 }
 
@@ -330,7 +335,7 @@ static int conv_descriptors(const struct cudnn_lib *lib, struct cudnn_conv *p)
 	dx[1] = d->c;
 	dy[1] = d->m;
 	db[0] = 1;
-	db[1] = d->m;
+	db[1] = d->transposed ? d->c : d->m;
 	fw[0] = (int)d->m;
 	fw[1] = (int)(d->c / d->group);
 	for (i = 0; i < d->n; i++) {
@@ -407,6 +412,60 @@ static bool conv_math_ok(const struct cudnn_conv_desc *d, cudnnMathType_t mt)
 
 #define CONV_ALGOS_MAX 16   /* results asked of the heuristic */
 
+/* The message of a description no algorithm qualifies for. */
+static int conv_no_algo(const struct cudnn_conv *p, int found)
+{
+	const struct cudnn_conv_desc *d = &p->d;
+	char x[96], w[96];
+
+	conv_dims_text(x, sizeof(x), d->batch, d->c, d->in, d->n);
+	conv_dims_text(w, sizeof(w), d->m, d->c / d->group, d->k, d->n);
+	return cep__set_error(CEP_ENOTSUP, "cuDNN has no algorithm for a %s %sconvolution of X "
+			      "%s by W %s in %" PRId64 " groups%s (%d candidates, workspace up to "
+			      "%zu bytes%s)", cep_dtype_name(d->dtype),
+			      d->transposed ? "transposed " : "", x, w, d->group,
+			      d->relu ? " with Relu" : "", found, p->max_workspace,
+			      d->dtype == CEP_DTYPE_FLOAT32 && !d->tf32 ? ", FMA math only" : "");
+}
+
+/* The backward-data heuristic's first algorithm that qualifies, for a
+ * transposed plan; as conv_algo() does for a forward one. */
+static int conv_algo_bwd(struct cudnn *dnn, struct cudnn_conv *p)
+{
+	const struct cudnn_lib *lib = dnn->lib;
+	cudnnConvolutionBwdDataAlgoPerf_t perf[CONV_ALGOS_MAX];
+	int want = 0, found = 0, i, ret;
+	size_t ws = 0;
+
+	pthread_mutex_lock(&dnn->handle_lock);
+	ret = CEP_DNN_CHECK(lib, lib->cudnnGetConvolutionBackwardDataAlgorithmMaxCount(dnn->handle,
+											&want));
+	if (ret == 0) {
+		if (want > CONV_ALGOS_MAX || want < 1)
+			want = CONV_ALGOS_MAX;
+		ret = CEP_DNN_CHECK(lib, lib->cudnnGetConvolutionBackwardDataAlgorithm_v7(
+			dnn->handle, p->w, p->y, p->conv, p->x, want, &found, perf));
+	}
+	for (i = 0; ret == 0 && i < found; i++) {
+		if (perf[i].status != CUDNN_STATUS_SUCCESS || !conv_math_ok(&p->d, perf[i].mathType))
+			continue;
+		ret = CEP_DNN_CHECK(lib, lib->cudnnSetConvolutionMathType(p->conv, perf[i].mathType));
+		if (ret < 0)
+			break;
+		if (CEP_DNN_CHECK(lib, lib->cudnnGetConvolutionBackwardDataWorkspaceSize(
+			    dnn->handle, p->w, p->y, p->conv, p->x, perf[i].algo, &ws)) < 0 ||
+		    ws > p->max_workspace)
+			continue;
+		p->bwd = perf[i].algo;
+		p->workspace = ws;
+		break;
+	}
+	pthread_mutex_unlock(&dnn->handle_lock);
+	if (ret < 0)
+		return ret;
+	return i < found ? 0 : conv_no_algo(p, found);
+}
+
 /* The heuristic's first algorithm that qualifies (see cudnn_conv_get()). */
 static int conv_algo(struct cudnn *dnn, struct cudnn_conv *p)
 {
@@ -414,9 +473,10 @@ static int conv_algo(struct cudnn *dnn, struct cudnn_conv *p)
 	const struct cudnn_conv_desc *d = &p->d;
 	cudnnConvolutionFwdAlgoPerf_t perf[CONV_ALGOS_MAX];
 	int want = 0, found = 0, i, ret;
-	char x[96], w[96];
 	size_t ws = 0;
 
+	if (d->transposed)
+		return conv_algo_bwd(dnn, p);
 	pthread_mutex_lock(&dnn->handle_lock);
 	ret = CEP_DNN_CHECK(lib, lib->cudnnGetConvolutionForwardAlgorithmMaxCount(dnn->handle,
 										   &want));
@@ -447,15 +507,7 @@ static int conv_algo(struct cudnn *dnn, struct cudnn_conv *p)
 	pthread_mutex_unlock(&dnn->handle_lock);
 	if (ret < 0)
 		return ret;
-	if (i < found)
-		return 0;
-	conv_dims_text(x, sizeof(x), d->batch, d->c, d->in, d->n);
-	conv_dims_text(w, sizeof(w), d->m, d->c / d->group, d->k, d->n);
-	return cep__set_error(CEP_ENOTSUP, "cuDNN has no algorithm for a %s convolution of X %s "
-			      "by W %s in %" PRId64 " groups%s (%d candidates, workspace up to "
-			      "%zu bytes%s)", cep_dtype_name(d->dtype), x, w, d->group,
-			      d->relu ? " with Relu" : "", found, p->max_workspace,
-			      d->dtype == CEP_DTYPE_FLOAT32 && !d->tf32 ? ", FMA math only" : "");
+	return i < found ? 0 : conv_no_algo(p, found);
 }
 
 /* How the bias and activation run: one fused call where cuDNN allows it.
@@ -467,7 +519,8 @@ static int conv_epilogue(const struct cudnn_lib *lib, struct cudnn_conv *p)
 	cudnnActivationMode_t mode = d->relu ? CUDNN_ACTIVATION_RELU : CUDNN_ACTIVATION_IDENTITY;
 	int ret;
 
-	p->fused = d->relu || (d->bias && p->algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM);
+	p->fused = !d->transposed && (d->relu || (d->bias && p->algo ==
+						  CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM));
 	atomic_init(&p->unfused, false);
 	if (!p->fused)
 		return 0;
@@ -604,6 +657,9 @@ int cudnn_conv_run(struct cudnn *dnn, const struct cudnn_conv *p, CUstream strea
 	const float one = 1.0f, zero = 0.0f;
 	int ret;
 
+	if (p->d.transposed)
+		return cep__set_error(CEP_EINVAL, "cuDNN convolution: a transposed plan runs "
+				      "through cudnn_convt_run()");
 	pthread_mutex_lock(&dnn->handle_lock);
 	ret = CEP_DNN_CHECK(lib, lib->cudnnSetStream(dnn->handle, (cudaStream_t)stream));
 	if (ret == 0 && p->fused && !atomic_load(&p->unfused))
@@ -626,6 +682,30 @@ int cudnn_conv_run(struct cudnn *dnn, const struct cudnn_conv *p, CUstream strea
 		ret = CEP_DNN_CHECK(lib, lib->cudnnActivationForward(dnn->handle, p->act, &one, p->y,
 								     y, &zero, p->y, y));
 out:
+	pthread_mutex_unlock(&dnn->handle_lock);
+	return ret;
+}
+
+int cudnn_convt_run(struct cudnn *dnn, const struct cudnn_conv *p, CUstream stream,
+		    const void *y, const void *w, const void *bias, void *x, void *workspace)
+{
+	const struct cudnn_lib *lib = dnn->lib;
+	const float one = 1.0f, zero = 0.0f;
+	int ret;
+
+	if (!p->d.transposed)
+		return cep__set_error(CEP_EINVAL, "cuDNN convolution: cudnn_convt_run() of a "
+				      "forward plan");
+	pthread_mutex_lock(&dnn->handle_lock);
+	ret = CEP_DNN_CHECK(lib, lib->cudnnSetStream(dnn->handle, (cudaStream_t)stream));
+	/* beta 0: every element of x is written, none read. */
+	if (ret == 0)
+		ret = CEP_DNN_CHECK(lib, lib->cudnnConvolutionBackwardData(
+			dnn->handle, &one, p->w, w, p->y, y, p->conv, p->bwd, workspace,
+			p->workspace, &zero, p->x, x));
+	if (ret == 0 && p->d.bias)
+		ret = CEP_DNN_CHECK(lib, lib->cudnnAddTensor(dnn->handle, &one, p->bias, bias, &one,
+							     p->x, x));
 	pthread_mutex_unlock(&dnn->handle_lock);
 	return ret;
 }

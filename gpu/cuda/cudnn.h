@@ -74,6 +74,10 @@
 	X(cudnnSetActivationDescriptor)                 \
 	X(cudnnDestroyActivationDescriptor)             \
 	X(cudnnConvolutionForward)                      \
+	X(cudnnGetConvolutionBackwardDataAlgorithmMaxCount) \
+	X(cudnnGetConvolutionBackwardDataAlgorithm_v7)  \
+	X(cudnnGetConvolutionBackwardDataWorkspaceSize) \
+	X(cudnnConvolutionBackwardData)                 \
 	X(cudnnConvolutionBiasActivationForward)        \
 	X(cudnnAddTensor)                               \
 	X(cudnnActivationForward)
@@ -166,6 +170,17 @@ const struct cudnn_lib *cudnn_lib_of(const struct cudnn *dnn);
  * kind: a caller pads asymmetric inputs itself). A 1-D convolution is
  * described as a 2-D one with a leading unit dimension. A description is
  * compared byte for byte, so fill it from a zeroed struct.
+ *
+ * A transposed plan (transposed = 1) runs the same convolution backwards,
+ * cuDNN's backward-data pass: it reads y and writes x,
+ *
+ *	x = conv^T(y, w) + bias
+ *
+ * every x position summing the products of the y positions whose window
+ * covers it, which is ONNX's ConvTranspose of input y (N, m, out...) by
+ * w (m, c / group, k...) into x (N, c, in...). Its bias has c values; it
+ * takes no z and no relu. An x larger than the window reaches (by less
+ * than a stride) gets only the bias there.
  */
 struct cudnn_conv_desc {
 	cep_dtype dtype;                  /* of x, w, bias, z and y: float32,
@@ -188,6 +203,9 @@ struct cudnn_conv_desc {
 	int32_t relu;                     /* 1: act is Relu (needs bias) */
 	int32_t tf32;                     /* 1: float32 products may use TF32
 	                                   * tensor cores; 0: exact FMAs */
+	int32_t transposed;               /* 1: the backward-data pass (see
+	                                   * above); bias then has c values */
+	int32_t reserved;                 /* 0 */
 };
 
 /* A cached plan (opaque; immutable once built). */
@@ -196,14 +214,16 @@ struct cudnn_conv;
 /*
  * Stores in *out the plan of d, built on first use: descriptors, and the
  * first algorithm of cuDNN's heuristic (cudnnGetConvolutionForwardAlgorithm
- * _v7; nothing runs) whose status is success, whose math type the
+ * _v7, or cudnnGetConvolutionBackwardDataAlgorithm_v7 for a transposed
+ * plan; nothing runs) whose status is success, whose math type the
  * description allows (float32 without tf32: FMA only; float16 and
  * bfloat16: tensor ops) and whose workspace is at most max_workspace
  * bytes. The plan belongs to dnn and lives until cudnn_free(). For
  * prepare() functions: the context must be current. Fails with CEP_EINVAL
  * for a description it cannot take (a type other than the three float
  * types, a size that does not fit cuDNN's int, z or relu without bias, an
- * output size that differs from cuDNN's), CEP_ENOTSUP ("cuDNN has no
+ * output size that differs from cuDNN's, z or relu in a transposed plan),
+ * CEP_ENOTSUP ("cuDNN has no
  * algorithm for ...") when no algorithm qualifies, CEP_ENOMEM, or a
  * library error.
  */
@@ -237,5 +257,16 @@ size_t cudnn_conv_count(struct cudnn *dnn);
 int cudnn_conv_run(struct cudnn *dnn, const struct cudnn_conv *p, CUstream stream,
 		   const void *x, const void *w, const void *bias, const void *z, void *y,
 		   void *workspace);
+
+/*
+ * Queues the transposed plan p on stream: reads y (the description's y
+ * shape, packed), w, and bias (c elements) when p has one, else NULL;
+ * writes x (the description's x shape, every element); workspace as
+ * cudnn_conv_run() takes it. Allocates nothing and never waits, so it may
+ * be recorded into a CUDA graph. Returns 0, CEP_EINVAL for a plan that is
+ * not transposed, or the check of the cuDNN call that failed.
+ */
+int cudnn_convt_run(struct cudnn *dnn, const struct cudnn_conv *p, CUstream stream,
+		    const void *y, const void *w, const void *bias, void *x, void *workspace);
 
 #endif

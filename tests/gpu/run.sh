@@ -8,8 +8,11 @@
 # warm (bench/warm_counters.py: the daemon's counters over warm runs of
 # ResNet-50), datapath (bench/datapath: the trivial model's round trip next to the
 # driver floor, H2D from a region), models (bench/models.py), profile (bench/profile over ResNet-50 and
-# BERT-base: time per operator), many (bench/many_clients.py), or a test binary name (test_cuda_conv) to run
-# only it. Full logs go to $OUT (or ./gpu-out); a summary is printed last.
+# BERT-base: time per operator), many (bench/many_clients.py), zoo (tests/gpu/zoo.py: some 25
+# architectures through both exporters in fp32, fp16 and bf16 sessions against PyTorch; $ZOO_ARGS
+# are its options, e.g. ZOO_ARGS="--models hf --budget-s 400"), bisect (tests/gpu/bisect.py: which
+# node of a model goes wrong in a precision; $BISECT_ARGS, e.g. BISECT_ARGS="--zoo mobilenet_v2
+# --precision fp16"), or a test binary name (test_cuda_conv) to run only it. Full logs go to $OUT (or ./gpu-out); a summary is printed last.
 set -u
 ROOT=$(pwd)
 B=$ROOT/.gpu-build
@@ -106,6 +109,21 @@ for part in "$@"; do
 			done
 		done
 		rm -rf "$OUT/onnx"
+		;;
+	zoo)
+		# shellcheck disable=SC2086 # ZOO_ARGS is a list of options
+		python3 tests/gpu/zoo.py --build "$B" --out "$OUT/zoo" ${ZOO_ARGS:-} > "$OUT/zoo.log" 2>&1
+		note "zoo: exit $? (ZOO_ARGS: ${ZOO_ARGS:-none}; full log zoo.log, records zoo/zoo.jsonl)"
+		sed -n '/^==== zoo table/,$p' "$OUT/zoo.log" >> "$SUMMARY"
+		rm -rf "$OUT/zoo/exports" "$OUT/zoo/daemon/kcache"
+		;;
+	bisect)
+		# shellcheck disable=SC2086 # BISECT_ARGS is a list of options
+		python3 tests/gpu/bisect.py --build "$B" --out "$OUT/bisect" ${BISECT_ARGS:-} \
+			> "$OUT/bisect.log" 2>&1
+		note "bisect: exit $? (BISECT_ARGS: ${BISECT_ARGS:-none}; full log bisect.log)"
+		sed -n '/^==== bisect summary/,$p' "$OUT/bisect.log" >> "$SUMMARY"
+		rm -rf "$OUT/bisect/models" "$OUT/bisect/daemon/kcache"
 		;;
 	many)
 		python3 bench/many_clients.py --build "$B" ${MANY_ARGS:-} > "$OUT/many.log" 2>&1

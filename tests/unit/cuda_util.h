@@ -384,6 +384,7 @@ static CU_UNUSED void tolerance(cep_dtype t, double *rtol, double *atol)
 /* The calls of kernels with a workspace or several outputs (the tests of
  * test_cuda_red.c and test_cuda_window.c). */
 #define GPU_MAX_OUT 4
+#define GPU_MAX_IN 9 /* QLinearConv's */
 
 /* A call of up to GPU_MAX_OUT outputs, with its workspace, as the planner
  * makes one; the reference outputs computed on the host beside it. */
@@ -391,11 +392,15 @@ struct gpu_call {
 	struct op_node node;
 	const struct op_schema *schema;
 	const struct op_kernel *kernel;
-	struct op_tensor in[6], out[GPU_MAX_OUT];  /* device pointers */
+	struct op_tensor in[GPU_MAX_IN], out[GPU_MAX_OUT];  /* device pointers */
 	struct op_tensor ref[GPU_MAX_OUT];         /* host results */
 	struct op_call call;
 	int n_in, n_out;
 };
+
+/* The call flags gpu_call_make() gives its calls (enum op_call_flags), as
+ * the planner sets them from a session's options before prepare(). */
+static unsigned gpu_call_flags;
 
 static CU_UNUSED void gpu_call_make(struct gpu_call *d, const char *op, int opset,
 				    const struct op_attr *attrs, int n_attrs,
@@ -404,12 +409,12 @@ static CU_UNUSED void gpu_call_make(struct gpu_call *d, const char *op, int opse
 {
 	struct op_infer x = { .node = &d->node, .n_in = n_in, .n_out = n_out, .in = in,
 			      .out = d->out };
-	void *dev[6 + GPU_MAX_OUT];
+	void *dev[GPU_MAX_IN + GPU_MAX_OUT];
 	const struct op_kernel *host;
 	size_t ws = 0;
 	int i;
 
-	cr_assert(n_in <= 6 && n_out <= GPU_MAX_OUT);
+	cr_assert(n_in <= GPU_MAX_IN && n_out <= GPU_MAX_OUT);
 	memset(d, 0, sizeof(*d));
 	d->node = (struct op_node){ .name = "n", .op_type = op, .domain = "", .opset = opset,
 				    .n_attrs = n_attrs, .attrs = attrs };
@@ -447,7 +452,7 @@ static CU_UNUSED void gpu_call_make(struct gpu_call *d, const char *op, int opse
 		dev_poison(d->out[i].data, op_tensor_bytes(&d->out[i]));
 	}
 	d->call = (struct op_call){ .node = &d->node, .n_in = n_in, .n_out = n_out, .in = d->in,
-				    .out = d->out, .be = gpu_be };
+				    .out = d->out, .be = gpu_be, .flags = gpu_call_flags };
 	/* As the planner does, prepare() sees shapes but no data. */
 	for (i = 0; i < n_in; i++) {
 		dev[i] = d->in[i].data;

@@ -4,11 +4,13 @@
  * of the kinds people run in half precision (an MLP, a CNN with
  * BatchNormalization, a transformer block with LayerNormalization,
  * Softmax, a Shape -> Gather -> Concat -> Reshape chain, a Where mask and
- * an Erf GELU), built with onnxb from fresh random weights, and a
+ * an Erf GELU) and a quantized one (QuantizeLinear, DequantizeLinear,
+ * QLinearMatMul), built with onnxb from fresh random weights, and a
  * comparison that runs one model in a precision on one backend against
  * the float32 model on the host over fresh random inputs and prints the
  * relative error of each output (the norm of the difference over the norm
- * of the reference).
+ * of the reference); the quantized model's integers, and what is
+ * dequantized from them, must be the float32 model's exactly.
  *
  * Header-only and static, so it is compiled into the tests that include
  * it and no other.
@@ -356,6 +358,59 @@ static PM_UNUSED struct pm_model pm_accumulate(void)
 	return pm;
 }
 
+/*
+ * A quantized model (opset 21) as quantization tools write them: x [batch,
+ * 16] -> QuantizeLinear (scale 0.0173, zero point 100) -> "q" ->
+ * DequantizeLinear -> "xd" -> MatMul by int8 weights [16, 4] dequantized
+ * per column (a constant the optimizer folds) -> "y"; and q ->
+ * QLinearMatMul by uint8 weights [16, 4] -> "qm". q and qm are uint8
+ * outputs, xd and y float32. Fed a batch of 8.
+ */
+static PM_UNUSED struct pm_model pm_qdq(unsigned *seed)
+{
+	static const int64_t xd[2] = { 8, 16 };
+	static const float s = 0.0173f, s2 = 0.011f, ys = 0.9f;
+	static const uint8_t z = 100, z2 = 131, yz = 120;
+	struct pm_model pm = { .what = "qdq" };
+	struct onnxb *b = onnxb_new(21);
+	uint8_t wq[16 * 4], wu[16 * 4];
+	float ws[4];
+	int i;
+
+	for (i = 0; i < 16 * 4; i++) {
+		wq[i] = (uint8_t)pm_rnd(seed);
+		wu[i] = (uint8_t)pm_rnd(seed);
+	}
+	for (i = 0; i < 4; i++)
+		ws[i] = 0.002f + 0.001f * (float)i;
+	onnxb_input(b, "x", CEP_DTYPE_FLOAT32, "batch,16");
+	onnxb_output(b, "q", CEP_DTYPE_UINT8, "batch,16");
+	onnxb_output(b, "xd", CEP_DTYPE_FLOAT32, "batch,16");
+	onnxb_output(b, "y", CEP_DTYPE_FLOAT32, "batch,4");
+	onnxb_output(b, "qm", CEP_DTYPE_UINT8, "batch,4");
+	onnxb_init(b, "s", CEP_DTYPE_FLOAT32, "", &s);
+	onnxb_init(b, "z", CEP_DTYPE_UINT8, "", &z);
+	onnxb_init(b, "wq", CEP_DTYPE_INT8, "16,4", wq);
+	onnxb_init(b, "ws", CEP_DTYPE_FLOAT32, "4", ws);
+	onnxb_init(b, "wu", CEP_DTYPE_UINT8, "16,4", wu);
+	onnxb_init(b, "s2", CEP_DTYPE_FLOAT32, "", &s2);
+	onnxb_init(b, "z2", CEP_DTYPE_UINT8, "", &z2);
+	onnxb_init(b, "ys", CEP_DTYPE_FLOAT32, "", &ys);
+	onnxb_init(b, "yz", CEP_DTYPE_UINT8, "", &yz);
+	onnxb_node(b, "QuantizeLinear", "x,s,z", "q");
+	onnxb_node(b, "DequantizeLinear", "q,s,z", "xd");
+	onnxb_attr_int(onnxb_node(b, "DequantizeLinear", "wq,ws", "w"), "axis", 1);
+	onnxb_node(b, "MatMul", "xd,w", "y");
+	onnxb_node(b, "QLinearMatMul", "q,s,z,wu,s2,z2,ys,yz", "qm");
+	pm.bytes = onnxb_finish(b, &pm.len);
+	pm_input_add(&pm, "x", CEP_DTYPE_FLOAT32, 2, xd, 0);
+	pm.out[pm.n_out++] = "q";
+	pm.out[pm.n_out++] = "xd";
+	pm.out[pm.n_out++] = "y";
+	pm.out[pm.n_out++] = "qm";
+	return pm;
+}
+
 /* ------------------------------------------------------------ comparing */
 
 /* Fresh random values for the inputs of pm: floats uniform in [-2, 2),
@@ -468,6 +523,77 @@ static PM_UNUSED double pm_compare(const struct pm_model *pm, struct backend *be
 				  pm->out[i], e, tol);
 			if (e > worst)
 				worst = e;
+		}
+		for (i = 0; i < pm->n_in; i++)
+			free(data[i]);
+	}
+	fflush(stdout);
+	for (i = 0; i < pm->n_out; i++) {
+		free(got[i].data);
+		free(want[i].data);
+	}
+	engine_session_free(s);
+	engine_session_free(s32);
+	engine_model_unref(m);
+	engine_model_unref(m32);
+	return worst;
+}
+
+/*
+ * Runs pm_qdq() in precision p on be and in float32 on ref over `runs`
+ * fresh inputs: the integer outputs q and qm, and xd (dequantized in
+ * float32 from them), must be exactly the float32 model's; y, the half
+ * MatMul's, within tol of it (relative to its norm). Returns y's worst
+ * error.
+ */
+static PM_UNUSED double pm_qdq_compare(const struct pm_model *pm, struct backend *be,
+				       cep_precision p, struct backend *ref, unsigned *seed,
+				       int runs)
+{
+	struct engine_model_options mo = { .precision = p, .backend = be->kind };
+	struct engine_session_options so = { .precision = p };
+	struct engine_input in[PM_MAX_IO];
+	struct engine_output got[PM_MAX_IO], want[PM_MAX_IO];
+	void *data[PM_MAX_IO];
+	engine_model *m, *m32;
+	engine_session *s, *s32;
+	double worst = 0.0;
+	int r, i;
+
+	cr_assert_eq(engine_model_load_as(pm->bytes, pm->len, -1, &mo, &m), 0, "%s",
+		     cep_last_error());
+	cr_assert_eq(engine_model_load(pm->bytes, pm->len, -1, &m32), 0, "%s", cep_last_error());
+	cr_assert_eq(engine_session_new(m, be, &so, &s), 0, "%s", cep_last_error());
+	cr_assert_eq(engine_session_new(m32, ref, NULL, &s32), 0, "%s", cep_last_error());
+	for (i = 0; i < pm->n_out; i++) {
+		got[i] = (struct engine_output){ .name = pm->out[i], .capacity = PM_OUT_BYTES };
+		want[i] = got[i];
+		got[i].data = malloc(PM_OUT_BYTES);
+		want[i].data = malloc(PM_OUT_BYTES);
+	}
+	for (r = 0; r < runs; r++) {
+		pm_inputs_make(pm, seed, in, data);
+		cr_assert_eq(eu_run(s, in, (size_t)pm->n_in, got, (size_t)pm->n_out), 0, "%s",
+			     cep_last_error());
+		cr_assert_eq(eu_run(s32, in, (size_t)pm->n_in, want, (size_t)pm->n_out), 0, "%s",
+			     cep_last_error());
+		for (i = 0; i < pm->n_out; i++) {
+			cr_assert_eq(got[i].dtype, want[i].dtype, "output '%s'", pm->out[i]);
+			cr_assert_eq(got[i].bytes, want[i].bytes);
+			if (strcmp(pm->out[i], "y") == 0) {
+				double e = pm_rel_err(want[i].data, got[i].data,
+						      want[i].bytes / sizeof(float));
+
+				printf("  qdq %s on %s run %d: y relative error %.3g\n",
+				       p == CEP_PRECISION_FP16 ? "fp16" : "bf16",
+				       backend_kind_name(be->kind), r, e);
+				cr_assert(e <= 1e-2, "y is off by %.3g", e);
+				if (e > worst)
+					worst = e;
+				continue;
+			}
+			cr_assert_eq(memcmp(got[i].data, want[i].data, want[i].bytes), 0,
+				     "output '%s' differs from the float32 model's", pm->out[i]);
 		}
 		for (i = 0; i < pm->n_in; i++)
 			free(data[i]);

@@ -10,11 +10,15 @@
  * ReduceMean, Softmax, LayerNormalization over 4096 elements) in half
  * match, as their kernels accumulate in float32 or wider.
  *
+ * A quantized model in fp16 and bf16 gives the host float32 model's
+ * integers exactly.
+ *
  * Everywhere: the MLP, the transformer and the reductions convert for
- * the device's kernels with every node in half and every node a plan
- * launches has a device kernel (the registry alone decides, no device
- * needed). On a GPU machine with CUDAEP_TEST_GPU=1 the rest runs;
- * elsewhere it skips, visibly.
+ * the device's kernels with every node in half, the quantized model with
+ * its quantized operators in float32, and every node a plan launches has
+ * a device kernel (the registry alone decides, no device needed). On a
+ * GPU machine with CUDAEP_TEST_GPU=1 the rest runs; elsewhere it skips,
+ * visibly.
  */
 #include <time.h>
 
@@ -98,6 +102,24 @@ Test(cuda_precision, the_models_convert_for_the_device_with_every_node_in_half)
 	pm_model_free(&acc);
 }
 
+/* The quantized model converts with its quantized operators in float32
+ * and only its MatMul in half, every node with a device kernel. */
+Test(cuda_precision, a_qdq_model_keeps_its_quantized_operators_float32)
+{
+	unsigned seed = fresh_seed("qdq convert");
+	struct pm_model pm = pm_qdq(&seed);
+	cep_precision p;
+
+	for (p = CEP_PRECISION_FP16; p <= CEP_PRECISION_BF16; p++) {
+		struct engine_precision_stats st = converted_for_cuda(&pm, p);
+
+		cr_assert_eq(st.float_nodes, 3, "%s: QuantizeLinear, DequantizeLinear, "
+			     "QLinearMatMul", precision_name(p));
+		cr_assert_eq(st.half_nodes, 1, "%s: the MatMul", precision_name(p));
+	}
+	pm_model_free(&pm);
+}
+
 /* ---------------------------------------------------------------- device */
 
 TestSuite(gpu_precision, .init = gpu_setup, .fini = gpu_teardown, .timeout = 600);
@@ -162,6 +184,22 @@ Test(gpu_precision, a_cnn_in_every_precision_matches_the_host)
 	backend_free(h);
 	pm_model_free(&pm13);
 	pm_model_free(&pm22);
+}
+
+/* fp16 and bf16 sessions of the quantized model on the device give the
+ * host float32 model's integers exactly (test_precision.c says why). */
+Test(gpu_precision, a_qdq_model_in_half_gives_the_float32_integers)
+{
+	unsigned seed = fresh_seed("qdq");
+	struct pm_model pm = pm_qdq(&seed);
+	struct backend *h;
+
+	GPU_REQUIRE();
+	h = host_ref();
+	cr_assert_gt(pm_qdq_compare(&pm, gpu_be, CEP_PRECISION_FP16, h, &seed, 3), 0.0);
+	cr_assert_gt(pm_qdq_compare(&pm, gpu_be, CEP_PRECISION_BF16, h, &seed, 3), 0.0);
+	backend_free(h);
+	pm_model_free(&pm);
 }
 
 Test(gpu_precision, long_reductions_accumulate_in_float32)

@@ -21,7 +21,9 @@
  * opens only a model loaded for its precision and backend kind. Long
  * reductions (ReduceSum and ReduceMean, Softmax, LayerNormalization over
  * 4096 elements) come out right in half: their kernels accumulate in
- * float32 or wider.
+ * float32 or wider. A quantized model's integers (QuantizeLinear,
+ * QLinearMatMul) and what DequantizeLinear makes of them are the float32
+ * model's exactly: those operators stay float32.
  */
 #include <time.h>
 #include <unistd.h>
@@ -132,6 +134,27 @@ Test(precision, a_transformer_block_in_fp16_and_bf16_matches_fp32)
 		cr_assert_eq(st.float_nodes, 0);
 		cr_assert_eq(st.casts, 2, "one Cast after x and one before y");
 	}
+	backend_free(be);
+	pm_model_free(&pm);
+}
+
+/* The quantized operators keep the float32 model's scales and inputs:
+ * rounded to half, a scale of 0.0173 or an x near a rounding boundary
+ * moves quantized values. q, qm and xd come out exactly as in float32;
+ * only the MatMul computes in half. */
+Test(precision, a_qdq_model_in_fp16_and_bf16_gives_the_float32_integers)
+{
+	unsigned seed = fresh_seed("qdq");
+	struct pm_model pm = pm_qdq(&seed);
+	struct backend *be = host_new(0);
+	struct engine_precision_stats st;
+
+	cr_assert_gt(pm_qdq_compare(&pm, be, CEP_PRECISION_FP16, be, &seed, 3), 0.0,
+		     "the MatMul computed in half");
+	cr_assert_gt(pm_qdq_compare(&pm, be, CEP_PRECISION_BF16, be, &seed, 3), 0.0);
+	st = stats_of(&pm, CEP_PRECISION_BF16);
+	cr_assert_eq(st.float_nodes, 3, "QuantizeLinear, DequantizeLinear, QLinearMatMul");
+	cr_assert_eq(st.half_nodes, 1, "the MatMul (the weights' DequantizeLinear is folded)");
 	backend_free(be);
 	pm_model_free(&pm);
 }

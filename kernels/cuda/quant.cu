@@ -1,0 +1,156 @@
+/*
+ * quant.cu — QuantizeLinear, DequantizeLinear and DynamicQuantizeLinear
+ * with the arithmetic of the reference kernels (kernels/cpu/quant.c,
+ * quant.cuh): a thread per element, its scale and zero point found
+ * through the granularity's strides (struct cep_quant).
+ *
+ * quantize_<x>_<y>: x float32, float16, bfloat16 or int32 to y int8,
+ * uint8, int16 or uint16 (the launcher's range), divided in the rounding
+ * the launcher gives. dequantize_<x>_<y>: x int8, uint8, int16, uint16 or
+ * int32 to y float32, float16 or bfloat16, the product rounded to float32
+ * and then to y. The 16-bit kernels wait for the engine to store those
+ * types (kernels/cpu/quant.h, QUANT_DTS_Q16).
+ * dynquant_range: one block finds the range of x and writes y_scale and
+ * y_zero_point (into the workspace, and the outputs where present);
+ * dynquant_apply then quantizes with them.
+ *
+ * Launcher: kernels/cuda/quant.c.
+ */
+#include "blockred.cuh"
+#include "quant.cuh"
+
+/* Twin: struct cuda_quant. */
+struct cep_quant {
+	i64 n, d, inner, block;      /* x as (outer, d, inner); elements per scale */
+	i64 so, sa, sr;              /* scale index strides (struct cpu_quant) */
+	i32 round;                   /* QuantizeLinear's division */
+	i32 sdt, zdt;                /* ONNX types of the scale and zero point */
+	i32 pad;
+	i64 lo, hi;                  /* the output's range */
+};
+
+__device__ __forceinline__ i64 quant_at(const cep_quant &p, i64 i)
+{
+	i64 r = i % p.inner, t = i / p.inner;
+
+	return t / p.d * p.so + t % p.d / p.block * p.sa + r * p.sr;
+}
+
+/* Element i of x as a double, exactly. */
+__device__ __forceinline__ double ld_d(const float *p, i64 i) { return (double)p[i]; }
+__device__ __forceinline__ double ld_d(const f16 *p, i64 i) { return (double)ld_f(p, i); }
+__device__ __forceinline__ double ld_d(const bf16 *p, i64 i) { return (double)ld_f(p, i); }
+__device__ __forceinline__ double ld_d(const i32 *p, i64 i) { return (double)p[i]; }
+
+/* ----------------------------------------------------------- QuantizeLinear */
+
+template <typename X, typename Y>
+__device__ __forceinline__ void quantize(const X *x, const void *s, const void *zp, Y *y,
+					 const cep_quant &p)
+{
+	CEP_FOR(i, p.n) {
+		i64 k = quant_at(p, i);
+		double xv = cep_q_round(ld_d(x, i), p.round);
+		double sv = cep_q_round(cep_q_real(s, p.sdt, k), p.round);
+		double v = cep_q_round(__ddiv_rn(xv, sv), p.round);
+
+		y[i] = (Y)cep_q_saturate(v, cep_q_zp(zp, p.zdt, k), p.lo, p.hi);
+	}
+}
+
+#define QUANTIZE_KERNEL(X, xs, Y, ys)                                                      \
+	extern "C" __global__ void quantize_##xs##_##ys(const X *x, const void *s,            \
+							const void *zp, Y *y, cep_quant p)   \
+	{                                                                                  \
+		quantize<X, Y>(x, s, zp, y, p);                                            \
+	}
+
+/* int16 and uint16 outputs wait for the engine to store them (opset 21). */
+#define QUANTIZE_FROM(X, xs)                    \
+	QUANTIZE_KERNEL(X, xs, i8, i8)          \
+	QUANTIZE_KERNEL(X, xs, u8, u8)          \
+	QUANTIZE_KERNEL(X, xs, i16, i16)        \
+	QUANTIZE_KERNEL(X, xs, u16, u16)
+
+QUANTIZE_FROM(float, f32)
+QUANTIZE_FROM(f16, f16)
+QUANTIZE_FROM(bf16, bf16)
+QUANTIZE_FROM(i32, i32)
+
+/* --------------------------------------------------------- DequantizeLinear */
+
+template <typename X, typename Y>
+__device__ __forceinline__ void dequantize(const X *x, const void *s, const void *zp, Y *y,
+					   const cep_quant &p)
+{
+	CEP_FOR(i, p.n) {
+		i64 k = quant_at(p, i);
+		i64 d = cep_q_ld(x, i) - cep_q_zp(zp, p.zdt, k);
+
+		st_f(y, i, __double2float_rn(__dmul_rn((double)d, cep_q_real(s, p.sdt, k))));
+	}
+}
+
+#define DEQUANTIZE_KERNEL(X, xs, Y, ys)                                                   \
+	extern "C" __global__ void dequantize_##xs##_##ys(const X *x, const void *s,         \
+							  const void *zp, Y *y, cep_quant p) \
+	{                                                                                 \
+		dequantize<X, Y>(x, s, zp, y, p);                                         \
+	}
+
+#define DEQUANTIZE_TO(X, xs)                    \
+	DEQUANTIZE_KERNEL(X, xs, float, f32)    \
+	DEQUANTIZE_KERNEL(X, xs, f16, f16)      \
+	DEQUANTIZE_KERNEL(X, xs, bf16, bf16)
+
+DEQUANTIZE_TO(i8, i8)
+DEQUANTIZE_TO(u8, u8)
+DEQUANTIZE_TO(i16, i16)
+DEQUANTIZE_TO(u16, u16)
+DEQUANTIZE_TO(i32, i32)
+
+/* ---------------------------------------------------- DynamicQuantizeLinear */
+
+/* Minima and maxima that pass a NaN over, as the host's comparisons do. */
+struct q_min {
+	template <typename T> __device__ static T f(T a, T b) { return fminf(a, b); }
+};
+struct q_max {
+	template <typename T> __device__ static T f(T a, T b) { return fmaxf(a, b); }
+};
+
+/* One block: the range of x widened to include 0, then y_scale and
+ * y_zero_point into ws[0] and ws[1] (the zero point as a float) and into
+ * the outputs that are present. */
+extern "C" __global__ void dynquant_range(const float *x, i64 n, float *ws, float *yscale,
+					  u8 *yzp)
+{
+	float lo = 0.0f, hi = 0.0f;
+
+	for (i64 i = threadIdx.x; i < n; i += blockDim.x) {
+		lo = fminf(lo, x[i]);
+		hi = fmaxf(hi, x[i]);
+	}
+	lo = cep_block_reduce<q_min>(lo, 0.0f);
+	hi = cep_block_reduce<q_max>(hi, 0.0f);
+	if (threadIdx.x == 0) {
+		float s = __fdiv_rn(hi == lo ? 1.0f : __fsub_rn(hi, lo), 255.0f);
+		float z = rintf(fmaxf(0.0f, fminf(255.0f, __fsub_rn(0.0f, __fdiv_rn(lo, s)))));
+
+		ws[0] = s;
+		ws[1] = z;
+		if (yscale != 0)
+			*yscale = s;
+		if (yzp != 0)
+			*yzp = (u8)z;
+	}
+}
+
+extern "C" __global__ void dynquant_apply(const float *x, const float *ws, u8 *y, i64 n)
+{
+	float s = ws[0];
+	i64 z = (i64)ws[1];
+
+	CEP_FOR(i, n)
+		y[i] = (u8)cep_q_saturate((double)__fdiv_rn(x[i], s), z, 0, 255);
+}
