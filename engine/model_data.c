@@ -30,7 +30,7 @@ const char *model__type_name(int t)
 	case 8: return "string";
 	case 14: return "complex64";
 	case 15: return "complex128";
-	case 17: case 18: case 19: case 20: case 24: return "float8";
+	case 24: return "float8e8m0";
 	case 21: return "uint4";
 	case 22: return "int4";
 	case 23: return "float4";
@@ -42,7 +42,7 @@ const char *model__type_name(int t)
 
 bool model__dtype_stored(int t)
 {
-	return t > 0 && t < 32 && op_dtype_in((cep_dtype)t, OP_DTS_ALL);
+	return t > 0 && t < 32 && op_dtype_in((cep_dtype)t, OP_DTS_STORED);
 }
 
 /* Parses a non-negative decimal (external_data offsets and lengths). */

@@ -104,8 +104,14 @@ void op_dims_format(const struct op_tensor *t, const char *const *syms,
 			 OP_DT(CEP_DTYPE_UINT16) | OP_DT(CEP_DTYPE_UINT8))
 #define OP_DTS_INT (OP_DTS_SIGNED | OP_DTS_UNSIGNED)
 #define OP_DTS_NUMERIC (OP_DTS_FLOAT | OP_DTS_INT)
-/* Every element type the engine stores. */
+/* The numeric types and bool: what an operator that takes any type takes. */
 #define OP_DTS_ALL (OP_DTS_NUMERIC | OP_DT(CEP_DTYPE_BOOL))
+/* The float8 types, which only the operators that list them and have a
+ * kernel of them take (Cast, CastLike). */
+#define OP_DTS_FLOAT8 (OP_DT(CEP_DTYPE_FLOAT8E4M3FN) | OP_DT(CEP_DTYPE_FLOAT8E4M3FNUZ) | \
+		       OP_DT(CEP_DTYPE_FLOAT8E5M2) | OP_DT(CEP_DTYPE_FLOAT8E5M2FNUZ))
+/* Every element type the engine stores. */
+#define OP_DTS_STORED (OP_DTS_ALL | OP_DTS_FLOAT8)
 
 /* Whether dtype is in the set. */
 static inline bool op_dtype_in(cep_dtype dtype, uint32_t set)

@@ -1,9 +1,10 @@
 /*
  * cpu.h — what the reference kernels of kernels/cpu share: element loads
  * and stores for every stored type (float16 and bfloat16 are computed in
- * float32, float64 in double, integers in int64), conversions between the
- * float formats, and an iterator for numpy broadcasting. Internal to
- * kernels/cpu.
+ * float32, float64 in double, integers in int64; the float8 types, which
+ * qtypes.h encodes and decodes, are loaded exactly and stored
+ * saturating), conversions between the float formats, and an iterator
+ * for numpy broadcasting. Internal to kernels/cpu.
  *
  * uint64 is the one type int64 cannot hold: cpu_load_i() gives its bits,
  * which add, subtract, multiply and wrap as they should, and the kernels
@@ -17,6 +18,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "kernels/cpu/qtypes.h"
 #include "kernels/ops.h"
 #include "kernels/registry.h"
 
@@ -122,11 +124,21 @@ static inline uint16_t cpu_f64_to_bf16(double d)
 
 /* --------------------------------------------------------- element access */
 
+static inline bool cpu_is_f8(cep_dtype t)
+{
+	return t >= CEP_DTYPE_FLOAT8E4M3FN && t <= CEP_DTYPE_FLOAT8E5M2FNUZ;
+}
+
 static inline bool cpu_is_float(cep_dtype t)
 {
 	return t == CEP_DTYPE_FLOAT32 || t == CEP_DTYPE_FLOAT16 ||
-	       t == CEP_DTYPE_BFLOAT16 || t == CEP_DTYPE_FLOAT64;
+	       t == CEP_DTYPE_BFLOAT16 || t == CEP_DTYPE_FLOAT64 || cpu_is_f8(t);
 }
+
+/* Stores v into element i of p, of float8 type t, rounded to nearest
+ * even once (through a float32 rounded to odd), saturating to the type's
+ * largest value or not as ONNX's Cast says (kernels/cpu/qtypes.h). */
+static inline void cpu_store_f8(void *p, cep_dtype t, int64_t i, double v, bool saturate);
 
 static inline bool cpu_is_unsigned(cep_dtype t)
 {
@@ -152,6 +164,11 @@ static inline double cpu_load_d(const void *p, cep_dtype t, int64_t i)
 	case CEP_DTYPE_UINT16: return ((const uint16_t *)p)[i];
 	case CEP_DTYPE_UINT8: return ((const uint8_t *)p)[i];
 	case CEP_DTYPE_BOOL: return ((const uint8_t *)p)[i] ? 1.0 : 0.0;
+	case CEP_DTYPE_FLOAT8E4M3FN:
+	case CEP_DTYPE_FLOAT8E4M3FNUZ:
+	case CEP_DTYPE_FLOAT8E5M2:
+	case CEP_DTYPE_FLOAT8E5M2FNUZ:
+		return qtype_f8_decode(qtype_f8_of(t), ((const uint8_t *)p)[i]);
 	default: return 0.0;
 	}
 }
@@ -218,7 +235,11 @@ static inline int64_t cpu_load_i(const void *p, cep_dtype t, int64_t i)
 	case CEP_DTYPE_FLOAT32:
 	case CEP_DTYPE_FLOAT16:
 	case CEP_DTYPE_BFLOAT16:
-	case CEP_DTYPE_FLOAT64: return cpu_f2i(cpu_load_d(p, t, i));
+	case CEP_DTYPE_FLOAT64:
+	case CEP_DTYPE_FLOAT8E4M3FN:
+	case CEP_DTYPE_FLOAT8E4M3FNUZ:
+	case CEP_DTYPE_FLOAT8E5M2:
+	case CEP_DTYPE_FLOAT8E5M2FNUZ: return cpu_f2i(cpu_load_d(p, t, i));
 	default: return 0;
 	}
 }
@@ -259,12 +280,17 @@ static inline void cpu_store_i(void *p, cep_dtype t, int64_t i, int64_t v)
 	case CEP_DTYPE_FLOAT32: ((float *)p)[i] = (float)v; break;
 	case CEP_DTYPE_FLOAT16: ((uint16_t *)p)[i] = cpu_f32_to_f16((float)v); break;
 	case CEP_DTYPE_BFLOAT16: ((uint16_t *)p)[i] = cpu_f32_to_bf16((float)v); break;
+	case CEP_DTYPE_FLOAT8E4M3FN:
+	case CEP_DTYPE_FLOAT8E4M3FNUZ:
+	case CEP_DTYPE_FLOAT8E5M2:
+	case CEP_DTYPE_FLOAT8E5M2FNUZ: cpu_store_f8(p, t, i, (double)v, true); break;
 	default: break;
 	}
 }
 
-/* Stores a double: float types round to nearest once, integer types
- * truncate as cpu_f2i() (uint64: cpu_f2u()) does and wrap to their width. */
+/* Stores a double: float types round to nearest once (float8 saturating,
+ * Cast's default), integer types truncate as cpu_f2i() (uint64:
+ * cpu_f2u()) does and wrap to their width. */
 static inline void cpu_store_d(void *p, cep_dtype t, int64_t i, double v)
 {
 	switch (t) {
@@ -274,8 +300,17 @@ static inline void cpu_store_d(void *p, cep_dtype t, int64_t i, double v)
 	case CEP_DTYPE_BFLOAT16: ((uint16_t *)p)[i] = cpu_f64_to_bf16(v); break;
 	case CEP_DTYPE_BOOL: ((uint8_t *)p)[i] = v != 0.0; break;
 	case CEP_DTYPE_UINT64: ((uint64_t *)p)[i] = (uint64_t)cpu_f2u(v); break;
+	case CEP_DTYPE_FLOAT8E4M3FN:
+	case CEP_DTYPE_FLOAT8E4M3FNUZ:
+	case CEP_DTYPE_FLOAT8E5M2:
+	case CEP_DTYPE_FLOAT8E5M2FNUZ: cpu_store_f8(p, t, i, v, true); break;
 	default: cpu_store_i(p, t, i, cpu_f2i(v)); break;
 	}
+}
+
+static inline void cpu_store_f8(void *p, cep_dtype t, int64_t i, double v, bool saturate)
+{
+	((uint8_t *)p)[i] = qtype_f8_encode(qtype_f8_of(t), cpu_f64_to_f32_odd(v), saturate);
 }
 
 static inline void cpu_store_f(void *p, cep_dtype t, int64_t i, float v)
@@ -291,17 +326,26 @@ static inline void cpu_store_f(void *p, cep_dtype t, int64_t i, float v)
 /*
  * Converts element i of src (of type from) into element i of dst (of type
  * to) with Cast's rules: from a float type through double (narrowing
- * rounds to nearest even, once); float to integer as cpu_store_d() has
- * it; an integer to a float type rounds once (the 16-bit formats through
- * float32, which holds every integer they can); between integer and bool
- * types with two's complement wrapping; anything to bool is "not zero".
+ * rounds to nearest even, once; to float8 saturating or not, as saturate
+ * says); float to integer as cpu_store_d() has it; an integer to a float
+ * type rounds once (the 16-bit and 8-bit formats through float32, which
+ * holds every integer they can); between integer and bool types with
+ * two's complement wrapping; anything to bool is "not zero".
  */
 static inline void cpu_convert(void *dst, cep_dtype to, const void *src, cep_dtype from,
-			       int64_t i)
+			       int64_t i, bool saturate)
 {
 	int64_t v;
 	float f;
 
+	if (cpu_is_f8(to)) {
+		if (cpu_is_float(from))
+			cpu_store_f8(dst, to, i, cpu_load_d(src, from, i), saturate);
+		else
+			cpu_store_f8(dst, to, i, (float)cpu_i2d(from, cpu_load_i(src, from, i)),
+				     saturate);
+		return;
+	}
 	if (cpu_is_float(from)) {
 		cpu_store_d(dst, to, i, cpu_load_d(src, from, i));
 		return;

@@ -655,3 +655,134 @@ Test(ops_dtypes, a_float64_model_runs_in_double)
 	}
 	fixture_close(&f);
 }
+
+/* ------------------------------------------------------------------ float8 */
+
+static const cep_dtype f8_types[4] = {
+	CEP_DTYPE_FLOAT8E4M3FN, CEP_DTYPE_FLOAT8E4M3FNUZ, CEP_DTYPE_FLOAT8E5M2,
+	CEP_DTYPE_FLOAT8E5M2FNUZ,
+};
+
+/*
+ * float32 to each float8 type by Cast-19, with saturate 1 and 0, against
+ * ml_dtypes (0.5): its astype() is the unsaturated conversion, and the
+ * saturated one is astype() of the value clipped to the type's largest
+ * (NaN kept). The values: 0, -0, 1, 0.3, 448, 449, 500, 1e10, inf, -inf,
+ * NaN, 1e-9, 0.001, -57344, 61440.
+ */
+Test(ops_dtypes, cast_to_float8_saturates_as_onnx_says)
+{
+	static const float x[15] = { 0.0f, -0.0f, 1.0f, 0.3f, 448.0f, 449.0f, 500.0f, 1e10f,
+				     INFINITY, -INFINITY, NAN, 1e-9f, 0.001f, -57344.0f, 61440.0f };
+	static const uint8_t want[4][2][15] = {
+		{ { 0x00, 0x80, 0x38, 0x2a, 0x7e, 0x7e, 0x7f, 0x7f, 0x7f, 0xff, 0x7f, 0x00, 0x01,
+		    0xff, 0x7f },
+		  { 0x00, 0x80, 0x38, 0x2a, 0x7e, 0x7e, 0x7e, 0x7e, 0x7e, 0xfe, 0x7f, 0x00, 0x01,
+		    0xfe, 0x7e } },
+		{ { 0x00, 0x00, 0x40, 0x32, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x00, 0x01,
+		    0x80, 0x80 },
+		  { 0x00, 0x00, 0x40, 0x32, 0x7f, 0x7f, 0x7f, 0x7f, 0x7f, 0xff, 0x80, 0x00, 0x01,
+		    0xff, 0x7f } },
+		{ { 0x00, 0x80, 0x3c, 0x35, 0x5f, 0x5f, 0x60, 0x7c, 0x7c, 0xfc, 0x7e, 0x00, 0x14,
+		    0xfb, 0x7c },
+		  { 0x00, 0x80, 0x3c, 0x35, 0x5f, 0x5f, 0x60, 0x7b, 0x7b, 0xfb, 0x7e, 0x00, 0x14,
+		    0xfb, 0x7b } },
+		{ { 0x00, 0x00, 0x40, 0x39, 0x63, 0x63, 0x64, 0x80, 0x80, 0x80, 0x80, 0x00, 0x18,
+		    0xff, 0x80 },
+		  { 0x00, 0x00, 0x40, 0x39, 0x63, 0x63, 0x64, 0x7f, 0x7f, 0xff, 0x80, 0x00, 0x18,
+		    0xff, 0x7f } },
+	};
+	static const int64_t d15[1] = { 15 };
+	struct op_tensor in = oh_tensor(CEP_DTYPE_FLOAT32, 1, d15, (void *)x), out;
+	int t, sat, j;
+
+	for (t = 0; t < 4; t++) {
+		for (sat = 0; sat < 2; sat++) {
+			struct op_attr a[2] = { oh_int("to", f8_types[t]), oh_int("saturate", sat) };
+
+			run_ok("Cast", 19, a, 2, &in, 1, &out);
+			cr_assert_eq(out.dtype, f8_types[t]);
+			for (j = 0; j < 15; j++)
+				cr_assert_eq(((uint8_t *)out.data)[j], want[t][sat][j],
+					     "%s saturate %d, %g: got %#x, want %#x",
+					     cep_dtype_name(f8_types[t]), sat, (double)x[j],
+					     ((uint8_t *)out.data)[j], want[t][sat][j]);
+			free(out.data);
+		}
+	}
+}
+
+/* Every code of each float8 type to float32 and back (saturate=0, which
+ * keeps e5m2's infinities) is itself; a NaN stays NaN. */
+Test(ops_dtypes, every_float8_code_round_trips_through_float32)
+{
+	static const int64_t d256[1] = { 256 };
+	uint8_t codes[256];
+	struct op_tensor in, mid, back;
+	int t, c;
+
+	for (c = 0; c < 256; c++)
+		codes[c] = (uint8_t)c;
+	for (t = 0; t < 4; t++) {
+		struct op_attr to32 = oh_int("to", CEP_DTYPE_FLOAT32);
+		struct op_attr to8[2] = { oh_int("to", f8_types[t]), oh_int("saturate", 0) };
+
+		in = oh_tensor(f8_types[t], 1, d256, codes);
+		run_ok("Cast", 19, &to32, 1, &in, 1, &mid);
+		run_ok("Cast", 19, to8, 2, &mid, 1, &back);
+		for (c = 0; c < 256; c++) {
+			float f = ((float *)mid.data)[c];
+			uint8_t b = ((uint8_t *)back.data)[c];
+
+			if (f != f)
+				cr_assert_eq(cpu_load_d(&b, f8_types[t], 0) != cpu_load_d(&b, f8_types[t], 0),
+					     1, "%s %#x: NaN stays NaN", cep_dtype_name(f8_types[t]), c);
+			else
+				cr_assert_eq(b, c, "%s %#x is %g, back %#x", cep_dtype_name(f8_types[t]),
+					     c, (double)f, b);
+		}
+		free(mid.data);
+		free(back.data);
+	}
+	/* Some values: e4m3fn's largest, e5m2's infinity, the smallest
+	 * subnormals. */
+	cr_assert_eq(cpu_load_d((uint8_t[]){ 0x7e }, CEP_DTYPE_FLOAT8E4M3FN, 0), 448.0);
+	cr_assert_eq(cpu_load_d((uint8_t[]){ 0x7c }, CEP_DTYPE_FLOAT8E5M2, 0), INFINITY);
+	cr_assert_eq(cpu_load_d((uint8_t[]){ 0x01 }, CEP_DTYPE_FLOAT8E4M3FN, 0), 0x1p-9);
+	cr_assert_eq(cpu_load_d((uint8_t[]){ 0x01 }, CEP_DTYPE_FLOAT8E5M2FNUZ, 0), 0x1p-17);
+}
+
+/* float64 rounds once to float8: 1 + 2^-4 + 2^-40 is above e4m3fn's
+ * midpoint of 1 and 1.125 and goes up (0x39); through float32 it would be
+ * the midpoint and go to even, 1 (0x38). Integers convert too; float8 is
+ * no type of Cast or CastLike before opset 19. */
+Test(ops_dtypes, float8_from_float64_and_integers_and_by_opset)
+{
+	double d[1] = { 1.0 + 0x1p-4 + 0x1p-40 };
+	int32_t i[3] = { 3, -500, 100000 };
+	uint8_t like[1] = { 0 };
+	struct op_attr to8 = oh_int("to", CEP_DTYPE_FLOAT8E4M3FN);
+	struct op_tensor in[2], out;
+
+	in[0] = oh_tensor(CEP_DTYPE_FLOAT64, 1, d1, d);
+	run_ok("Cast", 19, &to8, 1, in, 1, &out);
+	cr_assert_eq(((uint8_t *)out.data)[0], 0x39);
+	free(out.data);
+	in[0] = oh_tensor(CEP_DTYPE_INT32, 1, d3, i);
+	run_ok("Cast", 21, &to8, 1, in, 1, &out);
+	cr_assert(((uint8_t *)out.data)[0] == 0x44 && ((uint8_t *)out.data)[1] == 0xfe &&
+		  ((uint8_t *)out.data)[2] == 0x7e, "3, -448 and 448 (saturated)");
+	free(out.data);
+	in[1] = oh_tensor(CEP_DTYPE_FLOAT8E5M2, 1, d1, like);
+	run_ok("CastLike", 19, NULL, 0, in, 2, &out);
+	cr_assert_eq(out.dtype, CEP_DTYPE_FLOAT8E5M2);
+	cr_assert_eq(((uint8_t *)out.data)[0], 0x42, "3 in float8e5m2");
+	free(out.data);
+	cr_assert_eq(oh_infer("Cast", 18, &to8, 1, in, 1, &out, 1), CEP_EMODEL);
+	cr_assert_str_eq(cep_last_error(), "Cast (opset 18): float8e4m3fn is not a type of this opset");
+	cr_assert_eq(oh_infer("CastLike", 18, NULL, 0, in, 2, &out, 1), CEP_EMODEL);
+	/* Other operators do not take float8. */
+	in[0] = oh_tensor(CEP_DTYPE_FLOAT8E4M3FN, 1, d1, like);
+	in[1] = in[0];
+	cr_assert_eq(oh_run("Add", 14, NULL, 0, in, 2, &out, 1), CEP_EUNSUPPORTED);
+}
