@@ -361,10 +361,12 @@ struct engine_run {
 };
 
 /* engine_run_submit() flag: return ENGINE_RUN_COLD, having done nothing
- * but look the plan up, unless the plan is cached, has run once and is not
- * about to be captured, so that a caller that must not block (an event
- * loop) can leave planning, first runs (compiles, lazy set-up) and graph
- * capture to another thread. */
+ * but look the plan up, unless the plan is cached, has run once, is not
+ * about to be captured and does not wait on the device in the middle of a
+ * run (control flow that reads a condition back), so that a caller that
+ * must not block (an event loop) can leave planning, first runs
+ * (compiles, lazy set-up), graph capture and such runs to another
+ * thread. */
 #define ENGINE_SUBMIT_WARM 1u
 #define ENGINE_RUN_COLD 1
 
@@ -528,8 +530,10 @@ struct engine_plan_info {
 	uint64_t replays;          /* runs that replayed the graph */
 	uint64_t eager_runs;       /* runs that launched the steps one by one */
 	uint32_t inflight;         /* runs queued and not completed yet */
-	size_t block_bytes;        /* backend memory of its block: */
-	size_t activation_bytes;   /* of which activations and plan constants */
+	size_t block_bytes;        /* backend memory of its block (and of its
+	                            * control flow's subplans): */
+	size_t activation_bytes;   /* of which activations and plan constants
+	                            * (the subplans' whole) */
 	size_t workspace_bytes;    /* of which workspace */
 	char capture_error[160];   /* why its capture failed (it then runs
 	                            * eagerly for good), or "" */

@@ -154,8 +154,8 @@ static void plan_describe(const engine_session *s, const struct plan *p,
 	out->replays = p->replays;
 	out->eager_runs = p->eager_runs;
 	out->inflight = atomic_load_explicit(&p->inflight, memory_order_relaxed);
-	out->block_bytes = p->block_bytes;
-	out->activation_bytes = p->activation_bytes;
+	out->block_bytes = p->block_bytes + p->ctrl_bytes;
+	out->activation_bytes = p->activation_bytes + p->ctrl_bytes;
 	out->workspace_bytes = p->workspace_bytes;
 	if (p->capture_error != NULL)
 		snprintf(out->capture_error, sizeof(out->capture_error), "%s", p->capture_error);

@@ -17,6 +17,13 @@
 
 #include "common/error.h"
 
+/* What a plan is charged as activations: its block's, and the blocks of
+ * its control steps' subplans whole (they are few and small). */
+static uint64_t plan_act_bytes(const struct plan *p)
+{
+	return p->activation_bytes + p->ctrl_bytes;
+}
+
 /* Bytes the cached plans hold, as activations and as workspace. */
 static void plans_sum(const engine_session *s, uint64_t *act, uint64_t *ws)
 {
@@ -25,7 +32,7 @@ static void plans_sum(const engine_session *s, uint64_t *act, uint64_t *ws)
 	*act = 0;
 	*ws = 0;
 	for (i = 0; i < s->plans.n; i++) {
-		*act += s->plans.plans[i]->activation_bytes;
+		*act += plan_act_bytes(s->plans.plans[i]);
 		*ws += s->plans.plans[i]->workspace_bytes;
 	}
 }
@@ -88,15 +95,15 @@ static int plan_charge(engine_session *s, const struct plan *p)
 {
 	int ret;
 
-	ret = account_charge(s->acc, s->owner, ALLOC_ROLE_ACTIVATIONS, p->activation_bytes);
+	ret = account_charge(s->acc, s->owner, ALLOC_ROLE_ACTIVATIONS, plan_act_bytes(p));
 	if (ret < 0)
 		return ret;
 	ret = account_charge(s->acc, s->owner, ALLOC_ROLE_WORKSPACE, p->workspace_bytes);
 	if (ret < 0) {
-		account_uncharge(s->acc, s->owner, ALLOC_ROLE_ACTIVATIONS, p->activation_bytes);
+		account_uncharge(s->acc, s->owner, ALLOC_ROLE_ACTIVATIONS, plan_act_bytes(p));
 		return ret;
 	}
-	s->plan_act += p->activation_bytes;
+	s->plan_act += plan_act_bytes(p);
 	s->plan_ws += p->workspace_bytes;
 	return 0;
 }
@@ -145,9 +152,9 @@ int engine__plan_make(engine_session *s, struct plan_env *env, int sig_len, stru
 	/* Room was made above, and nothing but this thread adds plans. */
 	ret = plan_cache_insert(&s->plans, *out, s->be);
 	if (ret < 0) {
-		account_uncharge(s->acc, s->owner, ALLOC_ROLE_ACTIVATIONS, (*out)->activation_bytes);
+		account_uncharge(s->acc, s->owner, ALLOC_ROLE_ACTIVATIONS, plan_act_bytes(*out));
 		account_uncharge(s->acc, s->owner, ALLOC_ROLE_WORKSPACE, (*out)->workspace_bytes);
-		s->plan_act -= (*out)->activation_bytes;
+		s->plan_act -= plan_act_bytes(*out);
 		s->plan_ws -= (*out)->workspace_bytes;
 		plan_free(*out, s->be);
 		*out = NULL;

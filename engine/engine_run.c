@@ -160,7 +160,7 @@ static int run_prepare(engine_session *s, const struct engine_input *inputs, siz
 	p = plan_cache_find(&s->plans, s->sig, sig_len, hash,
 			    (const void *const *)s->in_ptr);
 	if (p && (flags & ENGINE_SUBMIT_WARM) && !(flags & RUN_DESCRIBE) &&
-	    (p->runs == 0 || exec_captures_next(p, s->be)))
+	    (p->runs == 0 || exec_captures_next(p, s->be) || p->waits))
 		return ENGINE_RUN_COLD;
 	if (!p) {
 		if (flags & ENGINE_SUBMIT_WARM)

@@ -201,6 +201,6 @@ void engine_session_stats(const engine_session *s, struct engine_stats *out)
 	out->plans_cached = s->plans.n;
 	out->plan_bytes = 0;
 	for (i = 0; i < s->plans.n; i++)
-		out->plan_bytes += s->plans.plans[i]->block_bytes;
+		out->plan_bytes += s->plans.plans[i]->block_bytes + s->plans.plans[i]->ctrl_bytes;
 	out->weight_bytes = s->weight_bytes;
 }

@@ -5,6 +5,8 @@
  * at once and check for a device fault once the work has completed
  * (exec_submit, exec_fault). Everything it touches was
  * placed by the planner, so nothing here allocates after the first run.
+ * A control step (If, Loop, Scan) runs its subplans' steps here, as
+ * engine/exec_ctrl.c hands them out.
  */
 #include "engine/exec.h"
 
@@ -67,6 +69,84 @@ out:
 	return ret;
 }
 
+/* The graph and step whose launch is call, among p's steps and those of
+ * its subplans (g is p's graph); false when none is. */
+static bool call_find(const struct graph *g, const struct plan *p, const struct op_call *call,
+		      const struct graph **sg, int *node)
+{
+	int i, j;
+
+	for (i = 0; call && i < p->n_steps; i++) {
+		const struct plan_ctrl *c = p->steps[i].ctrl;
+
+		if (&p->steps[i].call == call) {
+			*sg = g;
+			*node = p->steps[i].node;
+			return true;
+		}
+		for (j = 0; c && j < c->n_plans; j++) {
+			const struct graph *sub = c->l.sub[c->l.kind == CTRL_IF ? j : 0];
+
+			if (c->plans[j] && call_find(sub, c->plans[j], call, sg, node))
+				return true;
+		}
+	}
+	return false;
+}
+
+static int launch_steps(const struct graph *g, struct plan *p, struct backend *be,
+			struct backend_stream *s);
+
+/* Runs control step st of a plan of g: its subplans' steps, as
+ * exec_ctrl.c hands them out. Its own errors name the node, but a sync
+ * that reports a bad index some kernel of a subplan met names that
+ * kernel's node instead. */
+static int ctrl_run(const struct graph *g, const struct plan_step *st, struct backend *be,
+		    struct backend_stream *s)
+{
+	const struct plan_ctrl *c = st->ctrl;
+	const struct op_call *call;
+	const struct graph *fg;
+	struct exec_ctrl x;
+	bool more = false;
+	int ret, node, j;
+
+	ret = exec__ctrl_begin(&x, g, st, be, s);
+	while (ret == 0) {
+		ret = exec__ctrl_next(&x, &more);
+		if (ret < 0 || !more)
+			break;
+		ret = launch_steps(x.sub_g, x.p, be, s);
+		if (ret < 0)
+			return ret;
+	}
+	if (ret == 0)
+		return 0;
+	call = backend_stream_fault(be, s);
+	for (j = 0; call && j < c->n_plans; j++) {
+		const struct graph *sub = c->l.sub[c->l.kind == CTRL_IF ? j : 0];
+
+		if (c->plans[j] && call_find(sub, c->plans[j], call, &fg, &node))
+			return graph_node_wrap(fg, node, ret);
+	}
+	return graph_node_wrap(g, st->node, ret);
+}
+
+/* Launches step i of p on s (a control step runs its subplans), naming
+ * the node of a failing one. */
+static int step_launch(const struct graph *g, struct plan *p, int i, struct backend *be,
+		       struct backend_stream *s)
+{
+	struct plan_step *st = &p->steps[i];
+	int ret;
+
+	cep__clear_error();
+	if (st->ctrl)
+		return ctrl_run(g, st, be, s);
+	ret = backend_launch(be, s, st->kernel->run, &st->call);
+	return ret < 0 ? graph_node_wrap(g, st->node, ret) : 0;
+}
+
 /* Launches every step of p on s, naming the node of a failing one. */
 static int launch_steps(const struct graph *g, struct plan *p, struct backend *be,
 			struct backend_stream *s)
@@ -74,12 +154,9 @@ static int launch_steps(const struct graph *g, struct plan *p, struct backend *b
 	int i, ret;
 
 	for (i = 0; i < p->n_steps; i++) {
-		struct plan_step *st = &p->steps[i];
-
-		cep__clear_error();
-		ret = backend_launch(be, s, st->kernel->run, &st->call);
+		ret = step_launch(g, p, i, be, s);
 		if (ret < 0)
-			return graph_node_wrap(g, st->node, ret);
+			return ret;
 	}
 	return 0;
 }
@@ -107,16 +184,16 @@ static int capture_steps(const struct graph *g, struct plan *p, struct backend *
 	return 0;
 }
 
-/* The node whose launch is call, wrapped around the error ret. */
+/* The node whose launch is call (in p or a subplan), wrapped around the
+ * error ret. */
 static int fault_blame(const struct graph *g, const struct plan *p,
 		       const struct op_call *call, int ret)
 {
-	int i;
+	const struct graph *fg;
+	int node;
 
-	for (i = 0; call && i < p->n_steps; i++) {
-		if (&p->steps[i].call == call)
-			return graph_node_wrap(g, p->steps[i].node, ret);
-	}
+	if (call_find(g, p, call, &fg, &node))
+		return graph_node_wrap(fg, node, ret);
 	return ret;
 }
 
@@ -220,9 +297,11 @@ int exec_profile(const struct graph *g, struct plan *p, struct backend *be,
 		struct plan_step *st = &p->steps[i];
 
 		ret = backend_event_record(be, ev[i], s);
-		if (ret == 0)
+		if (ret == 0 && st->ctrl)
+			ret = step_launch(g, p, i, be, s);
+		else if (ret == 0)
 			ret = backend_launch(be, s, st->kernel->run, &st->call);
-		if (ret < 0)
+		if (ret < 0 && !st->ctrl)
 			ret = graph_node_wrap(g, st->node, ret);
 	}
 	if (ret == 0)

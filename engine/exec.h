@@ -89,4 +89,40 @@ int exec_host_eval(const struct op_node *node, const struct op_kernel *k,
 		   const struct op_tensor *in, int n_in, struct op_tensor *out,
 		   int n_out);
 
+/* ------------------------------ control steps: engine/exec_ctrl.c, for exec.c */
+
+/* A control step being run: exec.c asks exec__ctrl_next() for the next
+ * subplan and launches its steps until there is none. */
+struct exec_ctrl {
+	const struct graph *g;        /* the step's graph */
+	const struct plan_step *st;
+	struct plan_ctrl *c;          /* st->ctrl */
+	struct backend *be;
+	struct backend_stream *s;
+	const struct graph *sub_g;    /* what to run next: the subgraph */
+	struct plan *p;               /* and its subplan */
+	int which;                    /* the subgraph's index in c->l.sub */
+	int64_t i;                    /* Loop, Scan: the iteration */
+	int64_t row;                  /* Scan 8: the batch row */
+	int64_t max;                  /* Loop: iterations at most (M) */
+	bool running;                 /* there is an iteration to run */
+	bool ran;                     /* p has been handed out to run */
+	struct plan *primed;          /* the subplan holding the outer values */
+	int counters_used;            /* iteration-number slots written since
+	                               * the last sync */
+};
+
+/* Starts running control step st of a plan of g on stream s: reads back
+ * what the plan did not know (If's condition, a Loop's M and condition)
+ * and queues the first copies. Returns 0 or an error (a branch that could
+ * not be planned gives its error), its message without the node's label. */
+int exec__ctrl_begin(struct exec_ctrl *x, const struct graph *g, const struct plan_step *st,
+		     struct backend *be, struct backend_stream *s);
+
+/* Queues what lies between the subplan run last and the next: sets
+ * *more and x->p, x->sub_g to run, or finishes (*more false), having
+ * queued the node's outputs. Returns 0 or an error of a copy or a sync,
+ * its message without the node's label. */
+int exec__ctrl_next(struct exec_ctrl *x, bool *more);
+
 #endif

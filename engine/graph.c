@@ -96,14 +96,19 @@ static void node_free_tensors(struct graph_node *node)
 void graph_close(struct graph *g)
 {
 	struct graph_chunk *c, *next;
-	int i;
+	int i, j;
 
 	if (!g)
 		return;
 	for (i = 0; i < g->n_values; i++)
 		free(g->values[i].t.data);
-	for (i = 0; i < g->n_nodes; i++)
+	for (i = 0; i < g->n_nodes; i++) {
 		node_free_tensors(&g->nodes[i]);
+		for (j = 0; j < g->nodes[i].n_subs; j++) {
+			graph_close(g->nodes[i].subs[j].g);
+			free(g->nodes[i].subs[j].g);
+		}
+	}
 	free(g->values);
 	free(g->nodes);
 	free(g->inputs);
@@ -111,6 +116,7 @@ void graph_close(struct graph *g)
 	free(g->order);
 	free(g->syms);
 	free(g->slots);
+	free(g->declared);
 	for (c = g->chunks; c; c = next) {
 		next = c->next;
 		free(c);
@@ -228,11 +234,20 @@ void graph_value_set_const(struct graph *g, int v, void *data, size_t bytes)
 	val->producer = -1;
 }
 
+const struct graph *graph_root(const struct graph *g)
+{
+	while (g->parent)
+		g = g->parent;
+	return g;
+}
+
 int graph_symbol(struct graph *g, const char *name)
 {
 	char *copy;
 	int i;
 
+	while (g->parent)
+		g = g->parent;
 	for (i = 0; i < g->n_syms; i++) {
 		if (strcmp(g->syms[i], name) == 0)
 			return i;
@@ -291,6 +306,18 @@ void graph_node_kill(struct graph *g, int n)
 	node_free_tensors(node);
 }
 
+struct graph *graph_node_sub(const struct graph *g, int n, const char *attr)
+{
+	const struct graph_node *node = &g->nodes[n];
+	int i;
+
+	for (i = 0; i < node->n_subs; i++) {
+		if (strcmp(node->subs[i].attr, attr) == 0)
+			return node->subs[i].g;
+	}
+	return NULL;
+}
+
 int graph_live_nodes(const struct graph *g)
 {
 	int i, n = 0;
@@ -305,14 +332,16 @@ int graph_live_nodes(const struct graph *g)
 void graph_node_label(const struct graph *g, int n, char *buf, size_t len)
 {
 	const struct graph_node *node = &g->nodes[n];
+	const char *scope = g->scope ? g->scope : "";
 
 	if (node->op.name[0])
-		snprintf(buf, len, "node %d '%s' (op %s, domain %s, opset %d)", n,
+		snprintf(buf, len, "node %d '%s' (op %s, domain %s, opset %d)%s%s", n,
 			 node->op.name, node->op.op_type, op_domain_name(node->op.domain),
-			 node->op.opset);
+			 node->op.opset, scope[0] ? " in " : "", scope);
 	else
-		snprintf(buf, len, "node %d (op %s, domain %s, opset %d)", n,
-			 node->op.op_type, op_domain_name(node->op.domain), node->op.opset);
+		snprintf(buf, len, "node %d (op %s, domain %s, opset %d)%s%s", n,
+			 node->op.op_type, op_domain_name(node->op.domain), node->op.opset,
+			 scope[0] ? " in " : "", scope);
 }
 
 int graph_node_fail(const struct graph *g, int n, int err, const char *fmt, ...)

@@ -11,6 +11,15 @@
  * typed attributes, and value ids for its inputs and outputs, -1 where an
  * optional one is omitted.
  *
+ * A node of control flow (If, Loop, Scan) holds its subgraphs: graphs of
+ * their own (values, nodes, order), whose parent is the node's graph. A
+ * subgraph may read any value of an enclosing graph by name; such a
+ * reference is a trailing input of the subgraph (GRAPH_VALUE_OUTER), and
+ * the node reads the value it stands for as one of its implicit inputs,
+ * the last n_implicit of in[], so that sorting, liveness and every rewrite
+ * of the enclosing graph see the use. Symbols (dim_params) are the model
+ * graph's, shared by every subgraph.
+ *
  * Values and nodes are referred to by index, never by pointer: the arrays
  * grow. Nodes are never moved or deleted, only marked dead, so a node's
  * index stays the one it had in the model file and messages can name it.
@@ -34,6 +43,8 @@ enum graph_value_flags {
 	GRAPH_VALUE_INPUT = 1u << 0,  /* given by the caller at run time */
 	GRAPH_VALUE_OUTPUT = 1u << 1, /* returned to the caller */
 	GRAPH_VALUE_CONST = 1u << 2,  /* known at load: t.data holds it */
+	GRAPH_VALUE_OUTER = 1u << 3,  /* a subgraph's input standing for a value
+	                               * of an enclosing graph (with INPUT) */
 };
 
 struct graph_value {
@@ -46,12 +57,28 @@ struct graph_value {
 	unsigned flags;     /* enum graph_value_flags */
 };
 
+struct graph;
+
+/* A graph attribute of a node (then_branch, else_branch, body). */
+struct graph_sub {
+	const char *attr;   /* the attribute's name, in the node's graph's arena */
+	struct graph *g;    /* the subgraph (malloc, owned by the node's graph) */
+	int *slot;          /* (g->n_outer) per outer reference of g, in order:
+	                     * the index in the node's in[] of the value it
+	                     * reads (one of the implicit inputs) */
+};
+
 struct graph_node {
 	struct op_node op;  /* name, op_type, domain, opset, attributes */
 	const struct op_schema *schema;
 	int n_in, n_out;
-	int *in;            /* (n_in) value ids, -1: omitted optional input */
+	int *in;            /* (n_in) value ids, -1: omitted optional input;
+	                     * the last n_implicit are the values of this graph
+	                     * that its subgraphs read */
 	int *out;           /* (n_out) value ids, -1: omitted optional output */
+	int n_implicit;     /* of n_in; 0 for a node without subgraphs */
+	struct graph_sub *subs; /* (n_subs) its graph attributes, in the arena */
+	int n_subs;
 	bool dead;          /* folded or removed; kept so indexes stay */
 };
 
@@ -73,13 +100,27 @@ struct graph {
 	int *slots;                  /* (n_slots) name hash: value id + 1, 0 empty */
 	int n_slots;
 	struct graph_chunk *chunks;  /* the arena */
+	/* A subgraph's place in the model: */
+	struct graph *parent;        /* the graph of the node holding it; NULL
+	                              * for the model's graph */
+	int depth;                   /* subgraphs above it: 0 for the model's */
+	int n_outer;                 /* of inputs: the last n_outer are outer-scope
+	                              * references (GRAPH_VALUE_OUTER) */
+	const char *scope;           /* NULL for the model's graph; else where
+	                              * it is, for messages ("body of node 0
+	                              * (op Loop, ...)"); in the arena */
+	cep_dtype *declared;         /* of a subgraph: (formal inputs, then
+	                              * outputs) the element types its file
+	                              * declares, CEP_DTYPE_UNDEFINED where it
+	                              * declares none; malloc; NULL for the
+	                              * model's graph */
 };
 
 /* Makes g an empty graph in caller memory. Returns 0 or CEP_ENOMEM. */
 int graph_init(struct graph *g);
 
-/* Releases everything g holds, constant data included. Accepts NULL and a
- * graph whose init failed. */
+/* Releases everything g holds, constant data and subgraphs included.
+ * Accepts NULL and a graph whose init failed. */
 void graph_close(struct graph *g);
 
 /* bytes of zeroed memory that live as long as g; NULL when out of memory. */
@@ -110,9 +151,17 @@ int graph_node_new(struct graph *g, int n_in, int n_out, int *id);
  * attributes' data is freed. */
 void graph_node_kill(struct graph *g, int n);
 
-/* The index of symbol name, added when new; a negative CEP_ENOMEM on
+/* The index of symbol name, added when new, among the symbols of g's
+ * model graph (every subgraph shares them); a negative CEP_ENOMEM on
  * failure. */
 int graph_symbol(struct graph *g, const char *name);
+
+/* The model graph above g (g itself for the model's graph): the one that
+ * holds the symbols. */
+const struct graph *graph_root(const struct graph *g);
+
+/* The subgraph of node n's graph attribute attr, or NULL. */
+struct graph *graph_node_sub(const struct graph *g, int n, const char *attr);
 
 /*
  * Recounts uses and recomputes g->order, the live nodes in topological
@@ -134,7 +183,8 @@ int graph_simplify(struct graph *g);
 /* The number of live nodes. */
 int graph_live_nodes(const struct graph *g);
 
-/* Writes "node 3 'mm' (op MatMul, domain ai.onnx, opset 13)" into buf. */
+/* Writes "node 3 'mm' (op MatMul, domain ai.onnx, opset 13)" into buf,
+ * followed by " in <scope>" for a node of a subgraph. */
 void graph_node_label(const struct graph *g, int n, char *buf, size_t len);
 
 /* Records "<label of node n>: <fmt ...>" as the thread's error message and

@@ -6,8 +6,9 @@
  * paths are relative to. model_load() scans the protobuf wire format first
  * (bounded nesting and node count, truncation found before any allocation
  * proportional to claims in the file), decodes it with protobuf-c
- * (proto/onnx.proto), builds the graph IR (engine/graph.h) with every
- * initializer's data checked against its shape, validates it, sorts it,
+ * (proto/onnx.proto), builds the graph IR (engine/graph.h), subgraphs of
+ * control flow included, with every initializer's data checked against
+ * its shape, validates it, sorts it,
  * infers types and shapes (engine/shape.h) and optimizes it
  * (engine/optimize.h).
  *
@@ -32,6 +33,7 @@
 #define MODEL_MAX_NODES (1 << 18) /* NodeProtos in the file, subgraphs included */
 #define MODEL_MAX_DEPTH 64        /* nesting of protobuf messages */
 #define MODEL_MAX_BYTES (UINT64_C(2) << 30) /* the protobuf format's limit */
+#define MODEL_MAX_GRAPH_DEPTH 16  /* subgraphs in subgraphs (If in a Loop body ...) */
 
 /* An operator set the model imports. */
 struct model_opset {
@@ -71,6 +73,37 @@ int64_t model_opset(const struct model *m, const char *domain);
 /* ------------------------------------------------- internal to the loader */
 
 struct Onnx__TensorProto;
+struct Onnx__GraphProto;
+struct Onnx__ModelProto;
+
+/* What loading every graph of one model shares. */
+struct model__ctx {
+	struct model *m;                    /* its opsets read already */
+	const struct Onnx__ModelProto *mp;
+	int dir_fd;                         /* for external data; -1: none */
+};
+
+/* A model graph output's declared type, checked against inference. */
+struct model__declared {
+	int elem_type;              /* 0: none declared */
+	int rank;                   /* -1: no shape declared */
+	int64_t dims[CEP_MAX_RANK]; /* symbols already mapped */
+};
+
+/*
+ * Loads gp into g (graph_init()ed; for a subgraph, its parent, depth and
+ * scope set): initializers, inputs, nodes with their attributes and
+ * subgraphs (loaded the same way), outputs, and sorts it. A subgraph's
+ * outer-scope references are left as its trailing inputs for the
+ * enclosing graph to resolve; the model graph resolves its nodes' and
+ * fails on a name nobody defines. For the model graph, on success *decl
+ * becomes the outputs' declared types (g->n_outputs of them, malloc, the
+ * caller's; decl is NULL for a subgraph). Returns 0, CEP_EMODEL,
+ * CEP_EUNSUPPORTED, CEP_ELIMIT, CEP_EACCES, CEP_ENOMEM or an I/O error,
+ * the message naming the node, tensor or attribute.
+ */
+int model__graph_load(const struct model__ctx *c, const struct Onnx__GraphProto *gp,
+		      struct graph *g, struct model__declared **decl);
 
 /* Set when a load without a directory meets external data; cleared by
  * model_load(). */

@@ -9,13 +9,17 @@
  * up, and inference runs again so that shapes computed from folded values
  * (a Reshape whose target shape was a chain of Shape, Gather and Concat)
  * are known from here on. The fusions of engine/fuse.h run between the
- * clean-up and that last inference.
+ * clean-up and that last inference, and then each subgraph of control
+ * flow (If, Loop, Scan) is optimized the same way: constants of its own
+ * fold, those of an enclosing graph do not (its outer references are
+ * inputs to it).
  */
 #include "engine/optimize.h"
 
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/ctrl.h"
 #include "engine/exec.h"
 #include "engine/fuse.h"
 #include "engine/shape.h"
@@ -113,6 +117,41 @@ static int fold_node(struct graph *g, int n, struct op_tensor *in, struct op_ten
 	return 1;
 }
 
+/* Optimizes the subgraphs of g's live nodes, whose inputs' types the last
+ * inference of g has set. An If whose condition is a constant by now
+ * optimizes only the branch it takes; one whose condition is not known
+ * keeps a branch that does not infer for these shapes as it is (sorted
+ * again), as inference did (engine/shape.c), for the planner to set aside
+ * in its turn. */
+static int subgraphs_optimize(struct graph *g)
+{
+	int k, i, ret;
+
+	for (k = 0; k < g->n_order; k++) {
+		int n = g->order[k];
+		const struct graph_node *node = &g->nodes[n];
+		int taken = ctrl_if_taken(g, n);
+		bool is_if = node->n_subs == 2 && op_domain_equal(node->op.domain, "") &&
+			     strcmp(node->op.op_type, "If") == 0;
+
+		for (i = 0; i < node->n_subs; i++) {
+			struct graph *sg = node->subs[i].g;
+			int branch = strcmp(node->subs[i].attr, "else_branch") == 0;
+
+			if (taken >= 0 && branch != taken)
+				continue;
+			ret = optimize_graph(sg);
+			if (ret < 0 && is_if && taken < 0 && ctrl_branch_may_fail(ret)) {
+				cep__clear_error();
+				ret = graph_sort(sg);
+			}
+			if (ret < 0)
+				return ret;
+		}
+	}
+	return 0;
+}
+
 int optimize_graph(struct graph *g)
 {
 	struct op_tensor *in = NULL, *out = NULL;
@@ -155,6 +194,9 @@ int optimize_graph(struct graph *g)
 	if (ret < 0)
 		goto out;
 	ret = fuse_graph(g);
+	if (ret < 0)
+		goto out;
+	ret = subgraphs_optimize(g);
 	if (ret < 0)
 		goto out;
 	ret = shape_infer_graph(g);

@@ -19,6 +19,7 @@
  */
 #include "engine/plan_priv.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,6 +27,24 @@
 #include "engine/shape.h"
 
 /* ------------------------------------------------------------------ build */
+
+/* Frees a control step's subplans and what it holds. */
+static void ctrl_free(struct plan_ctrl *c, struct backend *be)
+{
+	int i;
+
+	if (!c)
+		return;
+	for (i = 0; i < c->n_plans; i++)
+		plan_free(c->plans[i], be);
+	free(c->plans);
+	free(c->unplanned[0]);
+	free(c->unplanned[1]);
+	free(c->axis);
+	free(c->reverse);
+	free(c);
+}
+
 
 static void build_close(struct plan_builder *b, int n_values)
 {
@@ -47,6 +66,7 @@ static void build_close(struct plan_builder *b, int n_values)
 	free(b->made_by);
 	free(b->last);
 	free(b->home);
+	free(b->bound);
 	free(b->offset);
 	free(b->in);
 	free(b->out);
@@ -81,13 +101,15 @@ static int build_init(struct plan_builder *b, const struct plan_env *env, struct
 	b->made_by = malloc(nv * sizeof(*b->made_by));
 	b->last = malloc(nv * sizeof(*b->last));
 	b->home = calloc(nv, sizeof(*b->home));
+	b->bound = calloc(nv, sizeof(*b->bound));
 	b->offset = calloc(nv, sizeof(*b->offset));
 	b->in = calloc((size_t)max_in, sizeof(*b->in));
 	b->out = calloc((size_t)max_out, sizeof(*b->out));
 	b->ein = calloc((size_t)max_in, sizeof(*b->ein));
 	b->eout = calloc((size_t)max_out, sizeof(*b->eout));
 	if (!b->vals || !b->host || !b->owned || !b->given || !b->keyed || !b->mark ||
-	    !b->node_mark || !b->made_by || !b->last || !b->home || !b->offset || !b->in ||
+	    !b->node_mark || !b->made_by || !b->last || !b->home || !b->bound || !b->offset ||
+	    !b->in ||
 	    !b->out || !b->ein || !b->eout)
 		return cep__set_error(CEP_ENOMEM, "out of memory building a plan");
 	for (v = 0; v < g->n_values; v++) {
@@ -98,6 +120,8 @@ static int build_init(struct plan_builder *b, const struct plan_env *env, struct
 			b->host[v] = g->values[v].t.data;
 		}
 	}
+	for (k = 0; env->input_dev && k < g->n_inputs; k++)
+		b->bound[g->inputs[k]] = env->input_dev[k];
 	return 0;
 }
 
@@ -145,6 +169,95 @@ static int fold_here(struct plan_builder *b, int n)
 	return 1;
 }
 
+/* Folds If node n here when its condition and the values its branch
+ * reads are known (engine/plan_eval.c). Returns 1 when it did. */
+static int fold_if(struct plan_builder *b, int n)
+{
+	const struct graph_node *node = &b->env->g->nodes[n];
+	bool done;
+	int i, ret;
+
+	if (!plan__if_foldable(b, n))
+		return 0;
+	ret = plan__if_fold(b, n, b->in, b->out, &done);
+	if (ret < 0 || !done)
+		return ret;
+	for (i = 0; i < node->n_out; i++) {
+		int v = node->out[i];
+
+		if (v < 0) {
+			free(b->out[i].data);
+			continue;
+		}
+		b->vals[v] = b->out[i];
+		b->vals[v].data = NULL;
+		b->host[v] = b->out[i].data;
+		b->owned[v] = true;
+	}
+	b->p->folded++;
+	return 1;
+}
+
+/* Makes control node n (at position k of the order) a step: builds the
+ * subplans engine/plan_ctrl.c asks for (once more, when a subplan's shape
+ * needed an integer of this graph that the run can tell), then lets it
+ * settle the node's outputs. The step is counted first, so that its plan
+ * frees what it holds whatever happens. */
+static int build_ctrl(struct plan_builder *b, int k, int n)
+{
+	static const int64_t no_sig[1] = { 0 };
+	const struct graph *g = b->env->g;
+	const struct graph_node *node = &g->nodes[n];
+	struct plan *p = b->p;
+	struct plan_step *st;
+	struct plan_ctrl_build cb;
+	int i, ret;
+
+	plan__inputs_fill(b, n, b->in);
+	ret = fold_if(b, n);
+	if (ret != 0)
+		return ret < 0 ? ret : 0;
+	st = &p->steps[p->n_steps];
+	st->node = n;
+	st->kernel = NULL;
+	p->n_steps++;
+	p->ctrl_steps++;
+	ret = plan__ctrl_begin(b, k, n, &st->ctrl, &cb);
+	while (ret == 0 && cb.want) {
+		struct plan *sub = NULL;
+		bool again = false;
+
+		cep__clear_error();
+		ret = plan_build(&cb.env, cb.in, no_sig, 0, &sub);
+		if (ret == CEP_EUNSUPPORTED) {
+			char why[512];
+
+			snprintf(why, sizeof(why), "%s", cep_last_error());
+			ret = plan__ctrl_learn(b, &cb, &again);
+			if (ret == 0 && again)
+				ret = plan_build(&cb.env, cb.in, no_sig, 0, &sub);
+			else if (ret == 0)
+				ret = cep__set_error(CEP_EUNSUPPORTED, "%s", why);
+		}
+		ret = plan__ctrl_take(b, &cb, ret, sub);
+	}
+	if (ret == 0)
+		ret = plan__ctrl_end(b, &cb);
+	plan_free(cb.drop, b->env->be);
+	plan__ctrl_build_close(&cb);
+	if (ret < 0)
+		return ret;
+	for (i = 0; i < node->n_out; i++) {
+		int v = node->out[i];
+
+		if (v < 0)
+			continue;
+		b->vals[v] = b->out[i];
+		b->vals[v].data = NULL;
+	}
+	return 0;
+}
+
 /* Infers node n (at position k of the order) with fixed shapes, then folds
  * it or makes it a step. */
 static int build_node(struct plan_builder *b, int k, int n)
@@ -156,6 +269,8 @@ static int build_node(struct plan_builder *b, int k, int n)
 	struct plan_unknowable why;
 	int unfixed, i, ret;
 
+	if (node->schema->flags & OP_CONTROL)
+		return build_ctrl(b, k, n);
 	plan__inputs_fill(b, n, b->in);
 	ret = shape_infer_node(g, n, b->in, b->out);
 	if (ret < 0)
@@ -208,10 +323,24 @@ static void build_lifetimes(struct plan_builder *b)
 
 		for (i = 0; i < node->n_out; i++)
 			known &= node->out[i] < 0 || b->host[node->out[i]] != NULL;
-		if (!known)
+		if (!known) {
 			p->steps[kept++] = p->steps[s];
+		} else if (p->steps[s].ctrl) {
+			/* An If a shape further on had evaluated here. */
+			ctrl_free(p->steps[s].ctrl, b->env->be);
+			p->ctrl_steps--;
+		}
 	}
 	p->n_steps = kept;
+	for (s = 0; s < p->n_steps; s++) {
+		const struct plan_ctrl *c = p->steps[s].ctrl;
+
+		for (i = 0; c && i < c->n_plans; i++) {
+			if (c->plans[i])
+				p->ctrl_bytes += c->plans[i]->block_bytes + c->plans[i]->ctrl_bytes;
+		}
+		p->waits |= c && c->waits;
+	}
 	for (s = 0; s < p->n_steps; s++) {
 		const struct graph_node *node = &g->nodes[p->steps[s].node];
 
@@ -312,6 +441,17 @@ int plan_build(const struct plan_env *env, const struct op_tensor *inputs,
 	ret = plan__block_bind(&b);
 	if (ret < 0)
 		goto out;
+	/* The executor runs control steps one launch at a time from the host,
+	 * reading some values back in between: there is no graph of them to
+	 * capture. Said once, for the views. */
+	if (p->ctrl_steps > 0) {
+		p->capture_error = strdup("the plan has control flow (If, Loop, Scan), which "
+					  "runs from the host and is not captured");
+		if (!p->capture_error) {
+			ret = cep__set_error(CEP_ENOMEM, "out of memory building a plan");
+			goto out;
+		}
+	}
 	*out = p;
 	p = NULL;
 	ret = 0;
@@ -323,8 +463,12 @@ out:
 
 void plan_free(struct plan *p, struct backend *be)
 {
+	int i;
+
 	if (!p)
 		return;
+	for (i = 0; p->steps && i < p->n_steps; i++)
+		ctrl_free(p->steps[i].ctrl, be);
 	backend_graph_free(be, p->graph);
 	free(p->capture_error);
 	backend_mem_free(be, p->block, p->block_bytes);

@@ -12,13 +12,30 @@
  * the warm path allocates nothing.
  *
  * Some shapes depend on values, not shapes: Reshape's target, Unsqueeze's
- * axes, Range's bounds. When such a value comes from graph inputs (maybe
- * through small integer arithmetic: Shape, Gather, Concat, Add), the
- * planner reads the run's actual inputs, evaluates the chain on the host
- * and settles the shape; the plan is then valid only for those values, so
- * it is keyed by them as well (PLAN_KEY_MAX_ELEMS elements at most per
- * input, of a type in PLAN_KEY_DTYPES), and a run with other values gets
- * a plan of its own.
+ * axes, Range's bounds, and the counts of the selections (NonZero,
+ * NonMaxSuppression, Compress, Unique), whose inference runs the whole
+ * selection when it has the value. When such a value comes from graph
+ * inputs (maybe through small integer arithmetic: Shape, Gather, Concat,
+ * Add), the planner reads the run's actual inputs, evaluates the chain on
+ * the host and settles the shape; the plan is then valid only for those
+ * values, so it is keyed by them as well (PLAN_KEY_MAX_ELEMS elements at
+ * most per input, of a type in PLAN_KEY_DTYPES), and a run with other
+ * values gets a plan of its own. A kernel whose output extent was settled
+ * so counts again when it runs and fails the run if the count differs
+ * (on a device, through the fault record's CEP_FAULT_SHAPE). A shape that
+ * needs values the model computes at run time is refused: every shape of
+ * a plan is fixed before it runs, and a run's reply describes its outputs
+ * before the device has run it.
+ *
+ * Control flow (If, Loop, Scan) is a step of its own: each subgraph it
+ * runs is planned as a plan of its own (a subplan, built with the same
+ * planner for the shapes the node gives it, its outer-scope values as
+ * extra inputs), and the executor runs the subplans from the host, in a
+ * loop for Loop and Scan (engine/plan_ctrl.c, engine/exec_ctrl.c). Every
+ * output shape of the node must be known when the plan is built: If's
+ * from the branch taken, or both branches agreeing; Loop's scan outputs
+ * from a trip count the planner can know. A plan with such a step is
+ * never captured as a device graph.
  *
  * Plans are kept per session in a bounded LRU cache keyed by the input
  * shapes and those values.
@@ -31,6 +48,7 @@
 #include <stdint.h>
 
 #include "gpu/backend.h"
+#include "engine/ctrl.h"
 #include "engine/graph.h"
 
 /* Values computed while planning stay on the host up to this size; larger
@@ -44,11 +62,74 @@
 #define PLAN_KEY_MAX_ELEMS 64
 #define PLAN_KEY_DTYPES (OP_DTS_INT | OP_DT(CEP_DTYPE_BOOL) | OP_DTS_FLOAT)
 
-/* One kernel launch of a plan. */
+struct plan;
+
+/* Subplans one control step may hold: a Loop whose body is planned per
+ * iteration (its shapes depend on the iteration number) runs at most this
+ * many iterations. */
+#define PLAN_CTRL_MAX_PLANS 256
+
+/* The iterations a Loop may run before the run fails: a loop that does
+ * not end (a hostile or broken model) must not hold a thread for good. */
+#define PLAN_LOOP_MAX_ITERATIONS (INT64_C(1) << 24)
+
+/* Host slots the iteration numbers of a Loop are copied from, in turn. */
+#define PLAN_CTRL_COUNTERS 64
+
+/*
+ * What a control step (If, Loop, Scan) runs and how: its subplans, and
+ * what the executor (engine/exec_ctrl.c) needs to run them from the host.
+ * Built by engine/plan_ctrl.c and freed with its plan; the run-time
+ * fields are scratch of the one run using the plan at a time.
+ */
+struct plan_ctrl {
+	struct ctrl_layout l;       /* the node's layout */
+	struct plan **plans;        /* (n_plans), owned. If: then, else (NULL:
+	                             * not planned); Loop: the body, or one per
+	                             * iteration when per_iter; Scan: the body */
+	int n_plans;
+	char *unplanned[2];         /* If: why branch i could not be planned
+	                             * for these shapes: a run that takes it
+	                             * fails so; owned, NULL when planned */
+	int unplanned_err[2];       /* its error code */
+	/* If */
+	int branch;                 /* taken, known while planning: 0 then, 1
+	                             * else; -1: read the condition at run time */
+	/* Loop */
+	int64_t trip;               /* iterations, known while planning;
+	                             * CTRL_TRIP_UNKNOWN: found while running */
+	bool has_m;                 /* M is given */
+	int64_t m;                  /* its value, known while planning; -1:
+	                             * read back at run time */
+	int cond0;                  /* the initial condition: 1, 0, or -1:
+	                             * read back at run time */
+	enum ctrl_cond cond;        /* KEEP, CONST (cond_value), or COMPUTED:
+	                             * read back after every iteration */
+	bool cond_value;
+	bool per_iter;              /* plans[i] is iteration i's */
+	bool waits;                 /* a run reads values back (a stream sync),
+	                             * here or in a subplan */
+	bool uses_iter;             /* the body reads its iteration number */
+	/* Scan */
+	int64_t len;                /* the scan length */
+	int64_t batch;              /* Scan 8's batch; 1 otherwise */
+	int *axis;                  /* (n_scan_in + n_scan_out) scan inputs'
+	                             * then outputs' axes; malloc */
+	bool *reverse;              /* (the same) their directions; malloc */
+	/* Run-time scratch (host memory copies read from or land in) */
+	int64_t counter[PLAN_CTRL_COUNTERS]; /* iteration numbers, in turn */
+	int64_t m_read;             /* M read back */
+	unsigned char flag;         /* a condition read back */
+};
+
+/* One step of a plan: a kernel launch, or control flow. */
 struct plan_step {
 	int node;                       /* graph node index */
-	const struct op_kernel *kernel;
-	struct op_call call;            /* ready to launch, reused every run */
+	const struct op_kernel *kernel; /* NULL for a control step */
+	struct op_call call;            /* ready to launch, reused every run;
+	                                 * a control step's has its tensors
+	                                 * (implicit inputs included) */
+	struct plan_ctrl *ctrl;         /* a control step's, owned; else NULL */
 };
 
 /* A graph input or output as the plan sees it. */
@@ -85,6 +166,13 @@ struct plan {
 	size_t activation_bytes;       /* of which activations and plan constants */
 	size_t workspace_bytes;        /* of which the shared workspace */
 	int folded;                    /* nodes evaluated while planning */
+	int ctrl_steps;                /* of n_steps: control steps */
+	size_t ctrl_bytes;             /* held by its control steps' subplans
+	                                * (their blocks and theirs in turn) */
+	bool waits;                    /* a control step reads values back in
+	                                * the middle of a run (a stream sync):
+	                                * a caller that must not block does not
+	                                * submit it */
 	struct backend_graph *graph;   /* the captured steps, once captured */
 	char *capture_error;           /* why capturing the steps failed (then
 	                                * the plan runs eagerly for good); NULL
@@ -107,11 +195,20 @@ struct plan_env {
 	struct backend *be;
 	struct backend_stream *stream; /* for uploading plan constants */
 	void *const *const_dev;        /* per value id: the device copy of a graph
-	                                * constant a step or output reads */
+	                                * constant a step or output reads; NULL:
+	                                * the plan uploads the constants it needs
+	                                * into its block (a subplan's) */
 	size_t max_block_bytes;        /* refuse plans needing more; 0: no limit */
 	size_t *needed_bytes;          /* if not NULL, set to the block size of a
 	                                * plan refused for max_block_bytes */
 	unsigned call_flags;           /* enum op_call_flags of every step */
+	/* For subplans (engine/plan_ctrl.c): */
+	bool inputs_stay;              /* graph inputs keep their bytes for the
+	                                * whole run (nothing reuses them), so the
+	                                * executor writes each once */
+	void *const *input_dev;        /* NULL, or per graph input: where the
+	                                * plan reads it in place (never copied
+	                                * in), NULL for those copied in */
 };
 
 /*
@@ -132,7 +229,8 @@ struct plan_env {
 int plan_build(const struct plan_env *env, const struct op_tensor *inputs,
 	       const int64_t *sig, int sig_len, struct plan **out);
 
-/* Releases the plan, its block and its captured graph. Accepts NULL. */
+/* Releases the plan, its block, its captured graph and its subplans.
+ * Accepts NULL. */
 void plan_free(struct plan *p, struct backend *be);
 
 /* ------------------------------------------------ memory plan: plan_mem.c */

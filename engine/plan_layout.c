@@ -56,7 +56,7 @@ int plan__calls_prepare(struct plan_builder *b)
 				c->out[i] = b->vals[node->out[i]];
 		}
 		at += (size_t)node->n_out;
-		if (st->kernel->prepare) {
+		if (st->kernel && st->kernel->prepare) {
 			cep__clear_error();
 			ret = st->kernel->prepare(c, &ws);
 			if (ret < 0)
@@ -144,6 +144,20 @@ int plan__memory_place(struct plan_builder *b)
 
 		if (!is_input && !is_output && b->last[v] < 0 && b->made_by[v] < 0)
 			continue;
+		if ((val->flags & GRAPH_VALUE_CONST) && !b->env->const_dev) {
+			/* A subplan's constants live in its block, uploaded once. */
+			b->home[v] = PLAN_HOME_BLOCK;
+			it->bytes = val->bytes;
+			it->first = 0;
+			it->last = end;
+			item_value[n_items] = v;
+			item_of[v] = n_items++;
+			continue;
+		}
+		if (b->bound[v]) {
+			b->home[v] = PLAN_HOME_BOUND;
+			continue;
+		}
 		if (val->flags & GRAPH_VALUE_CONST) {
 			if (!b->env->const_dev[v]) {
 				ret = cep__set_error(CEP_EINTERNAL, "constant '%s' has no device copy",
@@ -166,7 +180,7 @@ int plan__memory_place(struct plan_builder *b)
 			it->last = end; /* uploaded once, must survive every run */
 		else
 			it->last = b->last[v] > it->first ? b->last[v] : it->first;
-		if (is_output)
+		if (is_output || (is_input && b->env->inputs_stay))
 			it->last = end;
 		item_value[n_items] = v;
 		item_of[v] = n_items++;
@@ -190,11 +204,13 @@ int plan__memory_place(struct plan_builder *b)
 		b->offset[item_value[i]] = items[item_of[share[item_value[i]]]].offset;
 	p->activation_bytes = total;
 	p->block_bytes = total + p->workspace_bytes;
-	if (b->env->max_block_bytes && p->block_bytes > b->env->max_block_bytes) {
+	if (b->env->max_block_bytes &&
+	    p->block_bytes + p->ctrl_bytes > b->env->max_block_bytes) {
 		if (b->env->needed_bytes)
-			*b->env->needed_bytes = p->block_bytes;
+			*b->env->needed_bytes = p->block_bytes + p->ctrl_bytes;
 		ret = cep__set_error(CEP_ELIMIT, "the plan needs %zu bytes of memory, the session's "
-				     "limit leaves %zu", p->block_bytes, b->env->max_block_bytes);
+				     "limit leaves %zu", p->block_bytes + p->ctrl_bytes,
+				     b->env->max_block_bytes);
 		goto out;
 	}
 	ret = 0;
@@ -215,6 +231,8 @@ static void *value_dev(const struct plan_builder *b, int v)
 		return b->env->const_dev[v];
 	case PLAN_HOME_BLOCK:
 		return (unsigned char *)b->p->block + b->offset[v];
+	case PLAN_HOME_BOUND:
+		return b->bound[v];
 	case PLAN_HOME_NONE:
 		break;
 	}
@@ -243,7 +261,8 @@ int plan__block_bind(struct plan_builder *b)
 	if (ret < 0)
 		return ret;
 	for (v = 0; v < g->n_values; v++) {
-		if (b->home[v] != PLAN_HOME_BLOCK || !b->owned[v])
+		if (b->home[v] != PLAN_HOME_BLOCK ||
+		    !(b->owned[v] || (g->values[v].flags & GRAPH_VALUE_CONST)))
 			continue;
 		ret = backend_copy_h2d(be, b->env->stream, value_dev(b, v), b->host[v],
 				       op_tensor_bytes(&b->vals[v]));

@@ -92,13 +92,15 @@ static bool host_evaluable(struct plan_builder *b, int m)
 	size_t total = 0;
 	int i;
 
-	if (node->schema->flags & OP_NO_FOLD)
+	if ((node->schema->flags & OP_NO_FOLD) && !plan__if_foldable(b, m))
 		return false;
 	outputs_fill(b, m, b->eout);
 	for (i = 0; i < node->n_out; i++)
 		total += op_tensor_bytes(&b->eout[i]);
 	if (total > PLAN_FOLD_MAX_BYTES)
 		return false;
+	if (node->schema->flags & OP_CONTROL)
+		return true; /* an If: plan_eval.c evaluates it */
 	plan__inputs_fill(b, m, b->ein);
 	if (op_kernel_find(node->schema, node->op.opset, BACKEND_HOST,
 			   op_kernel_dtype(node->schema, b->ein, node->n_in, b->eout, node->n_out),
@@ -175,6 +177,44 @@ static bool value_trace(struct plan_builder *b, int k, int v, struct plan_unknow
 	return true;
 }
 
+/* Evaluates If node m (b->ein its inputs, known) into b->eout, whose
+ * shapes its step was planned with. */
+static int if_eval(struct plan_builder *b, int m)
+{
+	const struct graph *g = b->env->g;
+	const struct graph_node *node = &g->nodes[m];
+	struct op_tensor *planned = b->eout, *got;
+	bool done, same = true;
+	int i, d, ret;
+
+	got = calloc((size_t)node->n_out + 1, sizeof(*got));
+	if (!got)
+		return cep__set_error(CEP_ENOMEM, "out of memory building a plan");
+	ret = plan__if_fold(b, m, b->ein, got, &done);
+	if (ret == 0 && !done)
+		ret = graph_node_fail(g, m, CEP_EUNSUPPORTED, "a value a shape needs comes from "
+				      "its branch, which cannot be evaluated while planning");
+	for (i = 0; ret == 0 && i < node->n_out; i++) {
+		if (node->out[i] < 0)
+			continue;
+		same &= got[i].dtype == planned[i].dtype && got[i].rank == planned[i].rank;
+		for (d = 0; same && d < got[i].rank; d++)
+			same &= got[i].dims[d] == planned[i].dims[d];
+	}
+	if (ret == 0 && !same)
+		ret = graph_node_fail(g, m, CEP_EINTERNAL, "its branch evaluated here gives "
+				      "other shapes than it was planned for");
+	for (i = 0; i < node->n_out; i++) {
+		if (ret == 0) {
+			planned[i].data = got[i].data;
+		} else if (done) {
+			free(got[i].data);
+		}
+	}
+	free(got);
+	return ret;
+}
+
 /* Makes known what the last successful value_trace() marked: reads the
  * marked graph inputs from the run (they key the plan from now on) and
  * evaluates the marked nodes in order. */
@@ -201,14 +241,20 @@ static int value_eval(struct plan_builder *b, int k)
 		plan__inputs_fill(b, m, b->ein);
 		outputs_fill(b, m, b->eout);
 		cep__clear_error();
-		ret = op_kernel_find(node->schema, node->op.opset, BACKEND_HOST,
-				     op_kernel_dtype(node->schema, b->ein, node->n_in, b->eout,
-						     node->n_out), &kern);
-		if (ret == 0)
-			ret = exec_host_eval(&node->op, kern, b->ein, node->n_in, b->eout,
-					     node->n_out);
-		if (ret < 0)
-			return graph_node_wrap(g, m, ret);
+		if (node->schema->flags & OP_CONTROL) {
+			ret = if_eval(b, m);
+			if (ret < 0)
+				return ret;
+		} else {
+			ret = op_kernel_find(node->schema, node->op.opset, BACKEND_HOST,
+					     op_kernel_dtype(node->schema, b->ein, node->n_in,
+							     b->eout, node->n_out), &kern);
+			if (ret == 0)
+				ret = exec_host_eval(&node->op, kern, b->ein, node->n_in, b->eout,
+						     node->n_out);
+			if (ret < 0)
+				return graph_node_wrap(g, m, ret);
+		}
 		for (i = 0; i < node->n_out; i++) {
 			int v = node->out[i];
 
@@ -273,6 +319,21 @@ int plan__values_resolve(struct plan_builder *b, int k, int n, int *unfixed,
 	return 0;
 }
 
+int plan__value_learn(struct plan_builder *b, int k, int v, bool *learnt,
+		      struct plan_unknowable *why)
+{
+	*learnt = false;
+	why->input = why->node = -1;
+	if (b->host[v]) {
+		*learnt = true;
+		return 0;
+	}
+	if (!value_trace(b, k, v, why))
+		return 0;
+	*learnt = true;
+	return value_eval(b, k);
+}
+
 /* The refusal of node n, whose output o has a shape that could not be
  * settled, saying why when that is known. */
 int plan__unfixed_refuse(const struct plan_builder *b, int n, int o,
@@ -281,7 +342,7 @@ int plan__unfixed_refuse(const struct plan_builder *b, int n, int o,
 	const struct graph *g = b->env->g;
 	char dims[160], label[200], because[400] = "";
 
-	op_dims_format(&b->out[o], g->syms, g->n_syms, dims, sizeof(dims));
+	op_dims_format(&b->out[o], graph_root(g)->syms, graph_root(g)->n_syms, dims, sizeof(dims));
 	if (why->input >= 0) {
 		const struct graph_value *val = &g->values[why->input];
 		const struct op_tensor *t = &b->vals[why->input];

@@ -116,7 +116,9 @@ static bool slot_keeps_float(const struct graph_node *node, int i)
  * rounded to half (8 bits of bfloat16) moves every quantized value, and
  * so does an x rounded before it is quantized, so they keep the float32
  * model's scales and inputs and give its integers exactly; their float
- * outputs are cast where half nodes read them. */
+ * outputs are cast where half nodes read them. Control flow (If, Loop,
+ * Scan) too: its subgraphs are not converted, so it takes and makes its
+ * values, outer ones included, in float32, with Casts around it. */
 static bool node_keeps_float(const struct graph_node *node)
 {
 	static const char *const keep[] = {
@@ -125,6 +127,8 @@ static bool node_keeps_float(const struct graph_node *node)
 	};
 	size_t i;
 
+	if (node->schema->flags & OP_CONTROL)
+		return true;
 	for (i = 0; i < sizeof(keep) / sizeof(keep[0]); i++) {
 		if (is_op(node, keep[i]))
 			return true;

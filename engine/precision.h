@@ -16,7 +16,10 @@
  *   DequantizeLinear, DynamicQuantizeLinear, QLinearMatMul, QLinearConv:
  *   their scales and inputs stay the model's, so their integers are the
  *   float32 model's) and the roi and scales of Resize and Upsample (float32
- *   by their schemas: the output shape is computed from them).
+ *   by their schemas: the output shape is computed from them), and control
+ *   flow (If, Loop, Scan): its subgraphs are left in float32 whole, and the
+ *   node reads every value it and its subgraphs take, outer ones included,
+ *   in float32 through the Casts added before it.
  * - float32 constants that only half nodes read are converted once, in
  *   place, rounding to nearest even (the Cast kernel's conversion), so
  *   they take half the bytes; one read in both types is kept and given a

@@ -133,7 +133,8 @@ enum op_attr_type {
 	OP_ATTR_INT = 2,
 	OP_ATTR_STRING = 3,
 	OP_ATTR_TENSOR = 4,
-	OP_ATTR_GRAPH = 5,           /* subgraphs are not loaded yet */
+	OP_ATTR_GRAPH = 5,           /* the engine keeps the subgraph with the
+	                              * node (engine/graph.h), not here */
 	OP_ATTR_FLOATS = 6,
 	OP_ATTR_INTS = 7,
 	OP_ATTR_STRINGS = 8,

@@ -36,7 +36,18 @@ enum op_flags {
 	 * has checked: the loader refuses a model's own node of it, so that a
 	 * model cannot hand the kernels inputs the fusion never would. */
 	OP_INTERNAL = 1u << 2,
+	/* Control flow (If, Loop, Scan): the node runs subgraphs. It has no
+	 * kernels and its schema's infer function refuses: the engine infers,
+	 * plans and runs it over its subgraphs (engine/ctrl.h). */
+	OP_CONTROL = 1u << 3,
 };
+
+/* The domain of onnxruntime's contrib operators, the ones its transformer
+ * optimizer writes (SkipLayerNormalization, FastGelu, ...), and the newest
+ * opset of it whose definitions cudaep's were checked against
+ * (onnxruntime 1.32, where every one of them is opset 1). */
+#define OP_DOMAIN_MS "com.microsoft"
+#define OP_MS_OPSET_MAX 1
 
 /* The domain of cudaep's internal operators (OP_INTERNAL). */
 #define OP_DOMAIN_CUDAEP "com.cudaep"

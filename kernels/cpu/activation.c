@@ -1,16 +1,28 @@
 /*
  * activation.c — activations with parameters: LeakyRelu, Elu, HardSigmoid,
- * HardSwish, Softplus, Gelu, ThresholdedRelu (attributes), Mish, PRelu (a
- * slope tensor broadcast to the input; before opset 7 one value or one
- * per channel, kernels/legacy.h) and Clip (bounds as attributes before
- * opset 11, optional scalar inputs from 11 on). Opset 1's consumed_inputs
- * only hinted at in-place use and is ignored.
+ * HardSwish, Softplus, Gelu, ThresholdedRelu, Selu, Celu, Swish, Shrink
+ * (attributes), Mish, Softsign, PRelu (a slope tensor broadcast to the
+ * input; before opset 7 one value or one per channel, kernels/legacy.h)
+ * and Clip (bounds as attributes before opset 11, optional scalar inputs
+ * from 11 on). Opset 1's consumed_inputs only hinted at in-place use and
+ * is ignored.
+ *
+ * onnxruntime's com.microsoft activations share the kernel: Gelu (the exact
+ * form), QuickGelu (x * sigmoid(alpha * x), alpha 1.702 by default), and
+ * FastGelu and BiasGelu, Gelu's tanh and exact forms of input + bias,
+ * where the bias is 1-D along the last dimension (optional for FastGelu).
  *
  * Float types are computed in float32, float64 in double (with the float
- * attributes widened). PRelu takes int32, int64, uint32 and uint64 from
- * opset 9 and Clip every integer type from opset 12; those are computed
- * in int64 (a negative unsigned value does not exist, and uint64 orders
- * as unsigned). prepare() reads the attributes once per plan into the
+ * attributes widened), with each function's formula as its specification
+ * (or its function body) writes it: Selu as gamma * (alpha * e^x - alpha)
+ * below 0, Celu as max(0, x) + min(0, alpha * (e^(x / alpha) - 1)) (with
+ * expm1, NaN kept), Swish as x * sigmoid(alpha * x). PRelu takes int32,
+ * int64, uint32 and uint64 from opset 9 and Clip every integer type from
+ * opset 12; those are computed in int64 (a negative unsigned value does
+ * not exist, and uint64 orders as unsigned). Shrink takes the integer
+ * types at its one opset: they are compared and shifted in double against
+ * the float lambd and bias (exact below 2^53) and truncated back, as
+ * onnxruntime does. prepare() reads the attributes once per plan into the
  * call's params, so run() never searches them.
  */
 #include "kernels/cpu/elem.h"
@@ -29,12 +41,21 @@ enum actop {
 	ACT_GELU_TANH,
 	ACT_THRESHOLDED_RELU,
 	ACT_MISH,
+	ACT_QUICK_GELU,
+	ACT_SELU,
+	ACT_CELU,
+	ACT_SOFTSIGN,
+	ACT_SWISH,
+	ACT_SHRINK,
 };
 
 struct act_params {
 	enum actop op;              /* Gelu becomes ACT_GELU_TANH per attribute */
-	float alpha, beta;          /* LeakyRelu, Elu, HardSigmoid, ThresholdedRelu;
-	                             * HardSwish's fixed */
+	float alpha, beta;          /* LeakyRelu, Elu, HardSigmoid, ThresholdedRelu,
+	                             * QuickGelu, Celu, Swish; HardSwish's fixed;
+	                             * Selu's alpha and gamma; Shrink's lambd and bias */
+	int64_t bias_n;             /* FastGelu and BiasGelu: elements of the bias
+	                             * added along the last dim; 0: none */
 };
 
 /* ---------------------------------------------------------------- inference */
@@ -43,9 +64,16 @@ struct act_params {
  * int) would otherwise silently get the default. */
 static int act_check_floats(const struct op_node *n)
 {
-	int ret = op_attr_check(n, "alpha", OP_ATTR_FLOAT);
+	static const char *const names[] = { "alpha", "beta", "gamma", "lambd", "bias" };
+	size_t i;
+	int ret;
 
-	return ret < 0 ? ret : op_attr_check(n, "beta", OP_ATTR_FLOAT);
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		ret = op_attr_check(n, names[i], OP_ATTR_FLOAT);
+		if (ret < 0)
+			return ret;
+	}
+	return 0;
 }
 
 static int act_infer(struct op_infer *x)
@@ -76,6 +104,35 @@ static int gelu_infer(struct op_infer *x)
 	int ret = gelu_approximate(x->node, &tanh_form);
 
 	return ret < 0 ? ret : op_infer_like_input(x);
+}
+
+/*
+ * FastGelu (X[, bias]) and BiasGelu (A, B): onnxruntime adds a 1-D bias of
+ * the last dimension's size to the input before the activation.
+ */
+static int bias_gelu_infer(struct op_infer *x)
+{
+	const struct op_tensor *in = &x->in[0], *b = x->n_in > 1 ? &x->in[1] : NULL;
+	int64_t last;
+	int ret;
+
+	if ((ret = op_infer_same_dtype(x, 0, 1)) < 0)
+		return ret;
+	if (!op_dtype_in(in->dtype, OP_DTS_FLOAT))
+		return cep__set_error(CEP_EDTYPE, "%s: the input is %s, a float type is needed",
+				      x->node->op_type, cep_dtype_name(in->dtype));
+	if (b != NULL && op_tensor_present(b) && in->rank >= 0 && b->rank >= 0) {
+		last = in->rank > 0 ? in->dims[in->rank - 1] : 1;
+		if (b->rank != 1 || (op_dim_fixed(last) && op_dim_fixed(b->dims[0]) &&
+				     b->dims[0] != last))
+			return cep__set_error(CEP_ESHAPE, "%s: the bias must have shape (%" PRId64
+					      "), the input's last dimension",
+					      x->node->op_type, last);
+		if (in->rank == 0)
+			return cep__set_error(CEP_ESHAPE, "%s: a bias needs an input of rank 1 or more",
+					      x->node->op_type);
+	}
+	return op_infer_like_input(x);
 }
 
 /* ------------------------------------------------------------------ kernels */
@@ -112,6 +169,27 @@ static float act_f(const struct act_params *p, float v)
 		 * (-inf * 0), as the spec's formula and its function body do. */
 		h = v > 0.0f ? v + log1pf(expf(-v)) : log1pf(expf(v));
 		return v * tanhf(h);
+	case ACT_QUICK_GELU:
+		/* x * sigmoid(alpha * x) */
+		return v * (1.0f / (1.0f + expf(-(p->alpha * v))));
+	case ACT_SELU:
+		/* alpha is alpha, beta gamma. */
+		return v > 0.0f ? p->beta * v : p->beta * (p->alpha * expf(v) - p->alpha);
+	case ACT_CELU:
+		if (v != v)
+			return v;
+		h = p->alpha * expm1f(v / p->alpha);
+		return (v > 0.0f ? v : 0.0f) + (h < 0.0f ? h : 0.0f);
+	case ACT_SOFTSIGN:
+		return v / (1.0f + fabsf(v));
+	case ACT_SWISH:
+		/* The sigmoid of Sigmoid (kernels/cpu/unary.c). */
+		h = p->alpha * v;
+		h = h >= 0.0f ? 1.0f / (1.0f + expf(-h)) : expf(h) / (1.0f + expf(h));
+		return v * h;
+	case ACT_SHRINK:
+		/* alpha is lambd, beta bias. */
+		return v < -p->alpha ? v + p->beta : v > p->alpha ? v - p->beta : 0.0f;
 	}
 	return 0.0f;
 }
@@ -144,8 +222,41 @@ static double act_d(const struct act_params *p, double v)
 	case ACT_MISH:
 		h = v > 0.0 ? v + log1p(exp(-v)) : log1p(exp(v));
 		return v * tanh(h);
+	case ACT_QUICK_GELU:
+		return v * (1.0 / (1.0 + exp(-(alpha * v))));
+	case ACT_SELU:
+		return v > 0.0 ? p->beta * v : p->beta * (alpha * exp(v) - alpha);
+	case ACT_CELU:
+		if (v != v)
+			return v;
+		h = alpha * expm1(v / alpha);
+		return (v > 0.0 ? v : 0.0) + (h < 0.0 ? h : 0.0);
+	case ACT_SOFTSIGN:
+		return v / (1.0 + fabs(v));
+	case ACT_SWISH:
+		h = alpha * v;
+		h = h >= 0.0 ? 1.0 / (1.0 + exp(-h)) : exp(h) / (1.0 + exp(h));
+		return v * h;
+	case ACT_SHRINK:
+		return v < -alpha ? v + p->beta : v > alpha ? v - p->beta : 0.0;
 	}
 	return 0.0;
+}
+
+/* Shrink of an integer of type t as cpu_load_i() gives it, in double
+ * (uint64 read as unsigned), stored back as cpu_store_d() converts. */
+static void act_shrink_i(const struct act_params *p, void *o, cep_dtype t, int64_t i,
+			 int64_t v)
+{
+	double d = cpu_i2d(t, v);
+
+	if (d < -(double)p->alpha)
+		d += (double)p->beta;
+	else if (d > (double)p->alpha)
+		d -= (double)p->beta;
+	else
+		d = 0.0;
+	cpu_store_d(o, t, i, d);
 }
 
 static int act_prepare(struct op_call *c, size_t *workspace, enum actop op,
@@ -154,6 +265,7 @@ static int act_prepare(struct op_call *c, size_t *workspace, enum actop op,
 	struct act_params *p = (struct act_params *)c->params;
 	bool tanh_form = false;
 
+	memset(p, 0, sizeof(*p));
 	if (op == ACT_GELU) {
 		int ret = gelu_approximate(c->node, &tanh_form);
 
@@ -187,6 +299,7 @@ static int hard_swish_prepare(struct op_call *c, size_t *ws)
 {
 	struct act_params *p = (struct act_params *)c->params;
 
+	memset(p, 0, sizeof(*p));
 	p->op = ACT_HARD_SWISH;
 	p->alpha = 1.0f / 6.0f;
 	p->beta = 0.5f;
@@ -214,6 +327,75 @@ static int mish_prepare(struct op_call *c, size_t *ws)
 	return act_prepare(c, ws, ACT_MISH, 0.0f, 0.0f);
 }
 
+/* com.microsoft's Gelu is the exact form; it has no approximate. */
+static int ms_gelu_prepare(struct op_call *c, size_t *ws)
+{
+	struct act_params *p = (struct act_params *)c->params;
+
+	memset(p, 0, sizeof(*p));
+	p->op = ACT_GELU;
+	*ws = 0;
+	return 0;
+}
+
+static int quick_gelu_prepare(struct op_call *c, size_t *ws)
+{
+	return act_prepare(c, ws, ACT_QUICK_GELU, 1.702f, 0.0f);
+}
+
+/* FastGelu is Gelu's tanh form and BiasGelu its exact one, after the bias
+ * (the optional input 1; BiasGelu's is required). */
+static int bias_gelu_prepare(struct op_call *c, size_t *ws)
+{
+	struct act_params *p = (struct act_params *)c->params;
+	bool fast = strcmp(c->node->op_type, "FastGelu") == 0;
+
+	memset(p, 0, sizeof(*p));
+	p->op = fast ? ACT_GELU_TANH : ACT_GELU;
+	if (c->n_in > 1 && op_tensor_present(&c->in[1]))
+		p->bias_n = cpu_numel(&c->in[1]);
+	*ws = 0;
+	return 0;
+}
+
+/* Selu's defaults, the constants of its paper to float precision. */
+#define ACT_SELU_ALPHA 1.67326319217681884765625f
+#define ACT_SELU_GAMMA 1.05070102214813232421875f
+
+static int selu_prepare(struct op_call *c, size_t *ws)
+{
+	struct act_params *p = (struct act_params *)c->params;
+	int ret = act_prepare(c, ws, ACT_SELU, ACT_SELU_ALPHA, 0.0f);
+
+	p->beta = op_attr_float(c->node, "gamma", ACT_SELU_GAMMA);
+	return ret;
+}
+
+static int celu_prepare(struct op_call *c, size_t *ws)
+{
+	return act_prepare(c, ws, ACT_CELU, 1.0f, 0.0f);
+}
+
+static int softsign_prepare(struct op_call *c, size_t *ws)
+{
+	return act_prepare(c, ws, ACT_SOFTSIGN, 0.0f, 0.0f);
+}
+
+static int swish_prepare(struct op_call *c, size_t *ws)
+{
+	return act_prepare(c, ws, ACT_SWISH, 1.0f, 0.0f);
+}
+
+static int shrink_prepare(struct op_call *c, size_t *ws)
+{
+	struct act_params *p = (struct act_params *)c->params;
+	int ret = act_prepare(c, ws, ACT_SHRINK, 0.0f, 0.0f);
+
+	p->alpha = op_attr_float(c->node, "lambd", 0.5f);
+	p->beta = op_attr_float(c->node, "bias", 0.0f);
+	return ret;
+}
+
 static int act_run(struct op_call *c)
 {
 	const struct act_params *p = (const struct act_params *)c->params;
@@ -223,6 +405,25 @@ static int act_run(struct op_call *c)
 	int64_t n = cpu_numel(&c->in[0]);
 	int64_t i;
 
+	if (p->bias_n > 0) {
+		/* x + bias in float32 (double for float64), not rounded to
+		 * the type first: the sum is the fused operator's own
+		 * intermediate. */
+		const void *b = c->in[1].data;
+
+		if (t == CEP_DTYPE_FLOAT64) {
+			const double *ad = a, *bd = b;
+			double *od = o;
+
+			for (i = 0; i < n; i++)
+				od[i] = act_d(p, ad[i] + bd[i % p->bias_n]);
+			return 0;
+		}
+		for (i = 0; i < n; i++)
+			cpu_store_f(o, t, i, act_f(p, cpu_load_f(a, t, i) +
+						     cpu_load_f(b, t, i % p->bias_n)));
+		return 0;
+	}
 	if (t == CEP_DTYPE_FLOAT32) {
 		const float *af = a;
 		float *of = o;
@@ -242,6 +443,11 @@ static int act_run(struct op_call *c)
 
 		for (i = 0; i < n; i++)
 			od[i] = act_d(p, ad[i]);
+		return 0;
+	}
+	if (!cpu_is_float(t)) {
+		for (i = 0; i < n; i++)
+			act_shrink_i(p, o, t, i, cpu_load_i(a, t, i));
 		return 0;
 	}
 	for (i = 0; i < n; i++)
@@ -548,6 +754,10 @@ static int clip11_run(struct op_call *c)
 	{ "", op, since, until, min_in, max_in, 1, 1, 0, 0, infer }
 #define ACT_KERNEL(op, since, until, dts, prepare, run) \
 	{ "", op, since, until, BACKEND_HOST, dts, prepare, run }
+#define MS_SCHEMA(op, min_in, max_in, infer) \
+	{ OP_DOMAIN_MS, op, 1, OP_MS_OPSET_MAX, min_in, max_in, 1, 1, 0, 0, infer }
+#define MS_KERNEL(op, prepare) \
+	{ OP_DOMAIN_MS, op, 1, OP_MS_OPSET_MAX, BACKEND_HOST, OP_DTS_FLOAT, prepare, act_run }
 
 static const struct op_schema schemas[] = {
 	ACT_SCHEMA("LeakyRelu", 1, OP_OPSET_MAX, 1, 1, act_infer),
@@ -558,12 +768,22 @@ static const struct op_schema schemas[] = {
 	ACT_SCHEMA("Gelu", 20, OP_OPSET_MAX, 1, 1, gelu_infer),
 	ACT_SCHEMA("ThresholdedRelu", 10, OP_OPSET_MAX, 1, 1, act_infer),
 	ACT_SCHEMA("Mish", 18, OP_OPSET_MAX, 1, 1, act_infer),
+	ACT_SCHEMA("Selu", 1, OP_OPSET_MAX, 1, 1, act_infer),
+	ACT_SCHEMA("Celu", 12, OP_OPSET_MAX, 1, 1, act_infer),
+	ACT_SCHEMA("Softsign", 1, OP_OPSET_MAX, 1, 1, act_infer),
+	ACT_SCHEMA("Swish", 24, OP_OPSET_MAX, 1, 1, act_infer),
+	ACT_SCHEMA("Shrink", 9, OP_OPSET_MAX, 1, 1, act_infer),
 	/* 7: the slope broadcasts numpy's way, not per channel. */
 	ACT_SCHEMA("PRelu", 1, 6, 2, 2, prelu_infer),
 	ACT_SCHEMA("PRelu", 7, OP_OPSET_MAX, 2, 2, prelu_infer),
 	/* Opset 1's bounds had no stated defaults but meant the same. */
 	ACT_SCHEMA("Clip", 1, 10, 1, 1, clip6_infer),
 	ACT_SCHEMA("Clip", 11, OP_OPSET_MAX, 1, 3, clip11_infer),
+	/* onnxruntime's contrib activations. */
+	MS_SCHEMA("Gelu", 1, 1, act_infer),
+	MS_SCHEMA("QuickGelu", 1, 1, act_infer),
+	MS_SCHEMA("FastGelu", 1, 2, bias_gelu_infer),
+	MS_SCHEMA("BiasGelu", 2, 2, bias_gelu_infer),
 };
 
 /* PRelu's integer types from opset 9. */
@@ -587,6 +807,17 @@ static const struct op_kernel kernels[] = {
 		   act_run),
 	ACT_KERNEL("Mish", 18, 21, ELEM_DTS_NO_BF16, mish_prepare, act_run),
 	ACT_KERNEL("Mish", 22, OP_OPSET_MAX, OP_DTS_FLOAT, mish_prepare, act_run),
+	ACT_KERNEL("Selu", 1, 21, ELEM_DTS_NO_BF16, selu_prepare, act_run),
+	ACT_KERNEL("Selu", 22, OP_OPSET_MAX, OP_DTS_FLOAT, selu_prepare, act_run),
+	/* Celu was float32 alone until 28. */
+	ACT_KERNEL("Celu", 12, 27, OP_DT(CEP_DTYPE_FLOAT32), celu_prepare, act_run),
+	ACT_KERNEL("Celu", 28, OP_OPSET_MAX, OP_DTS_FLOAT, celu_prepare, act_run),
+	ACT_KERNEL("Softsign", 1, 21, ELEM_DTS_NO_BF16, softsign_prepare, act_run),
+	ACT_KERNEL("Softsign", 22, OP_OPSET_MAX, OP_DTS_FLOAT, softsign_prepare, act_run),
+	ACT_KERNEL("Swish", 24, OP_OPSET_MAX, OP_DTS_FLOAT, swish_prepare, act_run),
+	/* Every numeric type but bfloat16. */
+	ACT_KERNEL("Shrink", 9, OP_OPSET_MAX, ELEM_DTS_NO_BF16 | OP_DTS_INT, shrink_prepare,
+		   act_run),
 	ACT_KERNEL("PRelu", 1, 8, ELEM_DTS_NO_BF16, prelu_prepare, prelu_run),
 	ACT_KERNEL("PRelu", 9, 15, ELEM_DTS_NO_BF16 | PRELU_DTS_INT, prelu_prepare, prelu_run),
 	ACT_KERNEL("PRelu", 16, OP_OPSET_MAX, OP_DTS_FLOAT | PRELU_DTS_INT, prelu_prepare,
@@ -595,6 +826,10 @@ static const struct op_kernel kernels[] = {
 	ACT_KERNEL("Clip", 11, 11, ELEM_DTS_NO_BF16, clip11_prepare, clip11_run),
 	ACT_KERNEL("Clip", 12, 12, ELEM_DTS_NO_BF16 | OP_DTS_INT, clip11_prepare, clip11_run),
 	ACT_KERNEL("Clip", 13, OP_OPSET_MAX, OP_DTS_NUMERIC, clip11_prepare, clip11_run),
+	MS_KERNEL("Gelu", ms_gelu_prepare),
+	MS_KERNEL("QuickGelu", quick_gelu_prepare),
+	MS_KERNEL("FastGelu", bias_gelu_prepare),
+	MS_KERNEL("BiasGelu", bias_gelu_prepare),
 };
 
 const struct op_family op_family_cpu_activation = {

@@ -173,6 +173,17 @@ static inline double cpu_load_d(const void *p, cep_dtype t, int64_t i)
 	}
 }
 
+/* x rounded to the float type t, as storing and loading it would make it
+ * (x itself for float32 and the other types). */
+static inline float cpu_round_f(float x, cep_dtype t)
+{
+	switch (t) {
+	case CEP_DTYPE_FLOAT16: return cpu_f16_to_f32(cpu_f32_to_f16(x));
+	case CEP_DTYPE_BFLOAT16: return cpu_bf16_to_f32(cpu_f32_to_bf16(x));
+	default: return x;
+	}
+}
+
 /* Element i of p (of type t) as a float; integers and float64 round once. */
 static inline float cpu_load_f(const void *p, cep_dtype t, int64_t i)
 {

@@ -1,6 +1,7 @@
 /*
  * math.c — elementwise math of one tensor: Sqrt, Reciprocal, Neg, Abs, Log,
- * Erf, Floor, Ceil. The output has the input's type and shape.
+ * Erf, Floor, Ceil, Round (to the nearest integer, halves to the even
+ * one). The output has the input's type and shape.
  *
  * Float types are computed in float32 (float16 and bfloat16 converted on
  * load and store), float64 in double. Neg and Abs also take integers,
@@ -11,9 +12,9 @@
  * leaves 0 for |x| <= 3 and +-1 beyond.
  *
  * The type sets follow each operator's history: Neg (the signed ones) and
- * Abs took integers from opset 6, bfloat16 joined them all at 13, when Erf also
- * dropped the integers. Opset 1's consumed_inputs only hinted at in-place
- * use and is ignored.
+ * Abs took integers from opset 6, bfloat16 joined them all at 13, when Erf
+ * also dropped the integers; Round came at 11 and took bfloat16 at 22.
+ * Opset 1's consumed_inputs only hinted at in-place use and is ignored.
  */
 #include "kernels/cpu/elem.h"
 
@@ -26,6 +27,7 @@ enum mathop {
 	MATH_ERF,
 	MATH_FLOOR,
 	MATH_CEIL,
+	MATH_ROUND,
 };
 
 static int math_infer(struct op_infer *x)
@@ -44,6 +46,7 @@ static float mathop_f(enum mathop op, float v)
 	case MATH_ERF: return erff(v);
 	case MATH_FLOOR: return floorf(v);
 	case MATH_CEIL: return ceilf(v);
+	case MATH_ROUND: return nearbyintf(v);
 	}
 	return 0.0f;
 }
@@ -59,6 +62,7 @@ static double mathop_d(enum mathop op, double v)
 	case MATH_ERF: return erf(v);
 	case MATH_FLOOR: return floor(v);
 	case MATH_CEIL: return ceil(v);
+	case MATH_ROUND: return nearbyint(v);
 	}
 	return 0.0;
 }
@@ -110,6 +114,10 @@ static void math_f32(enum mathop op, const float *a, float *o, int64_t n)
 		for (i = 0; i < n; i++)
 			o[i] = ceilf(a[i]);
 		break;
+	case MATH_ROUND:
+		for (i = 0; i < n; i++)
+			o[i] = nearbyintf(a[i]);
+		break;
 	case MATH_LOG:
 	case MATH_ERF:
 		for (i = 0; i < n; i++)
@@ -156,6 +164,7 @@ static int log_run(struct op_call *c) { return math_run(c, MATH_LOG); }
 static int erf_run(struct op_call *c) { return math_run(c, MATH_ERF); }
 static int floor_run(struct op_call *c) { return math_run(c, MATH_FLOOR); }
 static int ceil_run(struct op_call *c) { return math_run(c, MATH_CEIL); }
+static int round_run(struct op_call *c) { return math_run(c, MATH_ROUND); }
 
 /* ------------------------------------------------------------------- table */
 
@@ -179,6 +188,7 @@ static const struct op_schema schemas[] = {
 	MATH_SCHEMA("Erf", 9),
 	MATH_SCHEMA("Floor", 1),
 	MATH_SCHEMA("Ceil", 1),
+	MATH_SCHEMA("Round", 11),
 };
 
 static const struct op_kernel kernels[] = {
@@ -195,6 +205,8 @@ static const struct op_kernel kernels[] = {
 	MATH_KERNEL("Abs", 13, OP_OPSET_MAX, OP_DTS_FLOAT | OP_DTS_INT, abs_run),
 	MATH_KERNEL("Erf", 9, 12, ELEM_DTS_NO_BF16 | OP_DTS_INT, erf_run),
 	MATH_KERNEL("Erf", 13, OP_OPSET_MAX, OP_DTS_FLOAT, erf_run),
+	MATH_KERNEL("Round", 11, 21, ELEM_DTS_NO_BF16, round_run),
+	MATH_KERNEL("Round", 22, OP_OPSET_MAX, OP_DTS_FLOAT, round_run),
 };
 
 const struct op_family op_family_cpu_math = {

@@ -2,15 +2,18 @@
  * pool.c — the pooling operators over N x C x spatial tensors: MaxPool
  * (the optional Indices output from opset 8 with its storage_order,
  * ceil_mode and dilations from 10, int8 and uint8 from 12), AveragePool
- * (count_include_pad; ceil_mode from 10, dilations from 19), and the
- * whole-plane GlobalAveragePool and GlobalMaxPool. bfloat16 joins every
- * one of them at opset 22.
+ * (count_include_pad; ceil_mode from 10, dilations from 19), LpPool (the
+ * p-norm of each window, (sum |x|^p)^(1/p), over the taps inside the
+ * input, so pads add nothing; p a float at opset 1, an int from 2;
+ * ceil_mode and dilations from 18), and the whole-plane GlobalAveragePool
+ * and GlobalMaxPool. bfloat16 joins every one of them at opset 22.
  *
  * The windows are those of kernels/cpu/window.h. Each channel plane is
  * pooled on its own in float32: float32 planes are read in place, other
  * types are widened into the workspace first, which is exact for every
- * type a pool takes, so a maximum is always one of the input values.
- * Indices are flat positions in the input tensor, batch and channel
+ * type a pool takes, so a maximum is always one of the input values;
+ * float64, which float32 cannot hold, is left to the global pools, which
+ * compute in double. Indices are flat positions in the input tensor, batch and channel
  * included, with the spatial part in row- or column-major order. The
  * attributes are read by cpu_pool_read() (kernels/cpu/pool.h), which the
  * CUDA kernels of kernels/cuda/pool.c share.
@@ -27,11 +30,18 @@ static bool pool_is_max(const struct op_node *node)
 	return strcmp(node->op_type, "MaxPool") == 0;
 }
 
+static bool pool_is_lp(const struct op_node *node)
+{
+	return strcmp(node->op_type, "LpPool") == 0;
+}
+
 /* The attributes of the window at the node's opset. */
 static unsigned pool_flags(const struct op_node *node)
 {
 	unsigned f = CPU_WINDOW_KERNEL_ATTR;
 
+	if (pool_is_lp(node))
+		return node->opset >= 18 ? f | CPU_WINDOW_CEIL_MODE | CPU_WINDOW_DILATIONS : f;
 	if (node->opset >= 10)
 		f |= CPU_WINDOW_CEIL_MODE;
 	if (node->opset >= (pool_is_max(node) ? 10 : 19))
@@ -39,13 +49,32 @@ static unsigned pool_flags(const struct op_node *node)
 	return f;
 }
 
+/* LpPool's p: a float at opset 1, an int from 2, 2 by default; it must
+ * be positive. */
+static int pool_lp_p(const struct op_node *node, float *p)
+{
+	bool fl = node->opset < 2;
+	int ret = op_attr_check(node, "p", fl ? OP_ATTR_FLOAT : OP_ATTR_INT);
+
+	if (ret < 0)
+		return ret;
+	*p = fl ? op_attr_float(node, "p", 2.0f) : (float)op_attr_int(node, "p", 2);
+	if (!(*p > 0.0f) || isinf(*p))
+		return cep__set_error(CEP_EMODEL, "LpPool: p is %g, it must be a positive number",
+				      (double)*p);
+	return 0;
+}
+
 /* Checks the attributes that are not the window's. */
 static int pool_check_attrs(const struct op_node *node)
 {
 	const char *name = pool_is_max(node) ? "storage_order" : "count_include_pad";
 	int64_t v;
+	float p;
 	int ret;
 
+	if (pool_is_lp(node))
+		return pool_lp_p(node, &p);
 	if (node->opset < (pool_is_max(node) ? 8 : 7) && op_attr_find(node, name))
 		return cep__set_error(CEP_EMODEL, "%s: attribute '%s' does not exist at opset %d",
 				      node->op_type, name, node->opset);
@@ -116,9 +145,11 @@ int cpu_pool_read(const struct op_node *node, const struct op_tensor *x, struct 
 	if (ret < 0)
 		return ret;
 	p->is_max = pool_is_max(node);
-	p->count_include_pad = !p->is_max && op_attr_int(node, "count_include_pad", 0);
+	p->is_lp = pool_is_lp(node);
+	p->count_include_pad = !p->is_max && !p->is_lp &&
+			       op_attr_int(node, "count_include_pad", 0);
 	p->column_major = p->is_max && op_attr_int(node, "storage_order", 0);
-	return 0;
+	return p->is_lp ? pool_lp_p(node, &p->p) : 0;
 }
 
 static int pool_prepare(struct op_call *c, size_t *workspace)
@@ -177,6 +208,26 @@ static float pool_lowest(cep_dtype t)
 	}
 }
 
+/* |v|^p, exactly for the usual p of 1 and 2. */
+static float pool_lp_term(float p, float v)
+{
+	if (p == 1.0f)
+		return fabsf(v);
+	if (p == 2.0f)
+		return v * v;
+	return powf(fabsf(v), p);
+}
+
+/* The p-th root of a window's sum of terms. */
+static float pool_lp_root(float p, float sum)
+{
+	if (p == 1.0f)
+		return sum;
+	if (p == 2.0f)
+		return sqrtf(sum);
+	return powf(sum, 1.0f / p);
+}
+
 /* Pools one plane src (float32, g->in sized) into elements y0.. of y and,
  * unless idx is NULL, the plane's indices into idx; in0 is where the plane
  * starts in the input, the base of its indices. */
@@ -211,7 +262,9 @@ static void pool_plane(const struct cpu_pool *p, const struct cpu_window_geom *g
 							int64_t ix = sx + e * g->d[2];
 							float v = row[ix];
 
-							if (!p->is_max) {
+							if (p->is_lp) {
+								acc += pool_lp_term(p->p, v);
+							} else if (!p->is_max) {
 								acc += v;
 							} else if (best < 0 || v > acc) {
 								acc = v;
@@ -221,7 +274,9 @@ static void pool_plane(const struct cpu_pool *p, const struct cpu_window_geom *g
 						}
 					}
 				}
-				if (!p->is_max) {
+				if (p->is_lp) {
+					acc = pool_lp_root(p->p, acc);
+				} else if (!p->is_max) {
 					int64_t count = p->count_include_pad
 						? nz * ny * nx
 						: (z1 - z0) * (y1w - y0w) * (x1w - x0w);
@@ -339,6 +394,10 @@ static const struct op_schema schemas[] = {
 	{ "", "AveragePool", 1, 9, 1, 1, 1, 1, 0, 0, pool_infer },
 	{ "", "AveragePool", 10, 18, 1, 1, 1, 1, 0, 0, pool_infer },
 	{ "", "AveragePool", 19, OP_OPSET_MAX, 1, 1, 1, 1, 0, 0, pool_infer },
+	/* Opset 2 made p an int, 18 added ceil_mode and dilations. */
+	{ "", "LpPool", 1, 1, 1, 1, 1, 1, 0, 0, pool_infer },
+	{ "", "LpPool", 2, 17, 1, 1, 1, 1, 0, 0, pool_infer },
+	{ "", "LpPool", 18, OP_OPSET_MAX, 1, 1, 1, 1, 0, 0, pool_infer },
 	{ "", "GlobalAveragePool", 1, OP_OPSET_MAX, 1, 1, 1, 1, 0, 0, global_pool_infer },
 	{ "", "GlobalMaxPool", 1, OP_OPSET_MAX, 1, 1, 1, 1, 0, 0, global_pool_infer },
 };
@@ -350,6 +409,9 @@ static const struct op_kernel kernels[] = {
 	  pool_prepare, pool_run },
 	{ "", "AveragePool", 1, 21, BACKEND_HOST, POOL_F16, pool_prepare, pool_run },
 	{ "", "AveragePool", 22, OP_OPSET_MAX, BACKEND_HOST, CPU_DTS_FLOAT_NO_F64, pool_prepare,
+	  pool_run },
+	{ "", "LpPool", 1, 21, BACKEND_HOST, POOL_F16, pool_prepare, pool_run },
+	{ "", "LpPool", 22, OP_OPSET_MAX, BACKEND_HOST, CPU_DTS_FLOAT_NO_F64, pool_prepare,
 	  pool_run },
 	{ "", "GlobalAveragePool", 1, 21, BACKEND_HOST, POOL_GLOBAL_1, NULL, global_avg_run },
 	{ "", "GlobalAveragePool", 22, OP_OPSET_MAX, BACKEND_HOST, OP_DTS_FLOAT, NULL,

@@ -5,6 +5,10 @@
  * before (opsets 1 to 7, opset 7 running the opset-6 definition) they
  * must share one shape; opset 1's consumed_inputs only hinted at in-place
  * use and is ignored.
+ *
+ * onnxruntime's com.microsoft BiasAdd (X + bias + skip) is Sum of its
+ * three inputs, with their shapes checked first.
+ *
  * The kernel folds the inputs into the output one at a time, each
  * broadcast against the output's shape, so any number of inputs costs no
  * more state than two.
@@ -53,6 +57,40 @@ static int variadic_infer(struct op_infer *x)
 	if (ret < 0)
 		return ret;
 	return elem_infer_broadcast(x, 0, x->n_in - 1);
+}
+
+/*
+ * com.microsoft BiasAdd(X, bias, skip) = X + bias + skip, onnxruntime's
+ * fusion for NHWC convolutions: X and skip of one shape (N, S, C), bias of
+ * (C). It is Sum of the three once their shapes are checked.
+ */
+static int bias_add_infer(struct op_infer *x)
+{
+	const struct op_tensor *in = &x->in[0], *b = &x->in[1], *k = &x->in[2];
+	char sx[160], sk[160];
+	bool ok;
+	int d, ret;
+
+	if ((ret = variadic_check(x)) < 0)
+		return ret;
+	if (in->rank >= 0 && in->rank != 3)
+		return cep__set_error(CEP_ESHAPE, "BiasAdd: X has rank %d, not 3 (N, S, C)", in->rank);
+	if (in->rank == 3 && b->rank >= 0 &&
+	    (b->rank != 1 || (op_dim_fixed(b->dims[0]) && op_dim_fixed(in->dims[2]) &&
+			      b->dims[0] != in->dims[2])))
+		return cep__set_error(CEP_ESHAPE, "BiasAdd: bias must have shape (C), C = %" PRId64
+				      " the channels of X", in->dims[2]);
+	ok = in->rank < 0 || k->rank < 0 || k->rank == in->rank;
+	for (d = 0; ok && in->rank >= 0 && d < k->rank; d++)
+		ok = !op_dim_fixed(k->dims[d]) || !op_dim_fixed(in->dims[d]) ||
+		     k->dims[d] == in->dims[d];
+	if (!ok) {
+		op_dims_format(in, NULL, 0, sx, sizeof(sx));
+		op_dims_format(k, NULL, 0, sk, sizeof(sk));
+		return cep__set_error(CEP_ESHAPE, "BiasAdd: skip of shape %s must have X's shape %s",
+				      sk, sx);
+	}
+	return elem_infer_broadcast(x, 0, 2);
 }
 
 /* Before opset 8 every input has the output's shape: a dimension fixed in
@@ -276,6 +314,7 @@ static const struct op_schema schemas[] = {
 	VAR_SCHEMAS("Max"),
 	VAR_SCHEMAS("Sum"),
 	VAR_SCHEMAS("Mean"),
+	{ OP_DOMAIN_MS, "BiasAdd", 1, OP_MS_OPSET_MAX, 3, 3, 1, 1, 0, 0, bias_add_infer },
 };
 
 static const struct op_kernel kernels[] = {
@@ -289,6 +328,9 @@ static const struct op_kernel kernels[] = {
 	VAR_KERNEL("Sum", 13, OP_OPSET_MAX, OP_DTS_FLOAT, sum_run),
 	VAR_KERNEL("Mean", 1, 12, ELEM_DTS_NO_BF16, mean_run),
 	VAR_KERNEL("Mean", 13, OP_OPSET_MAX, OP_DTS_FLOAT, mean_run),
+	/* onnxruntime takes float32 and float16. */
+	{ OP_DOMAIN_MS, "BiasAdd", 1, OP_MS_OPSET_MAX, BACKEND_HOST,
+	  OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_FLOAT16), variadic_prepare, sum_run },
 };
 
 const struct op_family op_family_cpu_variadic = {

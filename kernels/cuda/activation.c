@@ -1,7 +1,9 @@
 /*
  * activation.c — the CUDA kernels of the activations with parameters of
  * kernels/cpu/activation.c: LeakyRelu, Elu, HardSigmoid, HardSwish,
- * Softplus, Gelu, ThresholdedRelu, Mish, PRelu and Clip, with the host's type sets per opset.
+ * Softplus, Gelu, ThresholdedRelu, Mish, Selu, Celu, Softsign, Swish,
+ * Shrink, PRelu and Clip, with the host's type sets per opset, and
+ * onnxruntime's com.microsoft Gelu, QuickGelu, FastGelu and BiasGelu.
  * Device side: kernels/cuda/activation.cu. prepare() reads the attributes
  * (and lays out PRelu's broadcast) once per plan; run() launches one grid.
  */
@@ -19,6 +21,7 @@ struct act_params {
 	CUfunction fn;
 	int64_t n;                  /* elements */
 	float alpha, beta;          /* as the host's act_params */
+	int64_t bias_n;             /* BiasGelu, FastGelu: the bias's elements; 0: none */
 };
 CUDA_PARAMS_FIT(struct act_params);
 
@@ -36,6 +39,7 @@ static int act_prepare(struct op_call *c, size_t *workspace, const char *base,
 				      cep_dtype_name(c->in[0].dtype));
 	snprintf(name, sizeof(name), "%s_%s", base, sfx);
 	p->n = op_dims_product(&c->in[0], 0, c->in[0].rank);
+	p->bias_n = 0;
 	p->alpha = op_attr_float(c->node, "alpha", alpha);
 	p->beta = op_attr_float(c->node, "beta", beta);
 	return cuda_function_get(c->be, "activation", name, &p->fn);
@@ -90,6 +94,69 @@ static int mish_prepare(struct op_call *c, size_t *ws)
 	return act_prepare(c, ws, "mish", 0.0f, 0.0f);
 }
 
+static int quick_gelu_prepare(struct op_call *c, size_t *ws)
+{
+	return act_prepare(c, ws, "quickgelu", 1.702f, 0.0f);
+}
+
+/* com.microsoft's Gelu: the exact form, with no approximate attribute. */
+static int ms_gelu_prepare(struct op_call *c, size_t *ws)
+{
+	return act_prepare(c, ws, "gelu", 0.0f, 0.0f);
+}
+
+/* FastGelu (tanh form) and BiasGelu (exact) of input + bias; FastGelu
+ * without its bias is the plain tanh-form kernel. */
+static int bias_gelu_prepare(struct op_call *c, size_t *ws)
+{
+	struct act_params *p = (struct act_params *)c->params;
+	bool fast = strcmp(c->node->op_type, "FastGelu") == 0;
+	bool bias = c->n_in > 1 && op_tensor_present(&c->in[1]);
+	int ret;
+
+	ret = act_prepare(c, ws, bias ? (fast ? "biasgelutanh" : "biasgelu") : "gelutanh",
+			  0.0f, 0.0f);
+	if (ret == 0 && bias)
+		p->bias_n = op_dims_product(&c->in[1], 0, c->in[1].rank);
+	return ret;
+}
+
+/* Selu's defaults (kernels/cpu/activation.c); beta carries gamma. */
+static int selu_prepare(struct op_call *c, size_t *ws)
+{
+	struct act_params *p = (struct act_params *)c->params;
+	int ret = act_prepare(c, ws, "selu", 1.67326319217681884765625f, 0.0f);
+
+	p->beta = op_attr_float(c->node, "gamma", 1.05070102214813232421875f);
+	return ret;
+}
+
+static int celu_prepare(struct op_call *c, size_t *ws)
+{
+	return act_prepare(c, ws, "celu", 1.0f, 0.0f);
+}
+
+static int softsign_prepare(struct op_call *c, size_t *ws)
+{
+	return act_prepare(c, ws, "softsign", 0.0f, 0.0f);
+}
+
+static int swish_prepare(struct op_call *c, size_t *ws)
+{
+	return act_prepare(c, ws, "swish", 1.0f, 0.0f);
+}
+
+/* alpha carries lambd, beta bias. */
+static int shrink_prepare(struct op_call *c, size_t *ws)
+{
+	struct act_params *p = (struct act_params *)c->params;
+	int ret = act_prepare(c, ws, "shrink", 0.0f, 0.0f);
+
+	p->alpha = op_attr_float(c->node, "lambd", 0.5f);
+	p->beta = op_attr_float(c->node, "bias", 0.0f);
+	return ret;
+}
+
 static int act_run(struct op_call *c)
 {
 	const struct act_params *p = (const struct act_params *)c->params;
@@ -99,6 +166,18 @@ static int act_run(struct op_call *c)
 
 	return cuda_launch(c->be, c->stream, p->fn, cuda_grid_elem(p->n, c->in[0].dtype),
 			   CUDA_BLOCK, 0, args);
+}
+
+static int bias_act_run(struct op_call *c)
+{
+	const struct act_params *p = (const struct act_params *)c->params;
+	const void *a = c->in[0].data, *b = p->bias_n ? c->in[1].data : NULL;
+	void *o = c->out[0].data;
+	void *args[] = { &a, &b, &o, (void *)&p->n, (void *)&p->bias_n };
+
+	if (p->bias_n == 0)
+		return act_run(c);
+	return cuda_launch(c->be, c->stream, p->fn, cuda_grid(p->n), CUDA_BLOCK, 0, args);
 }
 
 /* -------------------------------------------------------------------- PRelu */
@@ -254,6 +333,8 @@ static int clip_run(struct op_call *c)
 
 #define ACT_KERNEL(op, since, until, dts, prepare, run) \
 	{ "", op, since, until, BACKEND_CUDA, dts, prepare, run }
+#define MS_KERNEL(op, prepare, run) \
+	{ OP_DOMAIN_MS, op, 1, OP_MS_OPSET_MAX, BACKEND_CUDA, CUDA_DTS_FLOAT, prepare, run }
 
 static const struct op_kernel kernels[] = {
 	ACT_KERNEL("LeakyRelu", 1, 15, F32_F16, leaky_relu_prepare, act_run),
@@ -272,6 +353,14 @@ static const struct op_kernel kernels[] = {
 		   act_run),
 	ACT_KERNEL("Mish", 18, 21, F32_F16, mish_prepare, act_run),
 	ACT_KERNEL("Mish", 22, OP_OPSET_MAX, CUDA_DTS_FLOAT, mish_prepare, act_run),
+	ACT_KERNEL("Selu", 1, 21, F32_F16, selu_prepare, act_run),
+	ACT_KERNEL("Selu", 22, OP_OPSET_MAX, CUDA_DTS_FLOAT, selu_prepare, act_run),
+	ACT_KERNEL("Celu", 12, 27, OP_DT(CEP_DTYPE_FLOAT32), celu_prepare, act_run),
+	ACT_KERNEL("Celu", 28, OP_OPSET_MAX, CUDA_DTS_FLOAT, celu_prepare, act_run),
+	ACT_KERNEL("Softsign", 1, 21, F32_F16, softsign_prepare, act_run),
+	ACT_KERNEL("Softsign", 22, OP_OPSET_MAX, CUDA_DTS_FLOAT, softsign_prepare, act_run),
+	ACT_KERNEL("Swish", 24, OP_OPSET_MAX, CUDA_DTS_FLOAT, swish_prepare, act_run),
+	ACT_KERNEL("Shrink", 9, OP_OPSET_MAX, F32_F16 | CUDA_DTS_INT, shrink_prepare, act_run),
 	ACT_KERNEL("PRelu", 1, 8, F32_F16, prelu_prepare, prelu_run),
 	ACT_KERNEL("PRelu", 9, 15, F32_F16 | I32_I64, prelu_prepare, prelu_run),
 	ACT_KERNEL("PRelu", 16, OP_OPSET_MAX, CUDA_DTS_FLOAT | I32_I64, prelu_prepare, prelu_run),
@@ -279,6 +368,10 @@ static const struct op_kernel kernels[] = {
 	ACT_KERNEL("Clip", 11, 11, F32_F16, clip_prepare, clip_run),
 	ACT_KERNEL("Clip", 12, 12, F32_F16 | CUDA_DTS_INT, clip_prepare, clip_run),
 	ACT_KERNEL("Clip", 13, OP_OPSET_MAX, CUDA_DTS_NUMERIC, clip_prepare, clip_run),
+	MS_KERNEL("Gelu", ms_gelu_prepare, act_run),
+	MS_KERNEL("QuickGelu", quick_gelu_prepare, act_run),
+	MS_KERNEL("FastGelu", bias_gelu_prepare, bias_act_run),
+	MS_KERNEL("BiasGelu", bias_gelu_prepare, bias_act_run),
 };
 
 const struct op_family op_family_cuda_activation = {

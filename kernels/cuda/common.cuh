@@ -247,6 +247,18 @@ __device__ __forceinline__ i64 ld_i(const u16 *p, i64 i) { return p[i]; }
 __device__ __forceinline__ i64 ld_i(const u32 *p, i64 i) { return p[i]; }
 __device__ __forceinline__ i64 ld_i(const u64 *p, i64 i) { return (i64)p[i]; }
 
+/* A float rounded to the float type T, as a store and a load make it. */
+template <typename T> __device__ __forceinline__ float cep_round(float x);
+template <> __device__ __forceinline__ float cep_round<float>(float x) { return x; }
+template <> __device__ __forceinline__ float cep_round<f16>(float x)
+{
+	return cep_f16_to_f32(cep_f32_to_f16(x));
+}
+template <> __device__ __forceinline__ float cep_round<bf16>(float x)
+{
+	return cep_bf16_to_f32(cep_f32_to_bf16(x));
+}
+
 /* Stores a float (into an integer: truncated, then wrapped to its width). */
 __device__ __forceinline__ void st_f(float *p, i64 i, float v) { p[i] = v; }
 __device__ __forceinline__ void st_f(f16 *p, i64 i, float v) { p[i].bits = cep_f32_to_f16(v); }

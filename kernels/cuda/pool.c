@@ -1,6 +1,6 @@
 /*
  * pool.c — the CUDA kernels of MaxPool (Indices included), AveragePool,
- * GlobalAveragePool and GlobalMaxPool for the types and opsets the
+ * LpPool, GlobalAveragePool and GlobalMaxPool for the types and opsets the
  * reference kernels take (kernels/cpu/pool.c): kernels/cuda/pool.cu on the
  * device. The attributes and the window are read by the host's own
  * cpu_pool_read() (kernels/cpu/pool.h), so both backends pool the same
@@ -24,7 +24,7 @@ struct cuda_pool {
 	int32_t count_include_pad;
 	int32_t column_major;
 	float lowest;                   /* a maximum over no tap */
-	int32_t pad;
+	float p;                        /* LpPool's exponent */
 };
 
 struct pool_params {
@@ -71,6 +71,7 @@ static int pool_prepare(struct op_call *c, size_t *workspace)
 	p->g.planes = op_dims_product(x, 0, 2);
 	p->g.count_include_pad = pool.count_include_pad;
 	p->g.column_major = pool.column_major;
+	p->g.p = pool.p;
 	/* The lowest value of the type, as the host's pool_lowest(). */
 	p->g.lowest = x->dtype == CEP_DTYPE_INT8 ? -128.0f
 		    : x->dtype == CEP_DTYPE_UINT8 ? 0.0f : -INFINITY;
@@ -82,7 +83,8 @@ static int pool_prepare(struct op_call *c, size_t *workspace)
 	for (i = 0; i < 3 && small; i++)
 		small = p->g.s[i] * p->g.out[i] + p->g.in[i] + p->g.pb[i] + p->g.pe[i] +
 				p->g.k[i] * p->g.d[i] < POOL_I32_LIMIT;
-	snprintf(name, sizeof(name), "pool_%s_%s%s", pool.is_max ? "max" : "avg", sfx,
+	snprintf(name, sizeof(name), "pool_%s_%s%s",
+		 pool.is_max ? "max" : pool.is_lp ? "lp" : "avg", sfx,
 		 small ? "_i32" : "");
 	return cuda_function_get(c->be, "pool", name, &p->fn);
 }
@@ -160,6 +162,8 @@ static const struct op_kernel kernels[] = {
 	  pool_run },
 	{ "", "AveragePool", 1, 21, BACKEND_CUDA, POOL_F16, pool_prepare, pool_run },
 	{ "", "AveragePool", 22, OP_OPSET_MAX, BACKEND_CUDA, CUDA_DTS_FLOAT, pool_prepare, pool_run },
+	{ "", "LpPool", 1, 21, BACKEND_CUDA, POOL_F16, pool_prepare, pool_run },
+	{ "", "LpPool", 22, OP_OPSET_MAX, BACKEND_CUDA, CUDA_DTS_FLOAT, pool_prepare, pool_run },
 	{ "", "GlobalAveragePool", 1, 21, BACKEND_CUDA, POOL_F16, gavg_prepare, gpool_run },
 	{ "", "GlobalAveragePool", 22, OP_OPSET_MAX, BACKEND_CUDA, CUDA_DTS_FLOAT, gavg_prepare,
 	  gpool_run },

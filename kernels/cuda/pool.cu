@@ -1,16 +1,18 @@
 /*
- * pool.cu — MaxPool (with its Indices), AveragePool, GlobalAveragePool and
- * GlobalMaxPool over N x C x spatial tensors, with the arithmetic of the
- * reference kernels (kernels/cpu/pool.c) so that results agree bit for
- * bit: each window is pooled in float32, its taps visited in the same
- * order (depth, then rows, then columns), a maximum taking its first tap
- * and then any greater one; a global average sums in double.
+ * pool.cu — MaxPool (with its Indices), AveragePool, LpPool,
+ * GlobalAveragePool and GlobalMaxPool over N x C x spatial tensors, with
+ * the arithmetic of the reference kernels (kernels/cpu/pool.c) so that
+ * results agree bit for bit (LpPool's powers of a p other than 1 or 2 to
+ * the last bits of powf): each window is pooled in float32, its taps
+ * visited in the same order (depth, then rows, then columns), a maximum
+ * taking its first tap and then any greater one; a global average sums
+ * in double.
  *
  * The windowed pools give a thread to each output element. Spatial shapes
  * of one, two or three dimensions all arrive as three, with leading unit
  * ones (struct cpu_window_geom). The global pools give a block to each
  * plane when planes are large and a thread when they are small. Launcher:
- * kernels/cuda/pool.c. Kernels: pool_{max,avg}_<type>[_i32] (_i32: all
+ * kernels/cuda/pool.c. Kernels: pool_{max,avg,lp}_<type>[_i32] (_i32: all
  * indices in 32 bits), gpool_{max,avg}_{block,thread}_<type>.
  */
 #include "blockred.cuh"
@@ -24,8 +26,30 @@ struct cep_pool {
 	i32 count_include_pad;  /* AveragePool: divide by the whole window */
 	i32 column_major;       /* MaxPool: Indices in column-major order */
 	float lowest;           /* a maximum over no tap */
-	i32 pad;
+	float p;                /* LpPool's exponent */
 };
+
+enum { POOL_MAX, POOL_AVG, POOL_LP };
+
+/* |v|^p and the p-th root, as the host's pool_lp_term() and
+ * pool_lp_root(): exact for p of 1 and 2. */
+__device__ __forceinline__ float pool_lp_term(float p, float v)
+{
+	if (p == 1.0f)
+		return fabsf(v);
+	if (p == 2.0f)
+		return __fmul_rn(v, v);
+	return powf(fabsf(v), p);
+}
+
+__device__ __forceinline__ float pool_lp_root(float p, float sum)
+{
+	if (p == 1.0f)
+		return sum;
+	if (p == 2.0f)
+		return sqrtf(sum);
+	return powf(sum, 1.0f / p);
+}
 
 /* x / d for a dilation d, skipping the division for the usual d = 1. */
 template <typename I> __device__ __forceinline__ I pool_div(I x, I d)
@@ -64,9 +88,11 @@ __device__ __forceinline__ void pool_taps(const cep_pool &p, int i, I o, I *star
  * 32 bits when the launch's indices fit (I = i32, the kernels named
  * *_i32); the window loops only add.
  */
-template <typename T, bool MAX, typename I>
+template <typename T, int KIND, typename I>
 __device__ __forceinline__ void pool(const T *x, T *y, i64 *indices, const cep_pool &p)
 {
+	const bool MAX = KIND == POOL_MAX;
+
 	I in1 = (I)p.in[1], in2 = (I)p.in[2];
 	I out0 = (I)p.out[0], out1 = (I)p.out[1], out2 = (I)p.out[2];
 	I d0 = (I)p.d[0], d1 = (I)p.d[1], d2 = (I)p.d[2];
@@ -98,7 +124,9 @@ __device__ __forceinline__ void pool(const T *x, T *y, i64 *indices, const cep_p
 					I ix = sx + e * d2;
 					float v = ld_f(row, ix);
 
-					if (!MAX) {
+					if (KIND == POOL_LP) {
+						acc = __fadd_rn(acc, pool_lp_term(p.p, v));
+					} else if (!MAX) {
 						acc += v;
 					} else if (best < 0 || v > acc) {
 						acc = v;
@@ -110,7 +138,9 @@ __device__ __forceinline__ void pool(const T *x, T *y, i64 *indices, const cep_p
 				}
 			}
 		}
-		if (!MAX) {
+		if (KIND == POOL_LP) {
+			acc = pool_lp_root(p.p, acc);
+		} else if (!MAX) {
 			I count = p.count_include_pad ? nz * ny * nx
 						      : (z1 - z0) * (y1 - y0) * (x1 - x0);
 
@@ -166,15 +196,19 @@ __device__ __forceinline__ void gpool(const T *x, T *y, i64 planes, i64 n)
 
 #define POOL_KERNELS(T, sfx)                                                                 \
 	extern "C" __global__ void pool_max_##sfx(const T *x, T *y, i64 *indices, cep_pool p)     \
-	{ pool<T, true, i64>(x, y, indices, p); }                                             \
+	{ pool<T, POOL_MAX, i64>(x, y, indices, p); }                                         \
 	extern "C" __global__ void pool_max_##sfx##_i32(const T *x, T *y, i64 *indices, cep_pool p) \
-	{ pool<T, true, i32>(x, y, indices, p); }
+	{ pool<T, POOL_MAX, i32>(x, y, indices, p); }
 
 #define POOL_AVG_KERNELS(T, sfx)                                                             \
 	extern "C" __global__ void pool_avg_##sfx(const T *x, T *y, i64 *indices, cep_pool p)     \
-	{ pool<T, false, i64>(x, y, indices, p); }                                            \
+	{ pool<T, POOL_AVG, i64>(x, y, indices, p); }                                         \
 	extern "C" __global__ void pool_avg_##sfx##_i32(const T *x, T *y, i64 *indices, cep_pool p) \
-	{ pool<T, false, i32>(x, y, indices, p); }
+	{ pool<T, POOL_AVG, i32>(x, y, indices, p); }                                         \
+	extern "C" __global__ void pool_lp_##sfx(const T *x, T *y, i64 *indices, cep_pool p)      \
+	{ pool<T, POOL_LP, i64>(x, y, indices, p); }                                          \
+	extern "C" __global__ void pool_lp_##sfx##_i32(const T *x, T *y, i64 *indices, cep_pool p) \
+	{ pool<T, POOL_LP, i32>(x, y, indices, p); }
 
 #define GPOOL_KERNELS(T, sfx)                                                             \
 	extern "C" __global__ void gpool_max_block_##sfx(const T *x, T *y, i64 planes, i64 n)  \

@@ -1,7 +1,7 @@
 /*
  * unary.c — the CUDA kernels of the elementwise functions of one tensor
  * (kernels/cpu/unary.c and kernels/cpu/math.c on the host): Relu, Sigmoid,
- * Tanh, Exp, Sqrt, Reciprocal, Neg, Abs, Log, Erf, Floor, Ceil, with the
+ * Tanh, Exp, Sqrt, Reciprocal, Neg, Abs, Log, Erf, Floor, Ceil, Round, with the
  * same type sets per opset as the reference kernels. Device side:
  * kernels/cuda/unary.cu.
  */
@@ -77,6 +77,9 @@ static const struct op_kernel kernels[] = {
 	UNARY_KERNEL("Abs", 13, OP_OPSET_MAX, CUDA_DTS_FLOAT | CUDA_DTS_INT),
 	UNARY_KERNEL("Erf", 9, 12, F32_F16 | CUDA_DTS_INT),
 	UNARY_KERNEL("Erf", 13, OP_OPSET_MAX, CUDA_DTS_FLOAT),
+	/* Round came at 11, bfloat16 at 22. */
+	UNARY_KERNEL("Round", 11, 21, F32_F16),
+	UNARY_KERNEL("Round", 22, OP_OPSET_MAX, CUDA_DTS_FLOAT),
 };
 
 const struct op_family op_family_cuda_unary = {

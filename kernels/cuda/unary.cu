@@ -1,7 +1,7 @@
 /*
  * unary.cu — elementwise functions of one tensor, the device side of
  * kernels/cpu/unary.c and kernels/cpu/math.c: Relu, Sigmoid, Tanh, Exp,
- * Sqrt, Reciprocal, Neg, Abs, Log, Erf, Floor, Ceil. Float types are
+ * Sqrt, Reciprocal, Neg, Abs, Log, Erf, Floor, Ceil, Round. Float types are
  * computed in float; Relu, Neg and Abs of integers in int64, wrapping as
  * two's complement does; Erf of integers (opsets 9 to 12) in float,
  * truncated. Every kernel walks its tensor contiguously, 16 bytes per
@@ -12,7 +12,7 @@
 
 enum {
 	UN_RELU, UN_SIGMOID, UN_TANH, UN_EXP, UN_SQRT, UN_RECIPROCAL,
-	UN_NEG, UN_ABS, UN_LOG, UN_ERF, UN_FLOOR, UN_CEIL,
+	UN_NEG, UN_ABS, UN_LOG, UN_ERF, UN_FLOOR, UN_CEIL, UN_ROUND,
 };
 
 template <int OP> __device__ __forceinline__ float un_f(float v)
@@ -33,6 +33,8 @@ template <int OP> __device__ __forceinline__ float un_f(float v)
 	case UN_LOG: return logf(v);
 	case UN_ERF: return erff(v);
 	case UN_FLOOR: return floorf(v);
+	/* Halves to the even neighbour, as the host's nearbyintf(). */
+	case UN_ROUND: return rintf(v);
 	default: return ceilf(v);
 	}
 }
@@ -112,3 +114,4 @@ UNARY_KERNEL(erf, UN_ERF, i8, i8, unary_f)
 UNARY_KERNEL(erf, UN_ERF, u8, u8, unary_f)
 UNARY_FLOATS(floor, UN_FLOOR)
 UNARY_FLOATS(ceil, UN_CEIL)
+UNARY_FLOATS(round, UN_ROUND)

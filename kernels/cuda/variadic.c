@@ -1,6 +1,7 @@
 /*
  * variadic.c — the CUDA kernels of Min, Max, Sum and Mean
- * (kernels/cpu/variadic.c on the host), with its type sets per opset.
+ * (kernels/cpu/variadic.c on the host), with its type sets per opset, and
+ * com.microsoft BiasAdd, which is Sum of its three inputs.
  * Device side: kernels/cuda/variadic.cu.
  *
  * One launch folds up to CUDA_BCASTN_MAX inputs; prepare() lays out the
@@ -112,6 +113,9 @@ static const struct op_kernel kernels[] = {
 	VAR_KERNEL("Sum", 13, OP_OPSET_MAX, CUDA_DTS_FLOAT, sum_prepare),
 	VAR_KERNEL("Mean", 1, 12, F32_F16, mean_prepare),
 	VAR_KERNEL("Mean", 13, OP_OPSET_MAX, CUDA_DTS_FLOAT, mean_prepare),
+	/* com.microsoft BiasAdd: Sum of X, bias and skip, as on the host. */
+	{ OP_DOMAIN_MS, "BiasAdd", 1, OP_MS_OPSET_MAX, BACKEND_CUDA, F32_F16, sum_prepare,
+	  variadic_run },
 };
 
 const struct op_family op_family_cuda_variadic = {

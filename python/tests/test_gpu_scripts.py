@@ -39,6 +39,7 @@ def test_zoo_selftest(tmp_path):
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-4000:]
     assert "selftest: ok" in r.stdout
     assert "==== zoo table" in r.stdout
+    assert "crashed (signal SIGKILL) in st_crash/torchscript/fp16" in r.stdout
     lines = (tmp_path / "zoo.jsonl").read_text().splitlines()
     import json
     recs = [json.loads(l) for l in lines]

@@ -4,7 +4,9 @@
 The seeds are made at fuzz time with the onnx package of the test
 virtualenv, so no model files are kept in the repository: an MLP with a
 symbolic batch, a Shape->Gather->Concat->Reshape chain, a transpose/concat
-model, and one with an external-data reference.
+model, one with an external-data reference, and control flow: an If whose
+branches read outer values, a Loop sliced by its iteration number with an
+If in its body, and a Scan along its second axis backward.
 """
 import os
 import sys
@@ -65,7 +67,49 @@ def main():
         [helper.make_tensor_value_info("x", f, [2])],
         [helper.make_tensor_value_info("y", f, [2])], [ext])
     save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), out, "external")
+    control_flow(out)
     return 0
+
+
+def control_flow(out):
+    f, i64, b = TensorProto.FLOAT, TensorProto.INT64, TensorProto.BOOL
+    n, vi = helper.make_node, helper.make_tensor_value_info
+    then_g = helper.make_graph([n("Add", ["x", "x"], ["t"])], "then", [], [vi("t", f, [2])])
+    else_g = helper.make_graph([n("Neg", ["x"], ["e"])], "else", [], [vi("e", f, [2])])
+    g = helper.make_graph(
+        [n("If", ["c"], ["y"], then_branch=then_g, else_branch=else_g)], "if",
+        [vi("c", b, []), vi("x", f, [2])], [vi("y", f, [2])])
+    save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), out, "if")
+
+    inner_then = helper.make_graph([n("Identity", ["sl"], ["it"])], "it", [], [vi("it", f, [1])])
+    inner_else = helper.make_graph([n("Neg", ["sl"], ["ie"])], "ie", [], [vi("ie", f, [1])])
+    body = helper.make_graph(
+        [n("Identity", ["cond_in"], ["cond_out"]), n("Add", ["i", "one"], ["end"]),
+         n("Unsqueeze", ["i", "axes"], ["s"]), n("Unsqueeze", ["end", "axes"], ["e"]),
+         n("Slice", ["xs", "s", "e"], ["sl"]),
+         n("If", ["cond_in"], ["pick"], then_branch=inner_then, else_branch=inner_else),
+         n("Add", ["y_in", "pick"], ["y_out"]), n("Identity", ["y_out"], ["scan"])],
+        "body", [vi("i", i64, []), vi("cond_in", b, []), vi("y_in", f, [1])],
+        [vi("cond_out", b, []), vi("y_out", f, [1]), vi("scan", f, [1])],
+        [numpy_helper.from_array(np.arange(4, dtype=np.float32), "xs"),
+         numpy_helper.from_array(np.array(1, np.int64), "one"),
+         numpy_helper.from_array(np.array([0], np.int64), "axes")])
+    g = helper.make_graph(
+        [n("Loop", ["m", "c", "y"], ["yf", "ys"], body=body)], "loop",
+        [vi("m", i64, []), vi("c", b, []), vi("y", f, [1])],
+        [vi("yf", f, [1]), vi("ys", f, ["k", 1])])
+    save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), out, "loop")
+
+    body = helper.make_graph(
+        [n("Add", ["s_in", "xt"], ["s_out"]), n("Mul", ["s_out", "xt"], ["y"])],
+        "scan_body", [vi("s_in", f, [2]), vi("xt", f, [2])],
+        [vi("s_out", f, [2]), vi("y", f, [2])])
+    g = helper.make_graph(
+        [n("Scan", ["s0", "x"], ["s", "ys"], num_scan_inputs=1, body=body,
+           scan_input_axes=[1], scan_input_directions=[1], scan_output_axes=[1])],
+        "scan", [vi("s0", f, [2]), vi("x", f, [2, 3])],
+        [vi("s", f, [2]), vi("ys", f, [2, 3])])
+    save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 16)]), out, "scan")
 
 
 if __name__ == "__main__":

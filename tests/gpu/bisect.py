@@ -26,7 +26,9 @@ node with several); and flags ("<<") each node whose error passes
 The first flagged node is printed in full: attributes, inputs with shape,
 dtype and error (initializers by shape).
 
-The daemon session outputs at most 64 tensors, so the tensors go in chunks
+--budget-s (default 480) keeps a call inside the GPU machine's 600 s:
+no new model, batch or precision starts after it; the summary says what
+did not run. The daemon session outputs at most 64 tensors, so the tensors go in chunks
 (--chunk) of model copies whose outputs are those tensors only (the nodes
 after them are dead and dropped). Making a tensor an output keeps it from
 being fused away, so a chunk can compute differently from the whole model;
@@ -56,6 +58,7 @@ import numpy as np  # noqa: E402
 sys.path.append(os.path.join(HERE, "..", "..", "python"))
 import cepgpu  # noqa: E402
 
+T0 = time.monotonic()
 NAME_MAX = 120  # cudaep's tensor names hold 127 bytes; longer ones get an alias
 
 
@@ -431,6 +434,8 @@ def parse(argv=None):
     ap.add_argument("--int-high", type=int, default=100)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--timeout", type=float, default=120, help="seconds per session")
+    ap.add_argument("--budget-s", type=float, default=480,
+                    help="no new model, batch and precision starts after this many seconds")
     ap.add_argument("--export-timeout", type=float, default=300)
     ap.add_argument("--build", default=os.environ.get("CUDAEP_BUILD_DIR", "build"))
     ap.add_argument("--out", default=None)
@@ -467,6 +472,9 @@ def run(a):
     try:
         for src in models:
             for batch in a.batches:
+                if time.monotonic() - T0 > a.budget_s:
+                    summary.append("%s batch %d: not run (--budget-s spent)" % (src, batch))
+                    continue
                 try:
                     if a.zoo:
                         path, feeds = zoo_export(src, a.exporter, batch,
@@ -481,6 +489,10 @@ def run(a):
                     summary.append("%s batch %d: %s" % (src, batch, str(e).splitlines()[0]))
                     continue
                 for p in a.precisions:
+                    if time.monotonic() - T0 > a.budget_s:
+                        summary.append("%s batch %d %s: not run (--budget-s spent)" % (
+                            src, batch, p))
+                        continue
                     title = "%s batch %d %s (%s backend)" % (name, batch, p, a.backend)
                     _, flagged, line = bisect(model, feeds, p, daemon, a, title)
                     results[(src, batch, p)] = flagged
@@ -520,6 +532,7 @@ def selftest(a):
     a.model = os.path.join(a.out, "selftest.onnx")
     onnx.save(m, a.model)
     a.backend, a.chunk, a.batches, a.zoo = "host", 2, [3], None
+    a.budget_s = float("inf")
     bad = []
     a.precisions = ["fp16", "fp32"]
     res = run(a)

@@ -115,7 +115,10 @@ for part in "$@"; do
 		python3 tests/gpu/zoo.py --build "$B" --out "$OUT/zoo" ${ZOO_ARGS:-} > "$OUT/zoo.log" 2>&1
 		note "zoo: exit $? (ZOO_ARGS: ${ZOO_ARGS:-none}; full log zoo.log, records zoo/zoo.jsonl)"
 		sed -n '/^==== zoo table/,$p' "$OUT/zoo.log" >> "$SUMMARY"
-		rm -rf "$OUT/zoo/exports" "$OUT/zoo/daemon/kcache"
+		# Few files come back from the machine: the daemon's logs as one,
+		# no models (the records hold each failed export's message).
+		cat "$OUT"/zoo/daemon/cudaepd-*.log > "$OUT/zoo/cudaepd.log" 2>/dev/null
+		rm -rf "$OUT/zoo/exports" "$OUT/zoo/daemon"
 		;;
 	bisect)
 		# shellcheck disable=SC2086 # BISECT_ARGS is a list of options
@@ -123,7 +126,8 @@ for part in "$@"; do
 			> "$OUT/bisect.log" 2>&1
 		note "bisect: exit $? (BISECT_ARGS: ${BISECT_ARGS:-none}; full log bisect.log)"
 		sed -n '/^==== bisect summary/,$p' "$OUT/bisect.log" >> "$SUMMARY"
-		rm -rf "$OUT/bisect/models" "$OUT/bisect/daemon/kcache"
+		cat "$OUT"/bisect/daemon/cudaepd-*.log > "$OUT/bisect/cudaepd.log" 2>/dev/null
+		rm -rf "$OUT/bisect/models" "$OUT/bisect/daemon"
 		;;
 	many)
 		python3 bench/many_clients.py --build "$B" ${MANY_ARGS:-} > "$OUT/many.log" 2>&1

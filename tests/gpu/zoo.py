@@ -35,7 +35,9 @@ What one run does:
     the same GPU, and its own median over --iters runs (CUDA events) in
     the cell's precision (model.half(), .bfloat16()).
   * error: for each output, max |cudaep - reference| / max |reference|,
-    and the worst output's; relative L2 likewise. A cell passes when
+    and the worst output's; relative L2 likewise; and PyTorch's own error
+    in the cell's precision ("torch rel", the half model against its fp32
+    self), the yardstick for cudaep's. A cell passes when
     there is no NaN or infinity, the shapes agree, and the error is within
     TOL: fp32 1e-3 (float32 against float32, different kernels and
     orders of summation), fp16 2e-2 (a 10-bit mantissa through a deep
@@ -47,7 +49,7 @@ What one run does:
     answer, or after two timeouts in a row).
   * --budget-s: no new cell starts once it is spent (counted from this
     process's start); the exporters are stopped and the table printed
-    with what ran. Each cell's record is appended to OUT/zoo.jsonl as it
+    with what ran, as after SIGTERM or SIGINT (exit status 130). Each cell's record is appended to OUT/zoo.jsonl as it
     completes, so a killed run still leaves its results.
 """
 import os
@@ -216,9 +218,12 @@ def export_worker(a):
             model = spec.make()
             example = tuple(torch.from_numpy(v) for v in feeds.values())
             # CUDAEP_ZOO_INIT=torch keeps the framework's own initialisation
-            # (how a user trying a model with weights=None gets it).
+            # (how a user trying a model with weights=None gets it), and
+            # with it the scales the tuning would fold in again.
             if os.environ.get("CUDAEP_ZOO_INIT") != "torch":
                 info["act_max"] = cepgpu.randomize_(model, spec.seed, example)
+                if spec.tune:
+                    spec.tune(model)
             info["params"] = int(sum(p.numel() for p in model.parameters()))
             torch.save(model.state_dict(), os.path.join(d, "state.pt"))
         except Exception as e:  # a model that cannot be built fails every export
@@ -293,11 +298,17 @@ class ExportPool(threading.Thread):
         logf = open(os.path.join(d, "worker.log"), "wb")
         env = dict(os.environ, OMP_NUM_THREADS=str(self.threads),
                    MKL_NUM_THREADS=str(self.threads), CUDA_VISIBLE_DEVICES="")
-        p = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--export-worker",
-                              spec.name, "--dir", d, "--exporters",
-                              ",".join(self.plan[spec.name]), "--batch", str(self.batch),
-                              "--threads", str(self.threads)],
-                             stdout=logf, stderr=logf, env=env, start_new_session=True)
+        argv = [sys.executable, os.path.abspath(__file__), "--export-worker", spec.name,
+                "--dir", d, "--exporters", ",".join(self.plan[spec.name]), "--batch",
+                str(self.batch), "--threads", str(self.threads)]
+        # A process group of its own, to kill it with what it started; not a
+        # session of its own, so that whatever ends this run's session (the
+        # device tool at its time limit) ends the workers as well.
+        try:
+            p = subprocess.Popen(argv, stdout=logf, stderr=logf, env=env, process_group=0)
+        except TypeError:  # Python before 3.11
+            p = subprocess.Popen(argv, stdout=logf, stderr=logf, env=env,
+                                 preexec_fn=lambda: os.setpgid(0, 0))
         logf.close()
         self.running[spec.name] = [p, time.monotonic(), d, spec, set()]
 
@@ -391,7 +402,8 @@ def load_inputs(d):
 
 def torch_reference(spec, d, precisions, iters, warmup, device="cuda"):
     """{"outputs": fp32 outputs on device (numpy), "ms": {precision: median
-    ms or None}, "notes": [...]}, from the worker's saved weights."""
+    ms or None}, "err": {precision: the half model's max_rel error against
+    those outputs}, "notes": [...]}, from the worker's saved weights."""
     torch = cepgpu.torch_setup()
     model = spec.make()
     model.load_state_dict(torch.load(os.path.join(d, "state.pt"), map_location="cpu"))
@@ -399,7 +411,7 @@ def torch_reference(spec, d, precisions, iters, warmup, device="cuda"):
     dev = torch.device(device)
     model = model.to(dev)
     args = [torch.from_numpy(v).to(dev) for v in load_inputs(d).values()]
-    res = {"ms": {}, "notes": []}
+    res = {"ms": {}, "err": {}, "notes": []}
     dtypes = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
     try:
         with torch.inference_mode():
@@ -410,6 +422,13 @@ def torch_reference(spec, d, precisions, iters, warmup, device="cuda"):
                 try:
                     m = model.to(dtypes[prec])  # in place: fp32, then fp16, then bf16
                     a = [t.to(dtypes[prec]) if t.is_floating_point() else t for t in args]
+                    if prec != "fp32":
+                        # PyTorch's own error in this precision: the yardstick
+                        # for cudaep's (a deep random network may pass the
+                        # tolerance in neither).
+                        half = [(o.float() if o.is_floating_point() else o).cpu().numpy()
+                                for o in cepgpu.flatten_outputs(m(*a))]
+                        res["err"][prec] = cepgpu.compare(half, res["outputs"])[0]
                     res["ms"][prec] = cepgpu.median_ms(lambda: m(*a), iters, warmup, device)
                 except Exception as e:  # a model PyTorch cannot run in half: a note
                     res["ms"][prec] = None
@@ -437,7 +456,7 @@ def ort_reference(spec, d, path, precisions, iters, warmup):
         s.run(None, feeds)
         times.append((time.perf_counter() - t) * 1e3)
     ms = float(np.median(times))
-    return {"outputs": outs, "ms": {p: ms for p in precisions}, "notes": []}
+    return {"outputs": outs, "ms": {p: ms for p in precisions}, "err": {}, "notes": []}
 
 
 def feeds_for(names, feeds):
@@ -475,6 +494,7 @@ class Zoo:
         self.daemon_down = None
         self.timeouts = 0  # cells in a row that timed out
         self.cold = True  # no cell has run yet: the kernel cache is empty
+        self.restarts = []  # why the daemon was restarted, in order
 
     def over(self):
         return time.monotonic() - T0 >= self.a.budget_s
@@ -505,20 +525,24 @@ class Zoo:
                         r = ort_reference(spec, d, path, self.a.precisions, self.a.iters,
                                           self.a.warmup)
             except Exception as e:  # no reference: the cells still run and say so
-                r = {"outputs": None, "ms": {}, "notes": [], "error": first_line(e)}
+                r = {"outputs": None, "ms": {}, "err": {}, "notes": [], "error": first_line(e)}
             r["s"] = time.monotonic() - t
             self.refs[spec.name] = r
             self.emit({"kind": "reference", "model": spec.name, "s": r["s"],
-                       "torch_ms": r["ms"], "notes": r["notes"], "error": r.get("error")})
+                       "torch_ms": r["ms"], "torch_err": r["err"], "notes": r["notes"],
+                       "error": r.get("error")})
         return self.refs[spec.name]
 
-    def ensure_daemon(self):
-        """True when a daemon runs; restarts a dead one (once a restart
-        fails, every later cell says so)."""
+    def ensure_daemon(self, why):
+        """True when a daemon runs; restarts a dead one, recording why (once
+        a restart fails, every later cell says so)."""
         if self.daemon_down:
             return False
         if self.daemon.alive():
             return True
+        self.restarts.append(why)
+        self.emit({"kind": "daemon", "event": "restart", "why": why,
+                   "status": self.daemon.exit_status(), "log": self.daemon.log_tail(30)})
         try:
             self.daemon.restart()
             return True
@@ -543,7 +567,10 @@ class Zoo:
             return self.emit(row)
         ref = self.reference(spec, d, path)
         row["torch_ms"] = ref["ms"].get(prec)
-        if not self.ensure_daemon():
+        row["torch_err"] = ref["err"].get(prec)
+        label = "%s/%s/%s" % (spec.name, ex, prec)
+        if not self.ensure_daemon("found dead (%s) before %s" % (self.daemon.exit_status(),
+                                                                  label)):
             row["result"] = "FAIL no daemon: %s" % self.daemon_down
             return self.emit(row)
         if spec.test.get("kill_daemon") == prec:
@@ -560,8 +587,7 @@ class Zoo:
             err = self.daemon.last_error()
             row["result"] = "FAIL daemon crashed (%s) in this cell%s" % (
                 self.daemon.exit_status(), (": " + err[:200]) if err else "")
-            row["daemon_log"] = self.daemon.log_tail(30)
-            self.ensure_daemon()
+            self.ensure_daemon("crashed (%s) in %s" % (self.daemon.exit_status(), label))
             return self.emit(row)
         self.timeouts = self.timeouts + 1 if r.stage == "timeout" else 0
         if r.stage == "timeout":
@@ -571,9 +597,8 @@ class Zoo:
             if not self.daemon.responsive() or self.timeouts >= 2:
                 row["result"] += " (daemon restarted)"
                 self.timeouts = 0
-                row["daemon_log"] = self.daemon.log_tail(30)
                 self.daemon.kill()
-                self.ensure_daemon()
+                self.ensure_daemon("stuck after a timeout in %s" % label)
             return self.emit(row)
         if r.stage == "load":
             row["result"] = "not loaded: %s" % r.message
@@ -592,6 +617,8 @@ class Zoo:
             row["result"] = "pass"
         else:
             row["result"] = "FAIL err %.1e > %.0e" % (err, TOL[prec])
+            if row["torch_err"] is not None:
+                row["result"] += " (torch %s: %.1e)" % (prec, row["torch_err"])
         return self.emit(row)
 
     def run(self, specs):
@@ -641,15 +668,16 @@ def table(records, plan, precisions, header=""):
     cells = [r for r in records if r.get("kind") == "cell"]
     lines = ["==== zoo table" + (" (%s)" % header if header else "")]
     cols = ("model", "exporter", "prec", "export s", "load ms", "first ms", "cudaep ms",
-            "torch ms", "max rel", "rel L2", "result")
-    fmt = "%-30s %-19s %-4s %8s %9s %9s %9s %9s %8s %8s  %s"
+            "torch ms", "max rel", "rel L2", "torch rel", "result")
+    fmt = "%-29s %-18s %-4s %8s %8s %8s %9s %9s %8s %8s %9s  %s"
     lines.append(fmt % cols)
     for r in cells:
         lines.append(fmt % (r["model"], r["exporter"], r["precision"],
                             _f(r.get("export_s"), "%.1f"), _f(r.get("load_ms"), "%.1f"),
                             _f(r.get("first_ms"), "%.2f"), _f(r.get("cudaep_ms"), "%.3f"),
                             _f(r.get("torch_ms"), "%.3f"), _f(r.get("err"), "%.1e"),
-                            _f(r.get("l2"), "%.1e"), r["result"][:160]))
+                            _f(r.get("l2"), "%.1e"), _f(r.get("torch_err"), "%.1e"),
+                            r["result"][:160]))
     done = collections.defaultdict(set)
     for r in cells:
         done[(r["model"], r["exporter"])].add(r["precision"])
@@ -673,6 +701,12 @@ def table(records, plan, precisions, header=""):
     lines.append("cells: " + ", ".join("%s %d" % kv for kv in sorted(count.items())) +
                  "; not run %d; tolerances (max rel) %s" % (
                      len(missing), ", ".join("%s %g" % kv for kv in TOL.items())))
+    restarts = [r["why"] for r in records if r.get("kind") == "daemon"]
+    if restarts:
+        lines.append("daemon restarted %d times: %s" % (len(restarts), "; ".join(restarts)))
+    lines.append("max rel: max |cudaep - torch fp32| / max |torch fp32|, worst output; "
+                 "torch rel: PyTorch's own in the cell's precision (model.half(), "
+                 ".bfloat16()), the yardstick")
     return "\n".join(lines)
 
 
@@ -731,6 +765,9 @@ def run(a, selftest=False):
     z = Zoo(a, plan)
     try:
         z.run(specs)
+    except KeyboardInterrupt:  # SIGINT or SIGTERM: the table of what ran
+        log("zoo: interrupted")
+        a.interrupted = True
     finally:
         if not a.keep_models:
             _drop_models(os.path.join(a.out, "exports"))
@@ -810,6 +847,8 @@ def main(argv=None):
             print("%-12s %s" % (g, ", ".join(names)))
         return 0
     a.build = os.path.abspath(a.build)
+    a.interrupted = False
+    signal.signal(signal.SIGTERM, _interrupt)
     if a.selftest:
         return selftest(a)
     try:
@@ -821,7 +860,11 @@ def main(argv=None):
     with open(os.path.join(a.out, "table.txt"), "w") as f:
         f.write(text + "\n")
     print(text)
-    return 0
+    return 130 if a.interrupted else 0
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt("signal %d" % signum)
 
 
 if __name__ == "__main__":

@@ -382,9 +382,9 @@ static CU_UNUSED void tolerance(cep_dtype t, double *rtol, double *atol)
 /* ---------------------------------------------------- calls with scratch */
 
 /* The calls of kernels with a workspace or several outputs (the tests of
- * test_cuda_red.c and test_cuda_window.c). */
-#define GPU_MAX_OUT 4
+ * test_cuda_red.c and test_cuda_window.c), of up to GPU_MAX_IN inputs. */
 #define GPU_MAX_IN 9 /* QLinearConv's */
+#define GPU_MAX_OUT 4
 
 /* A call of up to GPU_MAX_OUT outputs, with its workspace, as the planner
  * makes one; the reference outputs computed on the host beside it. */
@@ -402,10 +402,11 @@ struct gpu_call {
  * the planner sets them from a session's options before prepare(). */
 static unsigned gpu_call_flags;
 
-static CU_UNUSED void gpu_call_make(struct gpu_call *d, const char *op, int opset,
-				    const struct op_attr *attrs, int n_attrs,
-				    const struct op_tensor *in, int n_in, int n_out,
-				    int absent)
+/* gpu_call_make() of op in domain ("" for ai.onnx). */
+static CU_UNUSED void gpu_call_make_in(struct gpu_call *d, const char *domain, const char *op,
+				       int opset, const struct op_attr *attrs, int n_attrs,
+				       const struct op_tensor *in, int n_in, int n_out,
+				       int absent)
 {
 	struct op_infer x = { .node = &d->node, .n_in = n_in, .n_out = n_out, .in = in,
 			      .out = d->out };
@@ -416,12 +417,12 @@ static CU_UNUSED void gpu_call_make(struct gpu_call *d, const char *op, int opse
 
 	cr_assert(n_in <= GPU_MAX_IN && n_out <= GPU_MAX_OUT);
 	memset(d, 0, sizeof(*d));
-	d->node = (struct op_node){ .name = "n", .op_type = op, .domain = "", .opset = opset,
-				    .n_attrs = n_attrs, .attrs = attrs };
+	d->node = (struct op_node){ .name = "n", .op_type = op, .domain = domain,
+				    .opset = opset, .n_attrs = n_attrs, .attrs = attrs };
 	d->n_in = n_in;
 	d->n_out = n_out;
 	x.out = d->out;
-	cr_assert_eq(op_schema_find("", op, opset, &d->schema), 0, "%s", cep_last_error());
+	cr_assert_eq(op_schema_find(domain, op, opset, &d->schema), 0, "%s", cep_last_error());
 	cr_assert_eq(d->schema->infer(&x), 0, "%s", cep_last_error());
 	cr_assert_eq(op_kernel_find(d->schema, opset, BACKEND_CUDA,
 				    op_kernel_dtype(d->schema, in, n_in, d->out, n_out),
@@ -474,6 +475,14 @@ static CU_UNUSED void gpu_call_make(struct gpu_call *d, const char *op, int opse
 			     cep_last_error());
 }
 
+static CU_UNUSED void gpu_call_make(struct gpu_call *d, const char *op, int opset,
+				    const struct op_attr *attrs, int n_attrs,
+				    const struct op_tensor *in, int n_in, int n_out,
+				    int absent)
+{
+	gpu_call_make_in(d, "", op, opset, attrs, n_attrs, in, n_in, n_out, absent);
+}
+
 static CU_UNUSED void gpu_call_free(struct gpu_call *d)
 {
 	int i;
@@ -489,19 +498,20 @@ static CU_UNUSED void gpu_call_free(struct gpu_call *d)
 		backend_mem_free(gpu_be, d->call.workspace, d->call.workspace_bytes);
 }
 
-/* Runs op on both backends and compares every output but absent (-1:
- * none), which the device call leaves unnamed, with the tolerance of its
- * type, loosened to rtol_min where that is larger; returns the
- * mismatches. */
-static CU_UNUSED int64_t gpu_check_tol(const char *op, int opset, const struct op_attr *attrs,
-				       int n_attrs, const struct op_tensor *in, int n_in,
-				       int n_out, int absent, double rtol_min, const char *label)
+/* Runs op of domain ("" for ai.onnx) on both backends and compares every
+ * output but absent (-1: none), which the device call leaves unnamed, with
+ * the tolerance of its type, loosened to rtol_min where that is larger;
+ * returns the mismatches. */
+static CU_UNUSED int64_t gpu_check_tol_in(const char *domain, const char *op, int opset,
+					  const struct op_attr *attrs, int n_attrs,
+					  const struct op_tensor *in, int n_in, int n_out,
+					  int absent, double rtol_min, const char *label)
 {
 	struct gpu_call d;
 	int64_t bad = 0;
 	int i;
 
-	gpu_call_make(&d, op, opset, attrs, n_attrs, in, n_in, n_out, absent);
+	gpu_call_make_in(&d, domain, op, opset, attrs, n_attrs, in, n_in, n_out, absent);
 	cr_assert_eq(backend_launch(gpu_be, gpu_s, d.kernel->run, &d.call), 0, "%s: %s", op,
 		     cep_last_error());
 	cr_assert_eq(backend_stream_sync(gpu_be, gpu_s), 0, "%s: %s", op, cep_last_error());
@@ -528,6 +538,15 @@ static CU_UNUSED int64_t gpu_check_tol(const char *op, int opset, const struct o
 	}
 	gpu_call_free(&d);
 	return bad;
+}
+
+/* gpu_check_tol_in() of an ai.onnx operator. */
+static CU_UNUSED int64_t gpu_check_tol(const char *op, int opset, const struct op_attr *attrs,
+				       int n_attrs, const struct op_tensor *in, int n_in,
+				       int n_out, int absent, double rtol_min, const char *label)
+{
+	return gpu_check_tol_in("", op, opset, attrs, n_attrs, in, n_in, n_out, absent, rtol_min,
+				label);
 }
 
 static CU_UNUSED int64_t gpu_check_absent(const char *op, int opset,

@@ -273,6 +273,18 @@ void onnxb_attr_tensor(Onnx__NodeProto *n, const char *name, Onnx__TensorProto *
 	a->t = t;
 }
 
+struct onnxb onnxb_subgraph(struct onnxb *b, Onnx__NodeProto *n, const char *name)
+{
+	Onnx__AttributeProto *a = attr_new(n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH);
+	struct onnxb sub = { .model = b->model };
+
+	a->g = xalloc(sizeof(*a->g));
+	onnx__graph_proto__init(a->g);
+	a->g->name = xstrdup(name);
+	sub.graph = a->g;
+	return sub;
+}
+
 uint8_t *onnxb_pack(struct onnxb *b, size_t *len)
 {
 	size_t n = onnx__model_proto__get_packed_size(b->model);

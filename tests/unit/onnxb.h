@@ -64,6 +64,12 @@ void onnxb_attr_ints(Onnx__NodeProto *n, const char *name, int count, const int6
 void onnxb_attr_string(Onnx__NodeProto *n, const char *name, const char *s);
 void onnxb_attr_tensor(Onnx__NodeProto *n, const char *name, Onnx__TensorProto *t);
 
+/* A new, empty graph attached to node n as its graph attribute name, and
+ * a builder of it (by value: onnxb_input(), _output(), _init() and
+ * _node() of &it fill the subgraph). It belongs to b's model and is freed
+ * with it; never pass it to onnxb_free(), _pack() or _finish(). */
+struct onnxb onnxb_subgraph(struct onnxb *b, Onnx__NodeProto *n, const char *name);
+
 /* Packs the model; returns a malloc'd buffer of *len bytes (free()). */
 uint8_t *onnxb_pack(struct onnxb *b, size_t *len);
 

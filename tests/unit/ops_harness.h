@@ -47,18 +47,20 @@ static inline struct op_attr oh_string(const char *name, const char *s)
 	return (struct op_attr){ .name = name, .type = OP_ATTR_STRING, .s = s };
 }
 
-/* Runs only the inference of op at opset; out[0..n_out) get dtypes and
- * shapes. Returns the schema lookup's or the inference's error. */
-static inline int oh_infer(const char *op, int opset, const struct op_attr *attrs,
-			   int n_attrs, const struct op_tensor *in, int n_in,
-			   struct op_tensor *out, int n_out)
+/* Runs only the inference of op of domain ("" for ai.onnx) at opset;
+ * out[0..n_out) get dtypes and shapes. Returns the schema lookup's or the
+ * inference's error. */
+static inline int oh_infer_in(const char *domain, const char *op, int opset,
+			      const struct op_attr *attrs, int n_attrs,
+			      const struct op_tensor *in, int n_in, struct op_tensor *out,
+			      int n_out)
 {
-	const struct op_node node = { "t", op, "", opset, n_attrs, attrs };
+	const struct op_node node = { "t", op, domain, opset, n_attrs, attrs };
 	struct op_infer x = { &node, n_in, n_out, in, out };
 	const struct op_schema *s;
 	int i, ret;
 
-	ret = op_schema_find("", op, opset, &s);
+	ret = op_schema_find(domain, op, opset, &s);
 	if (ret < 0)
 		return ret;
 	for (i = 0; i < n_out; i++) {
@@ -68,22 +70,23 @@ static inline int oh_infer(const char *op, int opset, const struct op_attr *attr
 	return s->infer(&x);
 }
 
-/* Infers and runs op on in; out[0..n_out) get their shapes and freshly
- * allocated data (free() them; none is left allocated on failure).
- * Returns the first error. */
-static inline int oh_run(const char *op, int opset, const struct op_attr *attrs,
-			 int n_attrs, const struct op_tensor *in, int n_in,
-			 struct op_tensor *out, int n_out)
+/* Infers and runs op of domain on in; out[0..n_out) get their shapes and
+ * freshly allocated data (free() them; none is left allocated on
+ * failure). Returns the first error. */
+static inline int oh_run_in(const char *domain, const char *op, int opset,
+			    const struct op_attr *attrs, int n_attrs,
+			    const struct op_tensor *in, int n_in, struct op_tensor *out,
+			    int n_out)
 {
-	const struct op_node node = { "t", op, "", opset, n_attrs, attrs };
+	const struct op_node node = { "t", op, domain, opset, n_attrs, attrs };
 	const struct op_schema *s;
 	const struct op_kernel *k;
 	int ret;
 
-	ret = oh_infer(op, opset, attrs, n_attrs, in, n_in, out, n_out);
+	ret = oh_infer_in(domain, op, opset, attrs, n_attrs, in, n_in, out, n_out);
 	if (ret < 0)
 		return ret;
-	ret = op_schema_find("", op, opset, &s);
+	ret = op_schema_find(domain, op, opset, &s);
 	if (ret < 0)
 		return ret;
 	ret = op_kernel_find(s, opset, BACKEND_HOST,
@@ -91,6 +94,21 @@ static inline int oh_run(const char *op, int opset, const struct op_attr *attrs,
 	if (ret < 0)
 		return ret;
 	return exec_host_eval(&node, k, in, n_in, out, n_out);
+}
+
+/* oh_infer_in() and oh_run_in() of an ai.onnx operator. */
+static inline int oh_infer(const char *op, int opset, const struct op_attr *attrs,
+			   int n_attrs, const struct op_tensor *in, int n_in,
+			   struct op_tensor *out, int n_out)
+{
+	return oh_infer_in("", op, opset, attrs, n_attrs, in, n_in, out, n_out);
+}
+
+static inline int oh_run(const char *op, int opset, const struct op_attr *attrs,
+			 int n_attrs, const struct op_tensor *in, int n_in,
+			 struct op_tensor *out, int n_out)
+{
+	return oh_run_in("", op, opset, attrs, n_attrs, in, n_in, out, n_out);
 }
 
 /* A deterministic value in [-1, 1) from *seed (a linear congruence). */

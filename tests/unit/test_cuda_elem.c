@@ -18,6 +18,7 @@
 
 static const char *const elem_ops[] = {
 	"LeakyRelu", "Elu", "HardSigmoid", "HardSwish", "Softplus", "Gelu", "PRelu", "Clip",
+	"Selu", "Celu", "Softsign", "Swish", "Shrink",
 	"Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "And", "Or", "Not",
 	"Where", "Min", "Max", "Sum", "Mean", "Pow", "Mod",
 };
@@ -339,6 +340,14 @@ Test(gpu_elem, activations_match_the_host_for_every_type)
 	};
 	static const struct op_attr gelu_tanh = { .name = "approximate", .type = OP_ATTR_STRING,
 						  .s = "tanh" };
+	static const struct op_attr selu[2] = {
+		{ .name = "alpha", .type = OP_ATTR_FLOAT, .f = 2.0f },
+		{ .name = "gamma", .type = OP_ATTR_FLOAT, .f = 3.0f },
+	};
+	static const struct op_attr shrink[2] = {
+		{ .name = "lambd", .type = OP_ATTR_FLOAT, .f = 1.5f },
+		{ .name = "bias", .type = OP_ATTR_FLOAT, .f = 0.75f },
+	};
 	static const struct {
 		const char *op;
 		int opsets[2];
@@ -350,6 +359,11 @@ Test(gpu_elem, activations_match_the_host_for_every_type)
 		{ "HardSigmoid", { 13, 22 }, NULL, 0 }, { "HardSigmoid", { 13, 22 }, ab, 2 },
 		{ "HardSwish", { 14, 22 }, NULL, 0 }, { "Softplus", { 13, 22 }, NULL, 0 },
 		{ "Gelu", { 20, 22 }, NULL, 0 }, { "Gelu", { 20, 22 }, &gelu_tanh, 1 },
+		{ "Selu", { 6, 22 }, NULL, 0 }, { "Selu", { 6, 22 }, selu, 2 },
+		{ "Celu", { 12, 28 }, NULL, 0 }, { "Celu", { 12, 28 }, &alpha, 1 },
+		{ "Softsign", { 1, 22 }, NULL, 0 }, { "Swish", { 24, 24 }, NULL, 0 },
+		{ "Swish", { 24, 28 }, &alpha, 1 }, { "Shrink", { 9, 9 }, NULL, 0 },
+		{ "Shrink", { 9, 9 }, shrink, 2 },
 	};
 	unsigned seed = 31u ^ (unsigned)getpid();
 	struct op_tensor in;

@@ -140,7 +140,7 @@ Test(gpu_kernels, unary_ops_match_the_host_for_every_type)
 {
 	static const char *const ops[] = {
 		"Relu", "Sigmoid", "Tanh", "Exp", "Sqrt", "Reciprocal", "Neg", "Abs", "Log",
-		"Erf", "Floor", "Ceil",
+		"Erf", "Floor", "Ceil", "Round",
 	};
 	static const int opsets[] = { 11, 13 };
 	unsigned seed = 7u ^ (unsigned)getpid();

@@ -6,7 +6,8 @@
  * each case: Softmax and LogSoftmax under both axis rules, rows and
  * columns; LayerNormalization with every way Scale and B broadcast and its
  * Mean and InvStdDev outputs; BatchNormalization spatial, per element and
- * with parameters typed apart from X; every Reduce* operator (Sum, Mean,
+ * with parameters typed apart from X, and in training mode with its
+ * running statistics; every Reduce* operator (Sum, Mean,
  * Max, Min, Prod, L1, L2, SumSquare, LogSum, LogSumExp) over axes given as
  * an attribute or as an input read on the device, for every type the host
  * takes at each opset (float64, uint32 and uint64 included); a bad axes
@@ -242,6 +243,53 @@ Test(gpu_red, batchnorm_spatial_per_element_and_mixed_types)
 		bad += gpu_check("BatchNormalization", cases[c].opset, attrs,
 				 cases[c].opset < 9 ? 2 : 1, in, 5, 1, label);
 		free_all(in, 5);
+	}
+	cr_assert_eq(bad, 0, "%lld mismatches", (long long)bad);
+}
+
+/* training_mode=1: the batch's statistics, and the running ones written
+ * (either output may be left unnamed). */
+Test(gpu_red, batchnorm_training_mode)
+{
+	static const struct {
+		int opset;
+		const char *x, *p;
+		cep_dtype tx, tsb, tmv;
+	} cases[] = {
+		{ 14, "2,3,4,5", "3", CEP_DTYPE_FLOAT32, CEP_DTYPE_FLOAT32, CEP_DTYPE_FLOAT32 },
+		{ 15, "8,16,33", "16", CEP_DTYPE_FLOAT16, CEP_DTYPE_FLOAT32, CEP_DTYPE_BFLOAT16 },
+		{ 15, "64,32,7,7", "32", CEP_DTYPE_BFLOAT16, CEP_DTYPE_BFLOAT16, CEP_DTYPE_FLOAT32 },
+		{ 15, "5,2", "2", CEP_DTYPE_FLOAT32, CEP_DTYPE_FLOAT32, CEP_DTYPE_FLOAT16 },
+		{ 15, "0,3,2", "3", CEP_DTYPE_FLOAT32, CEP_DTYPE_FLOAT32, CEP_DTYPE_FLOAT32 },
+	};
+	unsigned seed = 29u ^ (unsigned)getpid();
+	struct op_attr attrs[3] = {
+		{ .name = "training_mode", .type = OP_ATTR_INT, .i = 1 },
+		{ .name = "epsilon", .type = OP_ATTR_FLOAT, .f = 1e-3f },
+		{ .name = "momentum", .type = OP_ATTR_FLOAT, .f = 0.7f },
+	};
+	struct op_tensor in[5];
+	char label[160];
+	int64_t bad = 0;
+	size_t c;
+	int absent;
+
+	GPU_REQUIRE();
+	for (c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		for (absent = -1; absent <= 2; absent += 3) {
+			in[0] = host_tensor(cases[c].tx, cases[c].x, &seed, false);
+			in[1] = host_tensor(cases[c].tsb, cases[c].p, &seed, false);
+			in[2] = host_tensor(cases[c].tsb, cases[c].p, &seed, false);
+			in[3] = host_tensor(cases[c].tmv, cases[c].p, &seed, false);
+			in[4] = host_tensor(cases[c].tmv, cases[c].p, &seed, false);
+			make_nonnegative(&in[4]);
+			snprintf(label, sizeof(label), "%s [%s] params %s/%s training%s",
+				 cep_dtype_name(cases[c].tx), cases[c].x, cep_dtype_name(cases[c].tsb),
+				 cep_dtype_name(cases[c].tmv), absent < 0 ? "" : ", no running_var");
+			bad += gpu_check_absent("BatchNormalization", cases[c].opset, attrs, 3, in, 5, 3,
+						absent, label);
+			free_all(in, 5);
+		}
 	}
 	cr_assert_eq(bad, 0, "%lld mismatches", (long long)bad);
 }

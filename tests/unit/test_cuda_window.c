@@ -5,7 +5,8 @@
  * the worst absolute and relative error of each case: MaxPool (with its
  * Indices in both storage orders) and AveragePool over 1-D, 2-D and 3-D
  * windows with strides, pads, dilations, ceil_mode, auto_pad and
- * count_include_pad; GlobalAveragePool and GlobalMaxPool on planes small
+ * count_include_pad; LpPool of p 1, 2 and others (opset 1's float p
+ * too) over the same windows; GlobalAveragePool and GlobalMaxPool on planes small
  * and large; LRN of several sizes; Pad in every mode with pads as an
  * attribute or as inputs (negative ones and axes included); Resize and
  * Upsample in every mode, coordinate transformation and rounding, up and
@@ -179,6 +180,67 @@ Test(gpu_window, maxpool_indices_left_unnamed)
 	bad = gpu_check_absent("MaxPool", 12, attrs, n_attrs, &in, 1, 2, 1,
 			       "float32 case 1, Indices unnamed");
 	free(in.data);
+	cr_assert_eq(bad, 0, "%lld mismatches", (long long)bad);
+}
+
+/* The attributes of pool case c for LpPool at opset, with p (a float at
+ * opset 1, an int from 2). */
+static int lp_attrs(size_t c, int opset, float p, struct op_attr *a)
+{
+	int n = 0, sp = pool_cases[c].n;
+
+	a[n++] = ints_attr("kernel_shape", pool_cases[c].k, sp);
+	a[n++] = ints_attr("strides", pool_cases[c].s, sp);
+	if (pool_cases[c].auto_pad)
+		a[n++] = string_attr("auto_pad", pool_cases[c].auto_pad);
+	else
+		a[n++] = ints_attr("pads", pool_cases[c].pads, 2 * sp);
+	if (opset >= 18) {
+		a[n++] = ints_attr("dilations", pool_cases[c].d, sp);
+		a[n++] = int_attr("ceil_mode", pool_cases[c].ceil);
+	}
+	a[n++] = opset < 2 ? float_attr("p", p) : int_attr("p", (int64_t)p);
+	return n;
+}
+
+Test(gpu_window, lppool_of_every_case_and_p)
+{
+	static const struct {
+		int opset;
+		float p;
+	} runs[] = { { 1, 2.0f }, { 1, 2.5f }, { 2, 1.0f }, { 11, 2.0f }, { 18, 3.0f },
+		     { 18, 2.0f }, { 22, 1.0f }, { 22, 2.0f }, { 22, 4.0f } };
+	unsigned seed = 107u ^ (unsigned)getpid();
+	struct op_attr attrs[8];
+	struct op_tensor in;
+	char label[200];
+	int64_t bad = 0;
+	size_t r, c, t, i;
+	int n_attrs;
+
+	GPU_REQUIRE();
+	for (r = 0; r < sizeof(runs) / sizeof(runs[0]); r++) {
+		for (c = 0; c < sizeof(pool_cases) / sizeof(pool_cases[0]); c++) {
+			bool fits = runs[r].opset >= 18 || !pool_cases[c].ceil;
+
+			for (i = 0; i < (size_t)pool_cases[c].n && runs[r].opset < 18; i++)
+				fits &= pool_cases[c].d[i] == 1;
+			if (!fits)
+				continue;
+			for (t = 0; t < N_FLOAT_TYPES; t++) {
+				if (!host_takes("LpPool", runs[r].opset, all_types[t]))
+					continue;
+				n_attrs = lp_attrs(c, runs[r].opset, runs[r].p, attrs);
+				in = host_tensor(all_types[t], pool_cases[c].x, &seed, c % 2 == 0);
+				snprintf(label, sizeof(label), "%s [%s] case %zu p %g",
+					 cep_dtype_name(all_types[t]), pool_cases[c].x, c,
+					 (double)runs[r].p);
+				bad += gpu_check("LpPool", runs[r].opset, attrs, n_attrs, &in, 1, 1,
+						 label);
+				free(in.data);
+			}
+		}
+	}
 	cr_assert_eq(bad, 0, "%lld mismatches", (long long)bad);
 }
 

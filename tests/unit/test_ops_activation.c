@@ -1,7 +1,8 @@
 /*
  * test_ops_activation.c — the activations of kernels/cpu/activation.c that
- * joined after test_ops_elem.c's: ThresholdedRelu (opset 10 on, alpha)
- * and Mish (opset 18 on), called as the engine calls them (schema
+ * joined after test_ops_elem.c's: ThresholdedRelu (opset 10 on, alpha),
+ * Mish (opset 18 on), Selu, Celu, Softsign, Swish and Shrink (integers
+ * too), and math.c's Round, called as the engine calls them (schema
  * inference, then the host kernel through exec_host_eval). Values from
  * the spec's formulas in double, the spec's example, NaN and infinities,
  * float16 and bfloat16, the type sets of each opset, and the refusals by
@@ -195,4 +196,237 @@ Test(ops_activation, mish_types_and_refusals)
 	assert_refused(run("Mish", 18, NULL, 0, &in, &out), CEP_EUNSUPPORTED,
 		       "Mish: dtype int8 is not supported on the host backend "
 		       "(supported: float32, float16, float64)");
+}
+
+/* ------------------------------------------------ Selu, Celu, Softsign, Swish */
+
+/* Runs op at opset over the float32 values x (n) with attrs and asserts
+ * each result is want(x) (in double) within tol relative. */
+static void assert_formula(const char *op, int opset, const struct op_attr *attrs, int n_attrs,
+			   const float *x, int n, double (*want)(double, const double *),
+			   const double *param, double tol)
+{
+	struct op_tensor in = oh_tensor(CEP_DTYPE_FLOAT32, 1, (const int64_t[]){ n }, (void *)x);
+	struct op_tensor out;
+	int i;
+
+	cr_assert_eq(run(op, opset, attrs, n_attrs, &in, &out), 0, "%s: %s", op, cep_last_error());
+	for (i = 0; i < n; i++) {
+		double w = want(x[i], param), g = ((float *)out.data)[i];
+
+		if (isnan(w)) {
+			cr_assert(isnan(g), "%s(%g) = %g, want NaN", op, (double)x[i], g);
+			continue;
+		}
+		cr_assert(fabs(g - w) <= tol * fabs(w) + 1e-7, "%s(%g) = %.9g, want %.9g", op,
+			  (double)x[i], g, w);
+	}
+	free(out.data);
+}
+
+/* param: alpha, gamma. */
+static double selu_ref(double x, const double *p)
+{
+	return x > 0 ? p[1] * x : p[1] * (p[0] * exp(x) - p[0]);
+}
+
+/* param: alpha. */
+static double celu_ref(double x, const double *p)
+{
+	return fmax(0.0, x) + fmin(0.0, p[0] * (exp(x / p[0]) - 1.0)) + (isnan(x) ? x : 0.0);
+}
+
+static double softsign_ref(double x, const double *p)
+{
+	(void)p;
+	return x / (1.0 + fabs(x));
+}
+
+/* param: alpha. */
+static double swish_ref(double x, const double *p)
+{
+	return x / (1.0 + exp(-p[0] * x));
+}
+
+static const float spread[] = { -20.0f, -3.5f, -1.0f, -0.25f, -0.0f, 0.0f, 1e-8f, 0.5f, 1.0f,
+				2.0f, 7.5f, 30.0f, NAN };
+
+/* test_selu_example (alpha 2, gamma 3 at -1, 0, 1 give -3.79272318, 0, 3)
+ * and the defaults, the paper's constants. */
+Test(ops_activation, selu_matches_its_formula)
+{
+	static const float ex[3] = { -1, 0, 1 };
+	static const double custom[2] = { 2.0, 3.0 };
+	static const double dflt[2] = { 1.67326319217681884765625, 1.05070102214813232421875 };
+	struct op_attr a[2] = { oh_float("alpha", 2.0f), oh_float("gamma", 3.0f) };
+	struct op_tensor in = oh_tensor(CEP_DTYPE_FLOAT32, 1, (const int64_t[]){ 3 }, (void *)ex);
+	struct op_tensor out;
+
+	cr_assert_eq(run("Selu", 6, a, 2, &in, &out), 0, "%s", cep_last_error());
+	cr_assert_float_eq(((float *)out.data)[0], -3.79272318f, 1e-6f);
+	cr_assert_eq(((float *)out.data)[1], 0.0f);
+	cr_assert_eq(((float *)out.data)[2], 3.0f);
+	free(out.data);
+	assert_formula("Selu", 6, a, 2, spread, N_OF(spread), selu_ref, custom, 1e-6);
+	assert_formula("Selu", 1, NULL, 0, spread, N_OF(spread), selu_ref, dflt, 1e-6);
+	assert_formula("Selu", 22, NULL, 0, spread, N_OF(spread), selu_ref, dflt, 1e-6);
+}
+
+/* test_celu: alpha 2; NaN stays NaN; the default alpha is 1. */
+Test(ops_activation, celu_matches_its_formula)
+{
+	static const double two[1] = { 2.0 }, one[1] = { 1.0 }, half[1] = { 0.5 };
+	struct op_attr a = oh_float("alpha", 2.0f), h = oh_float("alpha", 0.5f);
+
+	assert_formula("Celu", 12, &a, 1, spread, N_OF(spread), celu_ref, two, 1e-6);
+	assert_formula("Celu", 12, NULL, 0, spread, N_OF(spread), celu_ref, one, 1e-6);
+	assert_formula("Celu", 28, &h, 1, spread, N_OF(spread), celu_ref, half, 1e-6);
+}
+
+/* test_softsign_example: -1, 0, 1 give -0.5, 0, 0.5; infinities give +-1. */
+Test(ops_activation, softsign_matches_its_formula)
+{
+	static const float inf[2] = { INFINITY, -INFINITY };
+	struct op_tensor in = oh_tensor(CEP_DTYPE_FLOAT32, 1, (const int64_t[]){ 2 }, (void *)inf);
+	struct op_tensor out;
+
+	assert_formula("Softsign", 1, NULL, 0, spread, N_OF(spread), softsign_ref, NULL, 1e-6);
+	assert_formula("Softsign", 22, NULL, 0, spread, N_OF(spread), softsign_ref, NULL, 1e-6);
+	cr_assert_eq(run("Softsign", 22, NULL, 0, &in, &out), 0, "%s", cep_last_error());
+	/* inf / (1 + inf) is NaN: the definition's quotient, kept as it is. */
+	cr_assert(isnan(((float *)out.data)[0]) && isnan(((float *)out.data)[1]));
+	free(out.data);
+}
+
+/* test_swish (alpha 1 by default) and another alpha. */
+Test(ops_activation, swish_matches_its_formula)
+{
+	static const double one[1] = { 1.0 }, other[1] = { -0.75 };
+	struct op_attr a = oh_float("alpha", -0.75f);
+
+	assert_formula("Swish", 24, NULL, 0, spread, N_OF(spread), swish_ref, one, 2e-6);
+	assert_formula("Swish", 24, &a, 1, spread, N_OF(spread), swish_ref, other, 2e-6);
+}
+
+/* The type sets: Selu and Softsign float and float16, bfloat16 from 22;
+ * Celu float32 alone until 28; Swish from 24; and attributes of the
+ * wrong type are refused. */
+Test(ops_activation, new_activations_types_and_refusals)
+{
+	uint16_t h[2] = { 0xbc00, 0x3c00 }; /* -1, 1 in float16 */
+	struct op_attr bad = oh_int("gamma", 3), lam = oh_int("lambd", 1);
+	struct op_tensor in = oh_tensor(CEP_DTYPE_FLOAT16, 1, (const int64_t[]){ 2 }, h), out;
+
+	cr_assert_eq(run("Selu", 6, NULL, 0, &in, &out), 0, "%s", cep_last_error());
+	cr_assert_float_eq(cpu_load_f(out.data, CEP_DTYPE_FLOAT16, 0), -1.1113f, 1e-3f);
+	free(out.data);
+	cr_assert_eq(run("Celu", 27, NULL, 0, &in, &out), CEP_EUNSUPPORTED);
+	cr_assert_eq(run("Celu", 28, NULL, 0, &in, &out), 0, "%s", cep_last_error());
+	free(out.data);
+	in.dtype = CEP_DTYPE_BFLOAT16;
+	cr_assert_eq(run("Softsign", 21, NULL, 0, &in, &out), CEP_EUNSUPPORTED);
+	cr_assert_eq(run("Swish", 23, NULL, 0, &in, &out), CEP_EUNSUPPORTED);
+	cr_assert_eq(run("Shrink", 22, NULL, 0, &in, &out), CEP_EUNSUPPORTED);
+	in.dtype = CEP_DTYPE_FLOAT32;
+	assert_refused(run("Selu", 22, &bad, 1, &in, &out), CEP_EMODEL,
+		       "Selu: attribute 'gamma' is of type int, expected float");
+	assert_refused(run("Shrink", 9, &lam, 1, &in, &out), CEP_EMODEL,
+		       "Shrink: attribute 'lambd' is of type int, expected float");
+}
+
+/* ------------------------------------------------------------------ Shrink */
+
+/* test_shrink_hard (lambd 1.5) and test_shrink_soft (bias 1.5 too) over
+ * -2 .. 2; the defaults lambd 0.5, bias 0. */
+Test(ops_activation, shrink_hard_and_soft)
+{
+	static const float x[5] = { -2, -1, 0, 1, 2 };
+	static const float hard[5] = { -2, 0, 0, 0, 2 }, soft[5] = { -0.5f, 0, 0, 0, 0.5f };
+	static const float dflt[5] = { -2, -1, 0, 1, 2 };
+	struct op_attr a[2] = { oh_float("lambd", 1.5f), oh_float("bias", 1.5f) };
+	struct op_tensor in = oh_tensor(CEP_DTYPE_FLOAT32, 1, (const int64_t[]){ 5 }, (void *)x);
+	struct op_tensor out;
+	int i;
+
+	cr_assert_eq(run("Shrink", 9, a, 1, &in, &out), 0, "%s", cep_last_error());
+	for (i = 0; i < 5; i++)
+		cr_assert_eq(((float *)out.data)[i], hard[i], "hard %d", i);
+	free(out.data);
+	cr_assert_eq(run("Shrink", 9, a, 2, &in, &out), 0, "%s", cep_last_error());
+	for (i = 0; i < 5; i++)
+		cr_assert_eq(((float *)out.data)[i], soft[i], "soft %d", i);
+	free(out.data);
+	cr_assert_eq(run("Shrink", 9, NULL, 0, &in, &out), 0, "%s", cep_last_error());
+	for (i = 0; i < 5; i++)
+		cr_assert_eq(((float *)out.data)[i], dflt[i], "default %d", i);
+	free(out.data);
+}
+
+/* Integers compare against the float lambd and move by the float bias,
+ * truncated back: 5 - 0.5 is 4 in int8, 200 - 0.5 is 199 in uint8. */
+Test(ops_activation, shrink_of_integers)
+{
+	static const int8_t x8[5] = { -5, -1, 0, 1, 5 }, want8[5] = { -4, 0, 0, 0, 4 };
+	static const uint8_t xu[4] = { 0, 1, 2, 200 }, wantu[4] = { 0, 0, 1, 199 };
+	static const int64_t x64[3] = { INT64_C(-4000000000), 3, INT64_C(4000000000) };
+	static const int64_t want64[3] = { INT64_C(-3999999998), 0, INT64_C(3999999998) };
+	struct op_attr a[2] = { oh_float("lambd", 1.5f), oh_float("bias", 0.5f) };
+	struct op_attr b[2] = { oh_float("lambd", 3.0f), oh_float("bias", 2.0f) };
+	struct op_tensor in = oh_tensor(CEP_DTYPE_INT8, 1, (const int64_t[]){ 5 }, (void *)x8);
+	struct op_tensor out;
+	int i;
+
+	cr_assert_eq(run("Shrink", 9, a, 2, &in, &out), 0, "%s", cep_last_error());
+	for (i = 0; i < 5; i++)
+		cr_assert_eq(((int8_t *)out.data)[i], want8[i], "int8 %d", i);
+	free(out.data);
+	in = oh_tensor(CEP_DTYPE_UINT8, 1, (const int64_t[]){ 4 }, (void *)xu);
+	cr_assert_eq(run("Shrink", 9, a, 2, &in, &out), 0, "%s", cep_last_error());
+	for (i = 0; i < 4; i++)
+		cr_assert_eq(((uint8_t *)out.data)[i], wantu[i], "uint8 %d", i);
+	free(out.data);
+	/* 3 is not above lambd 3. */
+	in = oh_tensor(CEP_DTYPE_INT64, 1, (const int64_t[]){ 3 }, (void *)x64);
+	cr_assert_eq(run("Shrink", 9, b, 2, &in, &out), 0, "%s", cep_last_error());
+	for (i = 0; i < 3; i++)
+		cr_assert_eq(((int64_t *)out.data)[i], want64[i], "int64 %d", i);
+	free(out.data);
+}
+
+/* ------------------------------------------------------------------- Round */
+
+/* test_round's values: halves go to the even neighbour, either sign;
+ * NaN and infinities stay. Round came at 11, bfloat16 at 22. */
+Test(ops_activation, round_halves_to_even)
+{
+	static const float x[12] = { 0.1f, 0.5f, 0.9f, 1.2f, 1.5f, 1.8f, 2.3f, 2.5f, 2.7f,
+				     -1.1f, -1.5f, -2.5f };
+	static const float want[12] = { 0, 0, 1, 1, 2, 2, 2, 2, 3, -1, -2, -2 };
+	static const float edge[4] = { NAN, INFINITY, -0.5f, 8388609.0f };
+	uint16_t bf[2];
+	struct op_tensor in = oh_tensor(CEP_DTYPE_FLOAT32, 1, (const int64_t[]){ 12 }, (void *)x);
+	struct op_tensor out;
+	int i;
+
+	cr_assert_eq(run("Round", 11, NULL, 0, &in, &out), 0, "%s", cep_last_error());
+	for (i = 0; i < 12; i++)
+		cr_assert_eq(((float *)out.data)[i], want[i], "Round(%g)", (double)x[i]);
+	free(out.data);
+	in = oh_tensor(CEP_DTYPE_FLOAT32, 1, (const int64_t[]){ 4 }, (void *)edge);
+	cr_assert_eq(run("Round", 22, NULL, 0, &in, &out), 0, "%s", cep_last_error());
+	cr_assert(isnan(((float *)out.data)[0]));
+	cr_assert_eq(((float *)out.data)[1], INFINITY);
+	cr_assert_eq(((float *)out.data)[2], 0.0f);
+	cr_assert(signbit(((float *)out.data)[2]), "-0.5 rounds to -0");
+	cr_assert_eq(((float *)out.data)[3], 8388609.0f);
+	free(out.data);
+	cpu_store_f(bf, CEP_DTYPE_BFLOAT16, 0, 2.5f);
+	cpu_store_f(bf, CEP_DTYPE_BFLOAT16, 1, -3.5f);
+	in = oh_tensor(CEP_DTYPE_BFLOAT16, 1, (const int64_t[]){ 2 }, bf);
+	cr_assert_eq(run("Round", 21, NULL, 0, &in, &out), CEP_EUNSUPPORTED);
+	cr_assert_eq(run("Round", 22, NULL, 0, &in, &out), 0, "%s", cep_last_error());
+	cr_assert_eq(cpu_load_f(out.data, CEP_DTYPE_BFLOAT16, 0), 2.0f);
+	cr_assert_eq(cpu_load_f(out.data, CEP_DTYPE_BFLOAT16, 1), -4.0f);
+	free(out.data);
+	cr_assert_eq(run("Round", 10, NULL, 0, &in, &out), CEP_EUNSUPPORTED);
 }

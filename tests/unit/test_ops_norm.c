@@ -2,8 +2,9 @@
  * test_ops_norm.c — the normalizations of kernels/cpu (norm.c,
  * logsoftmax.c, dropout.c): LayerNormalization with its optional Mean and
  * InvStdDev outputs and one-way broadcast Scale and B, BatchNormalization
- * in inference form for each of its opset ranges and its refusal of
- * training, LRN, LogSoftmax under both axis rules, and Dropout as the
+ * in inference form for each of its opset ranges, its training mode (the
+ * batch's statistics and the running ones) and its refusal of the older
+ * training forms, LRN, LogSoftmax under both axis rules, and Dropout as the
  * identity with its mask. Each is called as the engine calls it (schema
  * inference, then the host kernel through exec_host_eval) and compared
  * with the formula computed here; a few small models run through the
@@ -200,8 +201,16 @@ Test(ops_norm, layernorm_stash_type_and_errors)
 	cr_assert_eq(oh_run("LayerNormalization", 17, NULL, 0, in, 2, out, 1), CEP_ESHAPE);
 	in[1] = tensor(CEP_DTYPE_FLOAT16, 1, d3, hs);
 	cr_assert_eq(oh_run("LayerNormalization", 17, NULL, 0, in, 2, out, 1), CEP_EDTYPE);
-	cr_assert_eq(oh_run("LayerNormalization", 16, NULL, 0, in, 2, out, 1), CEP_EUNSUPPORTED,
-		     "LayerNormalization is in ai.onnx from 17");
+	/* Before 17 it is onnxruntime's LayerNormalization (test_ops_contrib.c),
+	 * typed the same way, stashing in float32 or double only. */
+	cr_assert_eq(oh_run("LayerNormalization", 16, NULL, 0, in, 2, out, 1), CEP_EDTYPE);
+	in[1] = tensor(CEP_DTYPE_FLOAT32, 1, d3, sc);
+	cr_assert_eq(oh_run("LayerNormalization", 16, bf, 1, in, 2, out, 3), CEP_EMODEL);
+	cr_assert(strstr(cep_last_error(), "stash_type 16 is not float32 (1) or double (11)"), "%s",
+		  cep_last_error());
+	cr_assert_eq(oh_run("LayerNormalization", 16, dbl, 1, in, 2, out, 3), CEP_EUNSUPPORTED);
+	cr_assert(strstr(cep_last_error(), "stash_type 11 (double) is not supported"), "%s",
+		  cep_last_error());
 }
 
 Test(ops_norm, layernorm_infers_symbols)
@@ -328,11 +337,10 @@ Test(ops_norm, batchnorm_shapes_and_types)
 	cr_assert(strstr(cep_last_error(), "scale must have shape [C], C=2"), "%s", cep_last_error());
 }
 
-Test(ops_norm, batchnorm_refuses_training)
+Test(ops_norm, batchnorm_refuses_the_old_training_forms)
 {
 	float x[4] = { 0 }, p[2] = { 1, 1 };
 	int64_t dx[2] = { 2, 2 }, dc[1] = { 2 };
-	struct op_attr train[1] = { attr_i("training_mode", 1) };
 	struct op_tensor in[5] = {
 		tensor(CEP_DTYPE_FLOAT32, 2, dx, x), tensor(CEP_DTYPE_FLOAT32, 1, dc, p),
 		tensor(CEP_DTYPE_FLOAT32, 1, dc, p), tensor(CEP_DTYPE_FLOAT32, 1, dc, p),
@@ -342,11 +350,52 @@ Test(ops_norm, batchnorm_refuses_training)
 
 	cr_assert_eq(oh_infer("BatchNormalization", 9, NULL, 0, in, 5, out, 5), CEP_EUNSUPPORTED);
 	cr_assert(strstr(cep_last_error(), "training mode"), "%s", cep_last_error());
-	cr_assert_eq(oh_infer("BatchNormalization", 15, train, 1, in, 5, out, 1), CEP_EUNSUPPORTED);
-	cr_assert(strstr(cep_last_error(), "training_mode=1 is not supported"), "%s",
-		  cep_last_error());
 	cr_assert_eq(oh_infer("BatchNormalization", 15, NULL, 0, in, 5, out, 3), CEP_EMODEL);
 	cr_assert_eq(oh_infer("BatchNormalization", 15, NULL, 0, in, 5, out, 1), 0);
+}
+
+/* training_mode=1: channel 0 of [[1, 2], [3, 6]] has mean 2 and variance
+ * 1, channel 1 mean 4 and variance 4 (the population's); with scale
+ * [1, 2], B [0, 1] and epsilon 0, Y = [[-1, -1], [1, 3]]. The running
+ * statistics mix the inputs [10, 20] and [100, 200] with the batch's by
+ * momentum: 0.5 gives [6, 12] and [50.5, 102], the default 0.9 a mean of
+ * 9.2 for channel 0. */
+Test(ops_norm, batchnorm_training_mode_uses_the_batch)
+{
+	float x[4] = { 1, 2, 3, 6 }, sc[2] = { 1, 2 }, bias[2] = { 0, 1 };
+	float mean[2] = { 10, 20 }, var[2] = { 100, 200 };
+	static const float want_y[4] = { -1, -1, 1, 3 }, want_m[2] = { 6, 12 };
+	static const float want_v[2] = { 50.5f, 102 };
+	int64_t dx[2] = { 2, 2 }, dc[1] = { 2 };
+	struct op_attr a[3] = { attr_i("training_mode", 1), attr_f("epsilon", 0.0f),
+				attr_f("momentum", 0.5f) };
+	struct op_tensor in[5] = {
+		tensor(CEP_DTYPE_FLOAT32, 2, dx, x), tensor(CEP_DTYPE_FLOAT32, 1, dc, sc),
+		tensor(CEP_DTYPE_FLOAT32, 1, dc, bias), tensor(CEP_DTYPE_FLOAT32, 1, dc, mean),
+		tensor(CEP_DTYPE_FLOAT32, 1, dc, var),
+	};
+	struct op_tensor out[3];
+	int i;
+
+	cr_assert_eq(oh_run("BatchNormalization", 15, a, 3, in, 5, out, 3), 0, "%s",
+		     cep_last_error());
+	cr_assert_eq(out[1].rank, 1);
+	cr_assert_eq(out[1].dims[0], 2);
+	for (i = 0; i < 4; i++)
+		cr_assert_float_eq(((float *)out[0].data)[i], want_y[i], 1e-6, "Y[%d]", i);
+	for (i = 0; i < 2; i++) {
+		cr_assert_float_eq(((float *)out[1].data)[i], want_m[i], 1e-6, "running_mean[%d]", i);
+		cr_assert_float_eq(((float *)out[2].data)[i], want_v[i], 1e-5, "running_var[%d]", i);
+	}
+	for (i = 0; i < 3; i++)
+		free(out[i].data);
+	/* Opset 14, Y alone, the default momentum and epsilon. */
+	cr_assert_eq(oh_run("BatchNormalization", 14, a, 1, in, 5, out, 2), 0, "%s",
+		     cep_last_error());
+	cr_assert_float_eq(((float *)out[0].data)[0], (float)(-1.0 / sqrt(1.0 + 1e-5)), 1e-6);
+	cr_assert_float_eq(((float *)out[1].data)[0], 9.2f, 1e-5);
+	free(out[0].data);
+	free(out[1].data);
 }
 
 /* --------------------------------------------------------------------- LRN */
@@ -634,23 +683,34 @@ Test(ops_norm, engine_runs_with_omitted_optional_outputs)
 	model_close(&r);
 }
 
-/* Training is refused when the model is loaded, with the reason. */
-Test(ops_norm, engine_refuses_training_at_load)
+/* BatchNormalization's training mode runs; Dropout's is refused when the
+ * model is loaded, with the reason. */
+Test(ops_norm, engine_runs_batchnorm_training_and_refuses_dropouts)
 {
 	struct onnxb *b = onnxb_new(15);
-	float p[2] = { 1, 1 };
+	float p[2] = { 1, 1 }, z[2] = { 0, 0 }, x[4] = { 1, 5, 3, 7 }, y[4];
+	int64_t dx[2] = { 2, 2 };
+	struct engine_input in = { "x", CEP_DTYPE_FLOAT32, 2, dx, x, sizeof(x) };
+	struct engine_output out = { .name = "y", .data = y, .capacity = sizeof(y) };
 	uint8_t t = 1;
 	Onnx__NodeProto *bn;
 	struct model_run r;
 
-	onnxb_input(b, "x", CEP_DTYPE_FLOAT32, "1,2");
-	onnxb_output(b, "y", CEP_DTYPE_FLOAT32, "1,2");
+	onnxb_input(b, "x", CEP_DTYPE_FLOAT32, "2,2");
+	onnxb_output(b, "y", CEP_DTYPE_FLOAT32, "2,2");
 	onnxb_init(b, "p", CEP_DTYPE_FLOAT32, "2", p);
-	bn = onnxb_node(b, "BatchNormalization", "x,p,p,p,p", "y");
+	onnxb_init(b, "z", CEP_DTYPE_FLOAT32, "2", z);
+	bn = onnxb_node(b, "BatchNormalization", "x,p,z,z,p", "y");
 	onnxb_attr_int(bn, "training_mode", 1);
-	cr_assert_eq(model_open(b, &r), CEP_EUNSUPPORTED);
-	cr_assert(strstr(cep_last_error(), "BatchNormalization: training_mode=1 is not supported"),
-		  "%s", cep_last_error());
+	onnxb_attr_float(bn, "epsilon", 0.0f);
+	cr_assert_eq(model_open(b, &r), 0, "%s", cep_last_error());
+	cr_assert_eq(eu_run(r.s, &in, 1, &out, 1), 0, "%s", cep_last_error());
+	/* Each channel's two values, a standard deviation either side. */
+	cr_assert_float_eq(y[0], -1.0f, 1e-6);
+	cr_assert_float_eq(y[1], -1.0f, 1e-6);
+	cr_assert_float_eq(y[2], 1.0f, 1e-6);
+	cr_assert_float_eq(y[3], 1.0f, 1e-6);
+	model_close(&r);
 	b = onnxb_new(13);
 	onnxb_input(b, "x", CEP_DTYPE_FLOAT32, "1,2");
 	onnxb_output(b, "y", CEP_DTYPE_FLOAT32, "1,2");

@@ -4,7 +4,9 @@
  * ceil_mode and its last-window rule, AveragePool's two divisors (pads
  * counted or not, ceil_mode's overhang never counted), dilations and the
  * opsets that bring each attribute, the integer and half types,
- * GlobalAveragePool and GlobalMaxPool, symbolic inference and refusals.
+ * GlobalAveragePool and GlobalMaxPool, LpPool's norms by hand and against
+ * the definition with every window attribute, symbolic inference and
+ * refusals.
  */
 #include <math.h>
 
@@ -340,4 +342,146 @@ Test(ops_pool, empty_batch)
 	cr_assert_eq(oh_run("GlobalAveragePool", 13, NULL, 0, &in, 1, out, 1), 0, "%s",
 		     cep_last_error());
 	free(out[0].data);
+}
+
+/* ------------------------------------------------------------------- LpPool */
+
+/* Windows of 2 over [1, -2, 3, -4]: the 2-norms sqrt(5), sqrt(13), 5; the
+ * 1-norms 3, 5, 7; the 3-norms cbrt(9), cbrt(35), cbrt(91); opset 1's
+ * float p of 2.5 too. */
+Test(ops_pool, lppool_norms_by_hand)
+{
+	float x[4] = { 1, -2, 3, -4 };
+	int64_t xd[3] = { 1, 1, 4 }, k[1] = { 2 };
+	struct op_attr a[2] = { oh_ints("kernel_shape", 1, k), oh_int("p", 2) };
+	struct op_tensor in = oh_tensor(CEP_DTYPE_FLOAT32, 3, xd, x), out;
+	const float two[3] = { sqrtf(5.0f), sqrtf(13.0f), 5.0f }, one[3] = { 3, 5, 7 };
+	const float three[3] = { cbrtf(9.0f), cbrtf(35.0f), cbrtf(91.0f) };
+	int i;
+
+	cr_assert_eq(oh_run("LpPool", 2, a, 1, &in, 1, &out, 1), 0, "%s", cep_last_error());
+	cr_assert_eq(out.dims[2], 3);
+	for (i = 0; i < 3; i++)
+		cr_assert_eq(((float *)out.data)[i], two[i], "p 2 window %d", i);
+	free(out.data);
+	a[1] = oh_int("p", 1);
+	cr_assert_eq(oh_run("LpPool", 11, a, 2, &in, 1, &out, 1), 0, "%s", cep_last_error());
+	for (i = 0; i < 3; i++)
+		cr_assert_eq(((float *)out.data)[i], one[i], "p 1 window %d", i);
+	free(out.data);
+	a[1] = oh_int("p", 3);
+	cr_assert_eq(oh_run("LpPool", 18, a, 2, &in, 1, &out, 1), 0, "%s", cep_last_error());
+	for (i = 0; i < 3; i++)
+		cr_assert_float_eq(((float *)out.data)[i], three[i], 1e-5f, "p 3 window %d", i);
+	free(out.data);
+	a[1] = oh_float("p", 2.5f);
+	cr_assert_eq(oh_run("LpPool", 1, a, 2, &in, 1, &out, 1), 0, "%s", cep_last_error());
+	cr_assert_float_eq(((float *)out.data)[0], powf(1.0f + powf(2.0f, 2.5f), 0.4f), 1e-5f);
+	free(out.data);
+}
+
+/* The direct definition over one plane: the p-norm of the taps inside the
+ * input, pads and the ceil overhang adding nothing, in double. */
+static void lp_ref(const float *x, int64_t h, int64_t w, const int64_t *k, const int64_t *s,
+		   const int64_t *d, const int64_t *pb, int64_t oh, int64_t ow, double p, float *y)
+{
+	int64_t i, j, a, b;
+
+	for (i = 0; i < oh; i++)
+		for (j = 0; j < ow; j++) {
+			double sum = 0.0;
+
+			for (a = 0; a < k[0]; a++)
+				for (b = 0; b < k[1]; b++) {
+					int64_t r = i * s[0] - pb[0] + a * d[0];
+					int64_t c = j * s[1] - pb[1] + b * d[1];
+
+					if (r >= 0 && r < h && c >= 0 && c < w)
+						sum += pow(fabs(x[r * w + c]), p);
+				}
+			y[i * ow + j] = (float)pow(sum, 1.0 / p);
+		}
+}
+
+/* A 2-D case with pads, strides, dilations and ceil_mode at opset 18,
+ * every p from 1 to 4, against the definition. */
+Test(ops_pool, lppool_matches_the_definition)
+{
+	enum { C = 3, H = 10, W = 9, OH = 6, OW = 5 };
+	float x[C * H * W], want[C * OH * OW];
+	int64_t xd[4] = { 1, C, H, W }, k[2] = { 3, 2 }, s[2] = { 2, 2 }, d[2] = { 1, 2 };
+	int64_t pads[4] = { 1, 1, 1, 0 };
+	unsigned seed = 17;
+	int p, i, ch;
+
+	for (i = 0; i < C * H * W; i++)
+		x[i] = oh_rand(&seed) * 3.0f;
+	for (p = 1; p <= 4; p++) {
+		struct op_attr a[6] = { oh_ints("kernel_shape", 2, k), oh_ints("strides", 2, s),
+					oh_ints("dilations", 2, d), oh_ints("pads", 4, pads),
+					oh_int("ceil_mode", 1), oh_int("p", p) };
+		struct op_tensor in = oh_tensor(CEP_DTYPE_FLOAT32, 4, xd, x), out;
+
+		cr_assert_eq(oh_run("LpPool", 18, a, 6, &in, 1, &out, 1), 0, "%s", cep_last_error());
+		/* ceil_mode's extra windows: rows ceil((10 + 2 - 3) / 2) + 1,
+		 * columns ceil((9 + 1 - 3) / 2) + 1, the dilated kernel 3 wide. */
+		cr_assert_eq(out.dims[2], OH);
+		cr_assert_eq(out.dims[3], OW);
+		for (ch = 0; ch < C; ch++) {
+			float *wc = want + ch * OH * OW;
+
+			lp_ref(x + ch * H * W, H, W, k, s, d, pads, OH, OW, p, wc);
+			for (i = 0; i < OH * OW; i++) {
+				float got = ((float *)out.data)[ch * OH * OW + i];
+
+				cr_assert(fabsf(got - wc[i]) <= 1e-5f * fabsf(wc[i]),
+					  "p %d channel %d element %d: %g, want %g", p, ch, i,
+					  (double)got, (double)wc[i]);
+			}
+		}
+		free(out.data);
+	}
+}
+
+/* float16 at every opset, bfloat16 from 22; p must be positive and of the
+ * opset's type; ceil_mode and dilations came at 18. */
+Test(ops_pool, lppool_types_opsets_and_refusals)
+{
+	uint16_t h[4];
+	float x[4] = { 3, 4, 0, 0 };
+	int64_t xd[3] = { 1, 1, 4 }, k[1] = { 2 }, s[1] = { 2 }, d[1] = { 1 };
+	struct op_attr a[3] = { oh_ints("kernel_shape", 1, k), oh_ints("strides", 1, s),
+				oh_int("p", 2) };
+	struct op_attr late[2] = { oh_ints("kernel_shape", 1, k), oh_ints("dilations", 1, d) };
+	struct op_attr bad[2] = { oh_ints("kernel_shape", 1, k), oh_int("p", 0) };
+	struct op_attr fl[2] = { oh_ints("kernel_shape", 1, k), oh_float("p", 2.0f) };
+	struct op_tensor in, out;
+	int i;
+
+	for (i = 0; i < 4; i++)
+		cpu_store_f(h, CEP_DTYPE_FLOAT16, i, x[i]);
+	in = oh_tensor(CEP_DTYPE_FLOAT16, 3, xd, h);
+	cr_assert_eq(oh_run("LpPool", 11, a, 3, &in, 1, &out, 1), 0, "%s", cep_last_error());
+	cr_assert_eq(cpu_load_f(out.data, CEP_DTYPE_FLOAT16, 0), 5.0f);
+	cr_assert_eq(cpu_load_f(out.data, CEP_DTYPE_FLOAT16, 1), 0.0f);
+	free(out.data);
+	for (i = 0; i < 4; i++)
+		cpu_store_f(h, CEP_DTYPE_BFLOAT16, i, x[i]);
+	in.dtype = CEP_DTYPE_BFLOAT16;
+	cr_assert_eq(oh_run("LpPool", 21, a, 3, &in, 1, &out, 1), CEP_EUNSUPPORTED);
+	cr_assert_eq(oh_run("LpPool", 22, a, 3, &in, 1, &out, 1), 0, "%s", cep_last_error());
+	cr_assert_eq(cpu_load_f(out.data, CEP_DTYPE_BFLOAT16, 0), 5.0f);
+	free(out.data);
+	in = oh_tensor(CEP_DTYPE_FLOAT32, 3, xd, x);
+	cr_assert_eq(oh_infer("LpPool", 11, late, 2, &in, 1, &out, 1), CEP_EMODEL);
+	cr_assert_str_eq(cep_last_error(), "LpPool: attribute 'dilations' does not exist at "
+			 "opset 11");
+	cr_assert_eq(oh_infer("LpPool", 18, late, 2, &in, 1, &out, 1), 0, "%s", cep_last_error());
+	cr_assert_eq(oh_infer("LpPool", 18, bad, 2, &in, 1, &out, 1), CEP_EMODEL);
+	cr_assert_str_eq(cep_last_error(), "LpPool: p is 0, it must be a positive number");
+	cr_assert_eq(oh_infer("LpPool", 2, fl, 2, &in, 1, &out, 1), CEP_EMODEL);
+	cr_assert(strstr(cep_last_error(), "p") != NULL, "%s", cep_last_error());
+	cr_assert_eq(oh_infer("LpPool", 1, fl, 2, &in, 1, &out, 1), 0, "%s", cep_last_error());
+	cr_assert_eq(oh_infer("LpPool", 18, NULL, 0, &in, 1, &out, 1), CEP_EMODEL);
+	cr_assert(strstr(cep_last_error(), "'kernel_shape' is required"), "%s", cep_last_error());
 }
