@@ -116,6 +116,10 @@ typedef enum cep_dtype {
   CEP_DTYPE_UINT32 = 12,
   CEP_DTYPE_UINT64 = 13,
   CEP_DTYPE_BFLOAT16 = 16,
+  CEP_DTYPE_FLOAT8E4M3FN = 17,   /* float8: a byte each */
+  CEP_DTYPE_FLOAT8E4M3FNUZ = 18,
+  CEP_DTYPE_FLOAT8E5M2 = 19,
+  CEP_DTYPE_FLOAT8E5M2FNUZ = 20,
 } cep_dtype;
 
 /* Bytes per element of dtype, 0 for CEP_DTYPE_UNDEFINED or unknown values. */

@@ -10,6 +10,10 @@ size_t cep_dtype_size(cep_dtype dtype)
 	case CEP_DTYPE_BOOL:
 	case CEP_DTYPE_UINT8:
 	case CEP_DTYPE_INT8:
+	case CEP_DTYPE_FLOAT8E4M3FN:
+	case CEP_DTYPE_FLOAT8E4M3FNUZ:
+	case CEP_DTYPE_FLOAT8E5M2:
+	case CEP_DTYPE_FLOAT8E5M2FNUZ:
 		return 1;
 	case CEP_DTYPE_UINT16:
 	case CEP_DTYPE_INT16:
@@ -46,6 +50,10 @@ const char *cep_dtype_name(cep_dtype dtype)
 	case CEP_DTYPE_UINT32: return "uint32";
 	case CEP_DTYPE_UINT64: return "uint64";
 	case CEP_DTYPE_BFLOAT16: return "bfloat16";
+	case CEP_DTYPE_FLOAT8E4M3FN: return "float8e4m3fn";
+	case CEP_DTYPE_FLOAT8E4M3FNUZ: return "float8e4m3fnuz";
+	case CEP_DTYPE_FLOAT8E5M2: return "float8e5m2";
+	case CEP_DTYPE_FLOAT8E5M2FNUZ: return "float8e5m2fnuz";
 	case CEP_DTYPE_UNDEFINED: break;
 	}
 	return "undefined";

@@ -216,14 +216,13 @@ static int fold_bn(struct graph *g, int *readers, int n, bool *done)
 	/* In double, as the BatchNormalization kernel computes its factors:
 	 * y = (conv + B - mean) * a + beta with a = scale / sqrt(var + eps). */
 	for (i = 0; i < m; i++) {
-		double a = cpu_load_f(p[0], st[0], i) / sqrt(cpu_load_f(p[3], st[3], i) + eps);
-		double bias = bd != NULL ? cpu_load_f(bd, wt.dtype, i) : 0.0;
+		double a = cpu_load_d(p[0], st[0], i) / sqrt(cpu_load_d(p[3], st[3], i) + eps);
+		double bias = bd != NULL ? cpu_load_d(bd, wt.dtype, i) : 0.0;
 
 		for (j = 0; j < per; j++)
-			cpu_store_f(nw, wt.dtype, i * per + j,
-				    (float)(cpu_load_f(wd, wt.dtype, i * per + j) * a));
-		cpu_store_f(nb, wt.dtype, i,
-			    (float)((bias - cpu_load_f(p[2], st[2], i)) * a + cpu_load_f(p[1], st[1], i)));
+			cpu_store_d(nw, wt.dtype, i * per + j, cpu_load_d(wd, wt.dtype, i * per + j) * a);
+		cpu_store_d(nb, wt.dtype, i,
+			    (bias - cpu_load_d(p[2], st[2], i)) * a + cpu_load_d(p[1], st[1], i));
 	}
 	bt = (struct op_tensor){ .dtype = wt.dtype, .rank = 1, .dims = { m } };
 	ret = const_new(g, g->values[wv].name, "/bn_folded", &wt, nw, op_tensor_bytes(&wt), &w_new);

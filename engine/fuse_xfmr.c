@@ -98,10 +98,13 @@ static int fx_maker(const struct fx *f, int v, const char *op)
 								   : -1;
 }
 
-/* Whether v is a float tensor whose rank is known. */
+/* Whether v is a tensor of a float type the fused operators take (not
+ * float64, which they would compute in float32) whose rank is known. */
 static bool fx_float(const struct graph *g, int v)
 {
-	return v >= 0 && cpu_is_float(g->values[v].t.dtype) && g->values[v].t.rank >= 0;
+	cep_dtype t = v >= 0 ? g->values[v].t.dtype : CEP_DTYPE_UNDEFINED;
+
+	return cpu_is_float(t) && t != CEP_DTYPE_FLOAT64 && g->values[v].t.rank >= 0;
 }
 
 /* Whether constant c is one element of x's float type, near want, and of

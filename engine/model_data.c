@@ -28,10 +28,9 @@ const char *model__type_name(int t)
 {
 	switch (t) {
 	case 8: return "string";
-	case 11: return "float64";
 	case 14: return "complex64";
 	case 15: return "complex128";
-	case 17: case 18: case 19: case 20: case 24: return "float8";
+	case 24: return "float8e8m0";
 	case 21: return "uint4";
 	case 22: return "int4";
 	case 23: return "float4";
@@ -43,7 +42,7 @@ const char *model__type_name(int t)
 
 bool model__dtype_stored(int t)
 {
-	return t > 0 && t < 32 && op_dtype_in((cep_dtype)t, OP_DTS_ALL);
+	return t > 0 && t < 32 && op_dtype_in((cep_dtype)t, OP_DTS_STORED);
 }
 
 /* Parses a non-negative decimal (external_data offsets and lengths). */
@@ -246,9 +245,14 @@ static int typed_load(const Onnx__TensorProto *tp, const char *what, cep_dtype t
 	size_t have, i;
 	unsigned char *buf;
 
+	/* ONNX's fields: double_data for float64, uint64_data for uint32 and
+	 * uint64, int32_data for every type narrower than 32 bits. */
 	switch (t) {
 	case CEP_DTYPE_FLOAT32: have = tp->n_float_data; break;
 	case CEP_DTYPE_INT64: have = tp->n_int64_data; break;
+	case CEP_DTYPE_FLOAT64: have = tp->n_double_data; break;
+	case CEP_DTYPE_UINT32:
+	case CEP_DTYPE_UINT64: have = tp->n_uint64_data; break;
 	default: have = tp->n_int32_data; break;
 	}
 	if (have != (size_t)numel)
@@ -268,9 +272,24 @@ static int typed_load(const Onnx__TensorProto *tp, const char *what, cep_dtype t
 		case CEP_DTYPE_INT32:
 			memcpy(buf + i * 4, &tp->int32_data[i], 4);
 			break;
+		case CEP_DTYPE_FLOAT64:
+			memcpy(buf + i * 8, &tp->double_data[i], 8);
+			break;
+		case CEP_DTYPE_UINT64:
+			memcpy(buf + i * 8, &tp->uint64_data[i], 8);
+			break;
+		case CEP_DTYPE_UINT32: {
+			uint32_t u = (uint32_t)tp->uint64_data[i];
+
+			memcpy(buf + i * 4, &u, 4);
+			break;
+		}
 		case CEP_DTYPE_FLOAT16:
-		case CEP_DTYPE_BFLOAT16: {
-			/* The 16 bits travel in the low half of an int32. */
+		case CEP_DTYPE_BFLOAT16:
+		case CEP_DTYPE_INT16:
+		case CEP_DTYPE_UINT16: {
+			/* The 16 bits travel in the low half of an int32
+			 * (int16 as its value, whose low half is the same). */
 			uint16_t h = (uint16_t)tp->int32_data[i];
 
 			memcpy(buf + i * 2, &h, 2);

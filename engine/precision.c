@@ -136,6 +136,26 @@ static bool node_keeps_float(const struct graph_node *node)
 	return false;
 }
 
+/* Whether node reads or makes a float64 tensor: it keeps float32 for its
+ * float32 ones, so that a Cast between float32 and float64 (or any node
+ * between them) sees the values an fp32 session has, and the float64
+ * part of a graph computes as it does there. onnxruntime's float16
+ * converter leaves float64 tensors alone as well. */
+static bool node_has_f64(const struct graph *g, const struct graph_node *node)
+{
+	int i;
+
+	for (i = 0; i < node->n_in; i++) {
+		if (node->in[i] >= 0 && g->values[node->in[i]].t.dtype == CEP_DTYPE_FLOAT64)
+			return true;
+	}
+	for (i = 0; i < node->n_out; i++) {
+		if (node->out[i] >= 0 && g->values[node->out[i]].t.dtype == CEP_DTYPE_FLOAT64)
+			return true;
+	}
+	return false;
+}
+
 /* Whether attribute a names float32 as the type of what the node makes. */
 static bool attr_names_f32(const struct op_attr *a)
 {
@@ -343,7 +363,7 @@ static int node_decide(struct conv *c, int n)
 	if (!node_has_f32(c, n) || (node->schema->flags & OP_SHAPE_ONLY))
 		return 0;
 	c->mode[n] = MODE_FLOAT;
-	if (node_keeps_float(node))
+	if (node_keeps_float(node) || node_has_f64(g, node))
 		return 0;
 	for (i = 0; i < node->n_in; i++) {
 		struct op_tensor *t = &c->in[i];

@@ -32,7 +32,12 @@
  *   cast to half after they arrive, outputs back to float32 before they
  *   leave.
  * - Integer and bool tensors, every node that has no float32 tensor, and
- *   Shape and Size (which read only shapes), are untouched.
+ *   Shape and Size (which read only shapes), are untouched. float64
+ *   tensors stay float64, and a node that reads or makes one keeps its
+ *   float32 tensors float32 (counted in float_nodes): a Cast from float32
+ *   to float64, or back, converts the values an fp32 session would, so
+ *   the float64 part of a graph computes exactly as it does there
+ *   (onnxruntime's float16 converter, too, converts float32 tensors only).
  *
  * Kernels of half types accumulate in float32 (or double) on both
  * backends: Softmax and LogSoftmax sums, LayerNormalization and

@@ -93,15 +93,25 @@ int64_t op_dims_product(const struct op_tensor *t, int from, int to);
 void op_dims_format(const struct op_tensor *t, const char *const *syms,
 		    int n_syms, char *buf, size_t len);
 
-/* A bit per element type, for type sets. */
+/* A bit per element type, for type sets: ONNX's families of them among
+ * the types the engine stores. */
 #define OP_DT(t) (UINT32_C(1) << (t))
 #define OP_DTS_FLOAT (OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_FLOAT16) | \
-		      OP_DT(CEP_DTYPE_BFLOAT16))
-#define OP_DTS_INT (OP_DT(CEP_DTYPE_INT64) | OP_DT(CEP_DTYPE_INT32) | \
-		    OP_DT(CEP_DTYPE_INT8) | OP_DT(CEP_DTYPE_UINT8))
+		      OP_DT(CEP_DTYPE_BFLOAT16) | OP_DT(CEP_DTYPE_FLOAT64))
+#define OP_DTS_SIGNED (OP_DT(CEP_DTYPE_INT64) | OP_DT(CEP_DTYPE_INT32) | \
+		       OP_DT(CEP_DTYPE_INT16) | OP_DT(CEP_DTYPE_INT8))
+#define OP_DTS_UNSIGNED (OP_DT(CEP_DTYPE_UINT64) | OP_DT(CEP_DTYPE_UINT32) | \
+			 OP_DT(CEP_DTYPE_UINT16) | OP_DT(CEP_DTYPE_UINT8))
+#define OP_DTS_INT (OP_DTS_SIGNED | OP_DTS_UNSIGNED)
 #define OP_DTS_NUMERIC (OP_DTS_FLOAT | OP_DTS_INT)
-/* Every element type the engine stores. */
+/* The numeric types and bool: what an operator that takes any type takes. */
 #define OP_DTS_ALL (OP_DTS_NUMERIC | OP_DT(CEP_DTYPE_BOOL))
+/* The float8 types, which only the operators that list them and have a
+ * kernel of them take (Cast, CastLike). */
+#define OP_DTS_FLOAT8 (OP_DT(CEP_DTYPE_FLOAT8E4M3FN) | OP_DT(CEP_DTYPE_FLOAT8E4M3FNUZ) | \
+		       OP_DT(CEP_DTYPE_FLOAT8E5M2) | OP_DT(CEP_DTYPE_FLOAT8E5M2FNUZ))
+/* Every element type the engine stores. */
+#define OP_DTS_STORED (OP_DTS_ALL | OP_DTS_FLOAT8)
 
 /* Whether dtype is in the set. */
 static inline bool op_dtype_in(cep_dtype dtype, uint32_t set)

@@ -12,16 +12,18 @@
  * FastGelu and BiasGelu, Gelu's tanh and exact forms of input + bias,
  * where the bias is 1-D along the last dimension (optional for FastGelu).
  *
- * Float types are computed in float32, with each function's formula as
- * its specification (or its function body) writes it: Selu as gamma *
- * (alpha * e^x - alpha) below 0, Celu as max(0, x) + min(0, alpha *
- * (e^(x / alpha) - 1)) (with expm1, NaN kept), Swish as x * sigmoid(alpha
- * * x). PRelu takes int32 and int64 from opset 9 and Clip every integer
- * type from opset 12; those are computed in int64. Shrink takes the
- * integer types at its one opset: they are compared and shifted in double
- * against the float lambd and bias (exact below 2^53) and truncated back,
- * as onnxruntime does. prepare() reads the attributes once per plan into
- * the call's params, so run() never searches them.
+ * Float types are computed in float32, float64 in double (with the float
+ * attributes widened), with each function's formula as its specification
+ * (or its function body) writes it: Selu as gamma * (alpha * e^x - alpha)
+ * below 0, Celu as max(0, x) + min(0, alpha * (e^(x / alpha) - 1)) (with
+ * expm1, NaN kept), Swish as x * sigmoid(alpha * x). PRelu takes int32,
+ * int64, uint32 and uint64 from opset 9 and Clip every integer type from
+ * opset 12; those are computed in int64 (a negative unsigned value does
+ * not exist, and uint64 orders as unsigned). Shrink takes the integer
+ * types at its one opset: they are compared and shifted in double against
+ * the float lambd and bias (exact below 2^53) and truncated back, as
+ * onnxruntime does. prepare() reads the attributes once per plan into the
+ * call's params, so run() never searches them.
  */
 #include "kernels/cpu/elem.h"
 #include "kernels/legacy.h"
@@ -192,16 +194,69 @@ static float act_f(const struct act_params *p, float v)
 	return 0.0f;
 }
 
-/* Shrink of an integer, in double. */
-static int64_t act_shrink_i(const struct act_params *p, int64_t v)
+/* act_f() in double. HardSwish's fixed alpha is 1/6 itself, not the
+ * float nearest it. */
+static double act_d(const struct act_params *p, double v)
 {
-	double d = (double)v;
+	const double k_tanh = 0.7978845608028654, k_erf = 0.7071067811865476;
+	double alpha = p->op == ACT_HARD_SWISH ? 1.0 / 6.0 : p->alpha, h;
+
+	switch (p->op) {
+	case ACT_LEAKY_RELU:
+		return v < 0.0 ? alpha * v : v;
+	case ACT_ELU:
+		return v < 0.0 ? alpha * expm1(v) : v;
+	case ACT_HARD_SIGMOID:
+	case ACT_HARD_SWISH:
+		h = alpha * v + p->beta;
+		h = h < 0.0 ? 0.0 : h > 1.0 ? 1.0 : h;
+		return p->op == ACT_HARD_SWISH ? v * h : h;
+	case ACT_SOFTPLUS:
+		return v > 0.0 ? v + log1p(exp(-v)) : log1p(exp(v));
+	case ACT_GELU:
+		return 0.5 * v * (1.0 + erf(v * k_erf));
+	case ACT_GELU_TANH:
+		return 0.5 * v * (1.0 + tanh(k_tanh * (v + 0.044715 * v * v * v)));
+	case ACT_THRESHOLDED_RELU:
+		return v > alpha ? v : 0.0;
+	case ACT_MISH:
+		h = v > 0.0 ? v + log1p(exp(-v)) : log1p(exp(v));
+		return v * tanh(h);
+	case ACT_QUICK_GELU:
+		return v * (1.0 / (1.0 + exp(-(alpha * v))));
+	case ACT_SELU:
+		return v > 0.0 ? p->beta * v : p->beta * (alpha * exp(v) - alpha);
+	case ACT_CELU:
+		if (v != v)
+			return v;
+		h = alpha * expm1(v / alpha);
+		return (v > 0.0 ? v : 0.0) + (h < 0.0 ? h : 0.0);
+	case ACT_SOFTSIGN:
+		return v / (1.0 + fabs(v));
+	case ACT_SWISH:
+		h = alpha * v;
+		h = h >= 0.0 ? 1.0 / (1.0 + exp(-h)) : exp(h) / (1.0 + exp(h));
+		return v * h;
+	case ACT_SHRINK:
+		return v < -alpha ? v + p->beta : v > alpha ? v - p->beta : 0.0;
+	}
+	return 0.0;
+}
+
+/* Shrink of an integer of type t as cpu_load_i() gives it, in double
+ * (uint64 read as unsigned), stored back as cpu_store_d() converts. */
+static void act_shrink_i(const struct act_params *p, void *o, cep_dtype t, int64_t i,
+			 int64_t v)
+{
+	double d = cpu_i2d(t, v);
 
 	if (d < -(double)p->alpha)
-		return cpu_f2i(d + (double)p->beta);
-	if (d > (double)p->alpha)
-		return cpu_f2i(d - (double)p->beta);
-	return 0;
+		d += (double)p->beta;
+	else if (d > (double)p->alpha)
+		d -= (double)p->beta;
+	else
+		d = 0.0;
+	cpu_store_d(o, t, i, d);
 }
 
 static int act_prepare(struct op_call *c, size_t *workspace, enum actop op,
@@ -351,10 +406,19 @@ static int act_run(struct op_call *c)
 	int64_t i;
 
 	if (p->bias_n > 0) {
-		/* x + bias in float, not rounded to the type first: the sum
-		 * is the fused operator's own intermediate. */
+		/* x + bias in float32 (double for float64), not rounded to
+		 * the type first: the sum is the fused operator's own
+		 * intermediate. */
 		const void *b = c->in[1].data;
 
+		if (t == CEP_DTYPE_FLOAT64) {
+			const double *ad = a, *bd = b;
+			double *od = o;
+
+			for (i = 0; i < n; i++)
+				od[i] = act_d(p, ad[i] + bd[i % p->bias_n]);
+			return 0;
+		}
 		for (i = 0; i < n; i++)
 			cpu_store_f(o, t, i, act_f(p, cpu_load_f(a, t, i) +
 						     cpu_load_f(b, t, i % p->bias_n)));
@@ -373,9 +437,17 @@ static int act_run(struct op_call *c)
 			of[i] = act_f(p, af[i]);
 		return 0;
 	}
+	if (t == CEP_DTYPE_FLOAT64) {
+		const double *ad = a;
+		double *od = o;
+
+		for (i = 0; i < n; i++)
+			od[i] = act_d(p, ad[i]);
+		return 0;
+	}
 	if (!cpu_is_float(t)) {
 		for (i = 0; i < n; i++)
-			cpu_store_i(o, t, i, act_shrink_i(p, cpu_load_i(a, t, i)));
+			act_shrink_i(p, o, t, i, cpu_load_i(a, t, i));
 		return 0;
 	}
 	for (i = 0; i < n; i++)
@@ -467,6 +539,13 @@ static int prelu_run(struct op_call *c)
 
 				po[j] = v < 0.0f ? v * ps[j * bc.step[1]] : v;
 			}
+		} else if (t == CEP_DTYPE_FLOAT64) {
+			for (j = 0; j < bc.inner; j++) {
+				double v = cpu_load_d(a, t, bc.off[0] + j * bc.step[0]);
+				double k = cpu_load_d(s, t, bc.off[1] + j * bc.step[1]);
+
+				cpu_store_d(out->data, t, base + j, v < 0.0 ? v * k : v);
+			}
 		} else if (cpu_is_float(t)) {
 			for (j = 0; j < bc.inner; j++) {
 				float v = cpu_load_f(a, t, bc.off[0] + j * bc.step[0]);
@@ -479,8 +558,11 @@ static int prelu_run(struct op_call *c)
 				int64_t v = cpu_load_i(a, t, bc.off[0] + j * bc.step[0]);
 				int64_t k = cpu_load_i(s, t, bc.off[1] + j * bc.step[1]);
 
+				/* An unsigned value is never negative: uint64's
+				 * bits past 2^63 are not a sign. */
 				cpu_store_i(out->data, t, base + j,
-					    v < 0 ? (int64_t)((uint64_t)v * (uint64_t)k) : v);
+					    v < 0 && !cpu_is_unsigned(t)
+						    ? (int64_t)((uint64_t)v * (uint64_t)k) : v);
 			}
 		}
 		cpu_bcast_next(&bc);
@@ -540,20 +622,27 @@ static int clip11_prepare(struct op_call *c, size_t *workspace)
 }
 
 /* The largest finite value of a float type: Clip's default bound. */
-static float float_type_max(cep_dtype t)
+static double float_type_max(cep_dtype t)
 {
 	switch (t) {
-	case CEP_DTYPE_FLOAT16: return 65504.0f;
-	case CEP_DTYPE_BFLOAT16: return 0x1.fep127f;
+	case CEP_DTYPE_FLOAT16: return 65504.0;
+	case CEP_DTYPE_BFLOAT16: return 0x1.fep127;
+	case CEP_DTYPE_FLOAT64: return DBL_MAX;
 	default: return FLT_MAX;
 	}
 }
 
+/* The bounds of an integer type as cpu_load_i() gives its values (uint64's
+ * largest is all ones). */
 static int64_t int_type_min(cep_dtype t)
 {
 	switch (t) {
 	case CEP_DTYPE_INT32: return INT32_MIN;
+	case CEP_DTYPE_INT16: return INT16_MIN;
 	case CEP_DTYPE_INT8: return INT8_MIN;
+	case CEP_DTYPE_UINT64:
+	case CEP_DTYPE_UINT32:
+	case CEP_DTYPE_UINT16:
 	case CEP_DTYPE_UINT8: return 0;
 	default: return INT64_MIN;
 	}
@@ -563,7 +652,11 @@ static int64_t int_type_max(cep_dtype t)
 {
 	switch (t) {
 	case CEP_DTYPE_INT32: return INT32_MAX;
+	case CEP_DTYPE_INT16: return INT16_MAX;
 	case CEP_DTYPE_INT8: return INT8_MAX;
+	case CEP_DTYPE_UINT64: return (int64_t)UINT64_MAX;
+	case CEP_DTYPE_UINT32: return UINT32_MAX;
+	case CEP_DTYPE_UINT16: return UINT16_MAX;
 	case CEP_DTYPE_UINT8: return UINT8_MAX;
 	default: return INT64_MAX;
 	}
@@ -573,7 +666,7 @@ static int64_t int_type_max(cep_dtype t)
  * Clamps with the spec's order, min(max(x, lo), hi): when lo > hi every
  * element becomes hi. A NaN input stays NaN (both comparisons fail).
  */
-static void clip_float(const struct op_call *c, float lo, float hi)
+static void clip_float(const struct op_call *c, double lo, double hi)
 {
 	cep_dtype t = c->in[0].dtype;
 	const void *a = c->in[0].data;
@@ -584,19 +677,22 @@ static void clip_float(const struct op_call *c, float lo, float hi)
 	if (t == CEP_DTYPE_FLOAT32) {
 		const float *af = a;
 		float *of = o;
+		float flo = (float)lo, fhi = (float)hi;
 
 		for (i = 0; i < n; i++) {
-			float v = af[i] < lo ? lo : af[i];
+			float v = af[i] < flo ? flo : af[i];
 
-			of[i] = v > hi ? hi : v;
+			of[i] = v > fhi ? fhi : v;
 		}
 		return;
 	}
+	/* The bounds are of t (or float32 before opset 11, or the type's
+	 * own limits), so comparing in double is exact. */
 	for (i = 0; i < n; i++) {
-		float v = cpu_load_f(a, t, i);
+		double v = cpu_load_d(a, t, i);
 
 		v = v < lo ? lo : v;
-		cpu_store_f(o, t, i, v > hi ? hi : v);
+		cpu_store_d(o, t, i, v > hi ? hi : v);
 	}
 }
 
@@ -635,10 +731,10 @@ static int clip11_run(struct op_call *c)
 	if (hi && !op_tensor_present(hi))
 		hi = NULL;
 	if (cpu_is_float(t)) {
-		float m = float_type_max(t);
+		double m = float_type_max(t);
 
-		clip_float(c, lo ? cpu_load_f(lo->data, t, 0) : -m,
-			   hi ? cpu_load_f(hi->data, t, 0) : m);
+		clip_float(c, lo ? cpu_load_d(lo->data, t, 0) : -m,
+			   hi ? cpu_load_d(hi->data, t, 0) : m);
 		return 0;
 	}
 	ilo = lo ? cpu_load_i(lo->data, t, 0) : int_type_min(t);
@@ -646,8 +742,8 @@ static int clip11_run(struct op_call *c)
 	for (i = 0; i < n; i++) {
 		int64_t v = cpu_load_i(c->in[0].data, t, i);
 
-		v = v < ilo ? ilo : v;
-		cpu_store_i(c->out[0].data, t, i, v > ihi ? ihi : v);
+		v = cpu_lt_i(t, v, ilo) ? ilo : v;
+		cpu_store_i(c->out[0].data, t, i, cpu_lt_i(t, ihi, v) ? ihi : v);
 	}
 	return 0;
 }
@@ -690,42 +786,45 @@ static const struct op_schema schemas[] = {
 	MS_SCHEMA("BiasGelu", 2, 2, bias_gelu_infer),
 };
 
+/* PRelu's integer types from opset 9. */
+#define PRELU_DTS_INT (ELEM_DTS_I32_I64 | OP_DT(CEP_DTYPE_UINT32) | OP_DT(CEP_DTYPE_UINT64))
+
 static const struct op_kernel kernels[] = {
-	ACT_KERNEL("LeakyRelu", 1, 15, ELEM_DTS_F32_F16, leaky_relu_prepare, act_run),
+	ACT_KERNEL("LeakyRelu", 1, 15, ELEM_DTS_NO_BF16, leaky_relu_prepare, act_run),
 	ACT_KERNEL("LeakyRelu", 16, OP_OPSET_MAX, OP_DTS_FLOAT, leaky_relu_prepare, act_run),
-	ACT_KERNEL("Elu", 1, 21, ELEM_DTS_F32_F16, elu_prepare, act_run),
+	ACT_KERNEL("Elu", 1, 21, ELEM_DTS_NO_BF16, elu_prepare, act_run),
 	ACT_KERNEL("Elu", 22, OP_OPSET_MAX, OP_DTS_FLOAT, elu_prepare, act_run),
-	ACT_KERNEL("HardSigmoid", 1, 21, ELEM_DTS_F32_F16, hard_sigmoid_prepare, act_run),
+	ACT_KERNEL("HardSigmoid", 1, 21, ELEM_DTS_NO_BF16, hard_sigmoid_prepare, act_run),
 	ACT_KERNEL("HardSigmoid", 22, OP_OPSET_MAX, OP_DTS_FLOAT, hard_sigmoid_prepare, act_run),
-	ACT_KERNEL("HardSwish", 14, 21, ELEM_DTS_F32_F16, hard_swish_prepare, act_run),
+	ACT_KERNEL("HardSwish", 14, 21, ELEM_DTS_NO_BF16, hard_swish_prepare, act_run),
 	ACT_KERNEL("HardSwish", 22, OP_OPSET_MAX, OP_DTS_FLOAT, hard_swish_prepare, act_run),
-	ACT_KERNEL("Softplus", 1, 21, ELEM_DTS_F32_F16, softplus_prepare, act_run),
+	ACT_KERNEL("Softplus", 1, 21, ELEM_DTS_NO_BF16, softplus_prepare, act_run),
 	ACT_KERNEL("Softplus", 22, OP_OPSET_MAX, OP_DTS_FLOAT, softplus_prepare, act_run),
 	ACT_KERNEL("Gelu", 20, OP_OPSET_MAX, OP_DTS_FLOAT, gelu_prepare, act_run),
-	ACT_KERNEL("ThresholdedRelu", 10, 21, ELEM_DTS_F32_F16, thresholded_relu_prepare,
+	ACT_KERNEL("ThresholdedRelu", 10, 21, ELEM_DTS_NO_BF16, thresholded_relu_prepare,
 		   act_run),
 	ACT_KERNEL("ThresholdedRelu", 22, OP_OPSET_MAX, OP_DTS_FLOAT, thresholded_relu_prepare,
 		   act_run),
-	ACT_KERNEL("Mish", 18, 21, ELEM_DTS_F32_F16, mish_prepare, act_run),
+	ACT_KERNEL("Mish", 18, 21, ELEM_DTS_NO_BF16, mish_prepare, act_run),
 	ACT_KERNEL("Mish", 22, OP_OPSET_MAX, OP_DTS_FLOAT, mish_prepare, act_run),
-	ACT_KERNEL("Selu", 1, 21, ELEM_DTS_F32_F16, selu_prepare, act_run),
+	ACT_KERNEL("Selu", 1, 21, ELEM_DTS_NO_BF16, selu_prepare, act_run),
 	ACT_KERNEL("Selu", 22, OP_OPSET_MAX, OP_DTS_FLOAT, selu_prepare, act_run),
 	/* Celu was float32 alone until 28. */
 	ACT_KERNEL("Celu", 12, 27, OP_DT(CEP_DTYPE_FLOAT32), celu_prepare, act_run),
 	ACT_KERNEL("Celu", 28, OP_OPSET_MAX, OP_DTS_FLOAT, celu_prepare, act_run),
-	ACT_KERNEL("Softsign", 1, 21, ELEM_DTS_F32_F16, softsign_prepare, act_run),
+	ACT_KERNEL("Softsign", 1, 21, ELEM_DTS_NO_BF16, softsign_prepare, act_run),
 	ACT_KERNEL("Softsign", 22, OP_OPSET_MAX, OP_DTS_FLOAT, softsign_prepare, act_run),
 	ACT_KERNEL("Swish", 24, OP_OPSET_MAX, OP_DTS_FLOAT, swish_prepare, act_run),
 	/* Every numeric type but bfloat16. */
-	ACT_KERNEL("Shrink", 9, OP_OPSET_MAX, ELEM_DTS_F32_F16 | OP_DTS_INT, shrink_prepare,
+	ACT_KERNEL("Shrink", 9, OP_OPSET_MAX, ELEM_DTS_NO_BF16 | OP_DTS_INT, shrink_prepare,
 		   act_run),
-	ACT_KERNEL("PRelu", 1, 8, ELEM_DTS_F32_F16, prelu_prepare, prelu_run),
-	ACT_KERNEL("PRelu", 9, 15, ELEM_DTS_F32_F16 | ELEM_DTS_I32_I64, prelu_prepare, prelu_run),
-	ACT_KERNEL("PRelu", 16, OP_OPSET_MAX, OP_DTS_FLOAT | ELEM_DTS_I32_I64, prelu_prepare,
+	ACT_KERNEL("PRelu", 1, 8, ELEM_DTS_NO_BF16, prelu_prepare, prelu_run),
+	ACT_KERNEL("PRelu", 9, 15, ELEM_DTS_NO_BF16 | PRELU_DTS_INT, prelu_prepare, prelu_run),
+	ACT_KERNEL("PRelu", 16, OP_OPSET_MAX, OP_DTS_FLOAT | PRELU_DTS_INT, prelu_prepare,
 		   prelu_run),
-	ACT_KERNEL("Clip", 1, 10, ELEM_DTS_F32_F16, clip6_prepare, clip6_run),
-	ACT_KERNEL("Clip", 11, 11, ELEM_DTS_F32_F16, clip11_prepare, clip11_run),
-	ACT_KERNEL("Clip", 12, 12, ELEM_DTS_F32_F16 | OP_DTS_INT, clip11_prepare, clip11_run),
+	ACT_KERNEL("Clip", 1, 10, ELEM_DTS_NO_BF16, clip6_prepare, clip6_run),
+	ACT_KERNEL("Clip", 11, 11, ELEM_DTS_NO_BF16, clip11_prepare, clip11_run),
+	ACT_KERNEL("Clip", 12, 12, ELEM_DTS_NO_BF16 | OP_DTS_INT, clip11_prepare, clip11_run),
 	ACT_KERNEL("Clip", 13, OP_OPSET_MAX, OP_DTS_NUMERIC, clip11_prepare, clip11_run),
 	MS_KERNEL("Gelu", ms_gelu_prepare),
 	MS_KERNEL("QuickGelu", quick_gelu_prepare),

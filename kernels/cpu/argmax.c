@@ -110,6 +110,8 @@ static int64_t arg_row(const struct op_tensor *in, int64_t at, int64_t n, bool m
 
 		if (integer) {
 			chunk_load_i(in->data, in->dtype, at + k0, cnt, bi);
+			for (j = 0; j < cnt; j++)
+				bi[j] = cpu_order_key(in->dtype, bi[j]);
 			if (k0 == 0)
 				best_i = bi[0];
 			for (j = k0 == 0; j < cnt; j++) {
@@ -152,6 +154,7 @@ static void arg_columns(const struct op_call *c, int64_t o, bool max)
 			if (integer) {
 				chunk_load_i(in->data, in->dtype, at, cnt, bi);
 				for (j = 0; j < cnt; j++) {
+					bi[j] = cpu_order_key(in->dtype, bi[j]);
 					if (k == 0 || arg_better_i(bi[j], best_i[j0 + j], max, p->last)) {
 						best_i[j0 + j] = bi[j];
 						idx[j0 + j] = k;
@@ -196,8 +199,8 @@ static int arg_run(struct op_call *c, bool max)
 static int argmax_run(struct op_call *c) { return arg_run(c, true); }
 static int argmin_run(struct op_call *c) { return arg_run(c, false); }
 
-/* The stored types of the opset 1-12 definitions; bfloat16 came at 13. */
-#define ARG_DTS_7 (OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_FLOAT16) | OP_DTS_INT)
+/* The types of the opset 1-12 definitions; bfloat16 came at 13. */
+#define ARG_DTS_7 ((OP_DTS_FLOAT & ~OP_DT(CEP_DTYPE_BFLOAT16)) | OP_DTS_INT)
 #define ARG_DTS_13 (ARG_DTS_7 | OP_DT(CEP_DTYPE_BFLOAT16))
 
 /* select_last_index arrived at 12. */

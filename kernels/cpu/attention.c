@@ -102,7 +102,7 @@ static const struct op_schema schemas[] = {
 };
 
 static const struct op_kernel kernels[] = {
-	{ XFMR_DOMAIN, "Attention", 1, 1, BACKEND_HOST, OP_DTS_FLOAT, attn_prepare, attn_run },
+	{ XFMR_DOMAIN, "Attention", 1, 1, BACKEND_HOST, CPU_DTS_FLOAT_NO_F64, attn_prepare, attn_run },
 };
 
 const struct op_family op_family_cpu_attention = {

@@ -7,9 +7,10 @@
  * use, and is ignored.
  *
  * Float types are computed in float32 (float16 and bfloat16 converted on
- * load and store); integer types in int64 with two's complement wrapping,
- * stored back at their width. Integer division truncates toward zero like
- * C and onnxruntime; a division by zero gives 0 rather than a trap.
+ * load and store), float64 in double; integer types in int64 with two's
+ * complement wrapping, stored back at their width (uint64 divides as
+ * unsigned). Integer division truncates toward zero like C and
+ * onnxruntime; a division by zero gives 0 rather than a trap.
  */
 #include "kernels/cpu/cpu.h"
 #include "kernels/legacy.h"
@@ -47,8 +48,20 @@ static float binop_f(enum binop op, float a, float b)
 	return 0.0f;
 }
 
-/* Unsigned arithmetic gives the wrapping the types are specified with. */
-static int64_t binop_i(enum binop op, int64_t a, int64_t b)
+static double binop_d(enum binop op, double a, double b)
+{
+	switch (op) {
+	case BIN_ADD: return a + b;
+	case BIN_SUB: return a - b;
+	case BIN_MUL: return a * b;
+	case BIN_DIV: return a / b;
+	}
+	return 0.0;
+}
+
+/* Unsigned arithmetic gives the wrapping the types are specified with;
+ * a and b are of type t as cpu_load_i() gives them. */
+static int64_t binop_i(enum binop op, cep_dtype t, int64_t a, int64_t b)
 {
 	switch (op) {
 	case BIN_ADD: return (int64_t)((uint64_t)a + (uint64_t)b);
@@ -57,6 +70,8 @@ static int64_t binop_i(enum binop op, int64_t a, int64_t b)
 	case BIN_DIV:
 		if (b == 0)
 			return 0;
+		if (t == CEP_DTYPE_UINT64)
+			return (int64_t)((uint64_t)a / (uint64_t)b);
 		if (a == INT64_MIN && b == -1)
 			return INT64_MIN;
 		return a / b;
@@ -121,13 +136,17 @@ static int binary_run(struct op_call *c, enum binop op)
 			int64_t ia = bc.off[0] + j * bc.step[0];
 			int64_t ib = bc.off[1] + j * bc.step[1];
 
-			if (cpu_is_float(t))
+			if (t == CEP_DTYPE_FLOAT64)
+				cpu_store_d(out->data, t, base + j,
+					    binop_d(op, cpu_load_d(c->in[0].data, t, ia),
+						    cpu_load_d(c->in[1].data, t, ib)));
+			else if (cpu_is_float(t))
 				cpu_store_f(out->data, t, base + j,
 					    binop_f(op, cpu_load_f(c->in[0].data, t, ia),
 						    cpu_load_f(c->in[1].data, t, ib)));
 			else
 				cpu_store_i(out->data, t, base + j,
-					    binop_i(op, cpu_load_i(c->in[0].data, t, ia),
+					    binop_i(op, t, cpu_load_i(c->in[0].data, t, ia),
 						    cpu_load_i(c->in[1].data, t, ib)));
 		}
 		cpu_bcast_next(&bc);
@@ -142,18 +161,25 @@ static int div_run(struct op_call *c) { return binary_run(c, BIN_DIV); }
 
 /* ------------------------------------------------------------------- table */
 
-#define BINARY_DTS_1 (OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_FLOAT16))
-#define BINARY_DTS_6 (BINARY_DTS_1 | OP_DT(CEP_DTYPE_INT32) | OP_DT(CEP_DTYPE_INT64))
+#define BINARY_DTS_1 (OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_FLOAT16) | \
+		      OP_DT(CEP_DTYPE_FLOAT64))
+#define BINARY_DTS_6 (BINARY_DTS_1 | OP_DT(CEP_DTYPE_INT32) | OP_DT(CEP_DTYPE_INT64) | \
+		      OP_DT(CEP_DTYPE_UINT32) | OP_DT(CEP_DTYPE_UINT64))
+/* int16 and uint16 joined at 14 (with int8 and uint8, which cudaep has
+ * taken from 7). */
+#define BINARY_DTS_7 (OP_DTS_NUMERIC & ~(OP_DT(CEP_DTYPE_INT16) | OP_DT(CEP_DTYPE_UINT16)))
 
 /* 7 made broadcasting numpy's. */
 #define BINARY_SCHEMA(op) \
 	{ "", op, 1, 6, 2, 2, 1, 1, 0, 0, binary_infer }, \
 	{ "", op, 7, OP_OPSET_MAX, 2, 2, 1, 1, 0, 0, binary_infer }
-/* float and float16 at first; 6 brought int32 and int64. */
+/* float, float16 and double at first; 6 brought the 32- and 64-bit
+ * integers. */
 #define BINARY_KERNEL(op, fn) \
 	{ "", op, 1, 5, BACKEND_HOST, BINARY_DTS_1, NULL, fn }, \
 	{ "", op, 6, 6, BACKEND_HOST, BINARY_DTS_6, NULL, fn }, \
-	{ "", op, 7, OP_OPSET_MAX, BACKEND_HOST, OP_DTS_NUMERIC, NULL, fn }
+	{ "", op, 7, 13, BACKEND_HOST, BINARY_DTS_7, NULL, fn }, \
+	{ "", op, 14, OP_OPSET_MAX, BACKEND_HOST, OP_DTS_NUMERIC, NULL, fn }
 
 static const struct op_schema schemas[] = {
 	BINARY_SCHEMA("Add"),

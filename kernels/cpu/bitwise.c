@@ -4,20 +4,21 @@
  * BitwiseXor with numpy broadcasting, and BitwiseNot (opset 18 on). The
  * output has the inputs' type.
  *
- * Elements are loaded into int64 (sign-extended for the signed types),
- * where and, or, xor and not give the sign extension of the narrow result,
- * and stored back at their width, which drops the bits above it. Shifts
+ * Elements are loaded into int64 (sign-extended for the signed types,
+ * uint64 as its bits), where and, or, xor and not give the sign extension
+ * of the narrow result, and stored back at their width, which drops the
+ * bits above it. Shifts
  * follow opset 28's wording, the first to define them for signed types: a
  * right shift of a signed type is arithmetic, a left shift drops the bits
  * pushed past the width (the sign bit included), and a shift by a
  * negative amount or by the width or more leaves what the sign fill alone
  * makes (-1 for a right shift of a negative value, else 0). Before opset
  * 28 only the unsigned types were allowed, where that rule gives 0 for
- * shifts of the width or more, as numpy does.
+ * shifts of the width or more, as numpy does; an unsigned value shifts
+ * right logically.
  *
- * Types: BitShift took uint8 (of the stored types; uint16, uint32, uint64
- * are not) until opset 28 added int8, int32 and int64 (int16 is not
- * stored); the Bitwise operators take int8, int32, int64 and uint8.
+ * Types: BitShift took the unsigned types until opset 28 added the signed
+ * ones; the Bitwise operators take every integer type.
  */
 #include "kernels/cpu/elem.h"
 
@@ -76,8 +77,9 @@ static int bitwise_not_infer(struct op_infer *x)
 /* ------------------------------------------------------------------ kernels */
 
 /* a op b for elements of width bits, sign-extended into int64 for the
- * signed types; unsigned arithmetic keeps the left shift defined. */
-static int64_t bitop_i(enum bitop op, int64_t a, int64_t b, int width)
+ * signed types (uint64 as its bits, which is_unsigned says not to read as
+ * a sign); unsigned arithmetic keeps the left shift defined. */
+static int64_t bitop_i(enum bitop op, int64_t a, int64_t b, int width, bool is_unsigned)
 {
 	switch (op) {
 	case BIT_AND: return a & b;
@@ -88,6 +90,8 @@ static int64_t bitop_i(enum bitop op, int64_t a, int64_t b, int width)
 			return 0;
 		return (int64_t)((uint64_t)a << b);
 	case BIT_SHR:
+		if (is_unsigned)
+			return b < 0 || b >= width ? 0 : (int64_t)((uint64_t)a >> b);
 		if (b < 0 || b >= width)
 			return a < 0 ? -1 : 0;
 		/* Arithmetic, without C's implementation-defined >> of a
@@ -138,6 +142,7 @@ static int bitwise_run(struct op_call *c)
 	const void *a = c->in[0].data, *b = c->in[1].data;
 	cep_dtype t = c->out[0].dtype;
 	int width = 8 * (int)cep_dtype_size(t);
+	bool is_unsigned = cpu_is_unsigned(t);
 	void *o = c->out[0].data;
 	struct cpu_bcast bc;
 	int64_t r, j;
@@ -149,7 +154,8 @@ static int bitwise_run(struct op_call *c)
 		for (j = 0; j < bc.inner; j++)
 			cpu_store_i(o, t, base + j,
 				    bitop_i(op, cpu_load_i(a, t, bc.off[0] + j * bc.step[0]),
-					    cpu_load_i(b, t, bc.off[1] + j * bc.step[1]), width));
+					    cpu_load_i(b, t, bc.off[1] + j * bc.step[1]), width,
+					    is_unsigned));
 		cpu_bcast_next(&bc);
 	}
 	return 0;
@@ -182,7 +188,7 @@ static const struct op_schema schemas[] = {
 };
 
 static const struct op_kernel kernels[] = {
-	BIT_KERNEL("BitShift", 11, 27, OP_DT(CEP_DTYPE_UINT8), bitshift_prepare, bitwise_run),
+	BIT_KERNEL("BitShift", 11, 27, OP_DTS_UNSIGNED, bitshift_prepare, bitwise_run),
 	BIT_KERNEL("BitShift", 28, OP_OPSET_MAX, OP_DTS_INT, bitshift_prepare, bitwise_run),
 	BIT_KERNEL("BitwiseAnd", 18, OP_OPSET_MAX, OP_DTS_INT, bitwise_and_prepare, bitwise_run),
 	BIT_KERNEL("BitwiseOr", 18, OP_OPSET_MAX, OP_DTS_INT, bitwise_or_prepare, bitwise_run),

@@ -1,10 +1,14 @@
 /*
- * cast.c — Cast: every stored type to every other. Between float types
- * through float32 (rounding to nearest even on narrowing); between integer
- * and bool types through int64 with wrapping; float to integer truncates
- * toward zero, NaN giving 0 and out-of-range values saturating to int64
- * before wrapping (ONNX leaves those undefined); anything to bool is
- * "not zero".
+ * cast.c — Cast: every stored type to every other, with cpu_convert()'s
+ * rules (kernels/cpu/cpu.h): between float types through double, rounding
+ * to nearest even once on narrowing; between integer and bool types with
+ * wrapping; float to integer truncates toward zero, NaN giving 0 and
+ * out-of-range values saturating (to int64, or uint64 from 2^63 up)
+ * before wrapping (ONNX leaves those undefined); anything to bool is "not
+ * zero". The float8 types are types of Cast from opset 19, which brought
+ * `saturate`: a value past a float8 type's range (an infinity included)
+ * becomes its largest value of that sign with saturate=1 (the default),
+ * else infinity (float8e5m2) or NaN (kernels/cpu/qtypes.h).
  *
  * `to` is a TensorProto.DataType number from opset 6, its name before
  * (kernels/legacy.h); bfloat16 is no type of those first opsets.
@@ -30,19 +34,37 @@ static int cast_infer(struct op_infer *x)
 		code = a->i;
 	}
 	to = (cep_dtype)code;
-	if (code < 0 || code > 31 || !op_dtype_in(to, OP_DTS_ALL))
-		return cep__set_error(CEP_EUNSUPPORTED, "Cast: casting to %s (type %lld) is not supported",
-				      cep_dtype_name(to), (long long)code);
-	if (to == CEP_DTYPE_BFLOAT16 && x->node->opset < 7)
-		return cep__set_error(CEP_EMODEL, "Cast (opset %d): bfloat16 is not a type of this opset",
-				      x->node->opset);
+	if (code < 0 || code > 31 || !op_dtype_in(to, OP_DTS_STORED))
+		return cep__set_error(CEP_EUNSUPPORTED, "Cast: casting to type %lld is not supported "
+				      "(not a type cudaep stores)", (long long)code);
+	if ((to == CEP_DTYPE_BFLOAT16 && x->node->opset < 7) ||
+	    (cpu_is_f8(to) && x->node->opset < 19))
+		return cep__set_error(CEP_EMODEL, "Cast (opset %d): %s is not a type of this opset",
+				      x->node->opset, cep_dtype_name(to));
+	ret = op_attr_check(x->node, "saturate", OP_ATTR_INT);
+	if (ret < 0)
+		return ret;
 	op_infer_like_input(x);
 	x->out[0].dtype = to;
 	return 0;
 }
 
+struct cast_params {
+	bool saturate;              /* float8 targets (opset 19 on) */
+};
+
+static int cast_prepare(struct op_call *c, size_t *workspace)
+{
+	struct cast_params *p = (struct cast_params *)c->params;
+
+	p->saturate = c->node->opset < 19 || op_attr_int(c->node, "saturate", 1) != 0;
+	*workspace = 0;
+	return 0;
+}
+
 static int cast_run(struct op_call *c)
 {
+	const struct cast_params *p = (const struct cast_params *)c->params;
 	cep_dtype from = c->in[0].dtype, to = c->out[0].dtype;
 	const void *src = c->in[0].data;
 	void *dst = c->out[0].data;
@@ -53,26 +75,22 @@ static int cast_run(struct op_call *c)
 		memcpy(dst, src, (size_t)n * cep_dtype_size(from));
 		return 0;
 	}
-	for (i = 0; i < n; i++) {
-		if (cpu_is_float(from))
-			cpu_store_f(dst, to, i, cpu_load_f(src, from, i));
-		else if (cpu_is_float(to))
-			cpu_store_f(dst, to, i, (float)cpu_load_i(src, from, i));
-		else
-			cpu_store_i(dst, to, i, cpu_load_i(src, from, i));
-	}
+	for (i = 0; i < n; i++)
+		cpu_convert(dst, to, src, from, i, p->saturate);
 	return 0;
 }
 
-/* 6: `to` became a number. */
+/* 6: `to` became a number; 19 brought the float8 types and saturate. */
 static const struct op_schema schemas[] = {
 	{ "", "Cast", 1, 5, 1, 1, 1, 1, 0, 0, cast_infer },
 	{ "", "Cast", 6, OP_OPSET_MAX, 1, 1, 1, 1, 0, 0, cast_infer },
 };
 
 static const struct op_kernel kernels[] = {
-	{ "", "Cast", 1, 6, BACKEND_HOST, OP_DTS_ALL & ~OP_DT(CEP_DTYPE_BFLOAT16), NULL, cast_run },
-	{ "", "Cast", 7, OP_OPSET_MAX, BACKEND_HOST, OP_DTS_ALL, NULL, cast_run },
+	{ "", "Cast", 1, 6, BACKEND_HOST, OP_DTS_ALL & ~OP_DT(CEP_DTYPE_BFLOAT16), cast_prepare,
+	  cast_run },
+	{ "", "Cast", 7, 18, BACKEND_HOST, OP_DTS_ALL, cast_prepare, cast_run },
+	{ "", "Cast", 19, OP_OPSET_MAX, BACKEND_HOST, OP_DTS_STORED, cast_prepare, cast_run },
 };
 
 const struct op_family op_family_cpu_cast = {

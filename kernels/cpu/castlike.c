@@ -1,29 +1,47 @@
 /*
  * castlike.c — CastLike (opset 15): Cast to the element type of a second
- * input, whose values are never read. The conversions are Cast's (see
- * cast.c): between float types through float32 with rounding to nearest
- * even, between integer and bool types through int64 with wrapping, float
- * to integer truncating toward zero (NaN giving 0, out-of-range values
- * saturating to int64 before wrapping), anything to bool as "not zero".
- * The saturate (19) and round_mode (24) attributes concern only float8
- * and smaller float targets, which cudaep does not store.
+ * input, whose values are never read. The conversions are Cast's
+ * (cpu_convert() of kernels/cpu/cpu.h, see cast.c). The float8 types and
+ * saturate came at 19, as they did to Cast; round_mode (24) concerns only
+ * float8e8m0 targets, which cudaep does not store.
  */
 #include "kernels/cpu/cpu.h"
 
 static int castlike_infer(struct op_infer *x)
 {
 	cep_dtype to = x->in[1].dtype;
+	int ret;
 
-	if (!op_dtype_in(to, OP_DTS_ALL))
+	if (!op_dtype_in(to, OP_DTS_STORED))
 		return cep__set_error(CEP_EUNSUPPORTED, "CastLike: casting to %s is not supported",
 				      cep_dtype_name(to));
+	if (cpu_is_f8(to) && x->node->opset < 19)
+		return cep__set_error(CEP_EMODEL, "CastLike (opset %d): %s is not a type of this opset",
+				      x->node->opset, cep_dtype_name(to));
+	ret = op_attr_check(x->node, "saturate", OP_ATTR_INT);
+	if (ret < 0)
+		return ret;
 	op_infer_like_input(x);
 	x->out[0].dtype = to;
 	return 0;
 }
 
+struct castlike_params {
+	bool saturate;              /* float8 targets (opset 19 on) */
+};
+
+static int castlike_prepare(struct op_call *c, size_t *workspace)
+{
+	struct castlike_params *p = (struct castlike_params *)c->params;
+
+	p->saturate = c->node->opset < 19 || op_attr_int(c->node, "saturate", 1) != 0;
+	*workspace = 0;
+	return 0;
+}
+
 static int castlike_run(struct op_call *c)
 {
+	const struct castlike_params *p = (const struct castlike_params *)c->params;
 	cep_dtype from = c->in[0].dtype, to = c->out[0].dtype;
 	const void *src = c->in[0].data;
 	void *dst = c->out[0].data;
@@ -35,14 +53,8 @@ static int castlike_run(struct op_call *c)
 			memcpy(dst, src, (size_t)n * cep_dtype_size(from));
 		return 0;
 	}
-	for (i = 0; i < n; i++) {
-		if (cpu_is_float(from))
-			cpu_store_f(dst, to, i, cpu_load_f(src, from, i));
-		else if (cpu_is_float(to))
-			cpu_store_f(dst, to, i, (float)cpu_load_i(src, from, i));
-		else
-			cpu_store_i(dst, to, i, cpu_load_i(src, from, i));
-	}
+	for (i = 0; i < n; i++)
+		cpu_convert(dst, to, src, from, i, p->saturate);
 	return 0;
 }
 
@@ -51,7 +63,9 @@ static const struct op_schema schemas[] = {
 };
 
 static const struct op_kernel kernels[] = {
-	{ "", "CastLike", 15, OP_OPSET_MAX, BACKEND_HOST, OP_DTS_ALL, NULL, castlike_run },
+	{ "", "CastLike", 15, 18, BACKEND_HOST, OP_DTS_ALL, castlike_prepare, castlike_run },
+	{ "", "CastLike", 19, OP_OPSET_MAX, BACKEND_HOST, OP_DTS_STORED, castlike_prepare,
+	  castlike_run },
 };
 
 const struct op_family op_family_cpu_castlike = {

@@ -7,9 +7,10 @@
  * CHUNK_N elements kept on the stack, so nothing is allocated.
  *
  * Floats are widened to double (exactly); integers load into int64 exactly
- * and into double as the nearest value. Stores narrow as cpu.h does: float
- * types round to nearest, integer types truncate a double toward zero
- * (saturating) and wrap an int64 to their width.
+ * (uint64 as its bits, as cpu_load_i() has it) and into double as the
+ * nearest value. Stores narrow as cpu.h does: float types round to
+ * nearest, integer types truncate a double toward zero (saturating) and
+ * wrap an int64 to their width.
  */
 #ifndef CEP_KERNELS_CPU_CHUNK_H
 #define CEP_KERNELS_CPU_CHUNK_H
@@ -24,6 +25,9 @@ static inline void chunk_load_d(const void *p, cep_dtype t, int64_t at, int n, d
 	int j;
 
 	switch (t) {
+	case CEP_DTYPE_FLOAT64:
+		memcpy(dst, (const double *)p + at, sizeof(double) * (size_t)n);
+		break;
 	case CEP_DTYPE_FLOAT32: {
 		const float *s = (const float *)p + at;
 
@@ -61,7 +65,7 @@ static inline void chunk_load_d(const void *p, cep_dtype t, int64_t at, int n, d
 	}
 	default:
 		for (j = 0; j < n; j++)
-			dst[j] = cpu_load_f(p, t, at + j);
+			dst[j] = cpu_load_d(p, t, at + j);
 		break;
 	}
 }
@@ -102,6 +106,9 @@ static inline void chunk_store_d(void *p, cep_dtype t, int64_t at, int n, const 
 	int j;
 
 	switch (t) {
+	case CEP_DTYPE_FLOAT64:
+		memcpy((double *)p + at, src, sizeof(double) * (size_t)n);
+		break;
 	case CEP_DTYPE_FLOAT32: {
 		float *d = (float *)p + at;
 
@@ -113,20 +120,19 @@ static inline void chunk_store_d(void *p, cep_dtype t, int64_t at, int n, const 
 		uint16_t *d = (uint16_t *)p + at;
 
 		for (j = 0; j < n; j++)
-			d[j] = cpu_f32_to_f16((float)src[j]);
+			d[j] = cpu_f64_to_f16(src[j]);
 		break;
 	}
 	case CEP_DTYPE_BFLOAT16: {
 		uint16_t *d = (uint16_t *)p + at;
 
 		for (j = 0; j < n; j++)
-			d[j] = cpu_f32_to_bf16((float)src[j]);
+			d[j] = cpu_f64_to_bf16(src[j]);
 		break;
 	}
 	default:
-		/* Through int64, so that large integers keep their precision. */
 		for (j = 0; j < n; j++)
-			cpu_store_i(p, t, at + j, cpu_f2i(src[j]));
+			cpu_store_d(p, t, at + j, src[j]);
 		break;
 	}
 }

@@ -7,8 +7,8 @@
  * (kernels/convt_geom.h), with strides, dilations and pads; entries that
  * land in the pads are dropped. The output is (N, C, image_shape...).
  * Every stored type: floats summed in float32 (half types rounded once at
- * the end), integers in int64 wrapping to their width, bool as a logical
- * or.
+ * the end), float64 in double, integers in int64 wrapping to their width,
+ * bool as a logical or.
  *
  * image_shape and block_shape are int64 inputs: the output's shape
  * depends on their values, which inference uses when they are known (a
@@ -84,6 +84,7 @@
 	}
 
 COL2IM_ADD(cpu_col2im_add_f, float)
+COL2IM_ADD(cpu_col2im_add_d, double)
 COL2IM_ADD(cpu_col2im_add_u, uint64_t)
 
 /* ------------------------------------------------------------ inference */
@@ -257,7 +258,15 @@ static int col2im_run(struct op_call *c)
 	for (b = 0; b < in->dims[0] * ch; b++) {
 		int64_t src = b * cols, dst = b * img;
 
-		if (fl) {
+		if (in->dtype == CEP_DTYPE_FLOAT64) {
+			/* The workspace holds 8 bytes an entry, a double's. */
+			double *cd = c->workspace, *imd = cd + cols;
+
+			memcpy(cd, (const double *)in->data + src, (size_t)cols * sizeof(double));
+			memset(imd, 0, (size_t)img * sizeof(double));
+			cpu_col2im_add_d(&w, cd, imd);
+			memcpy((double *)out->data + dst, imd, (size_t)img * sizeof(double));
+		} else if (fl) {
 			float *cf = c->workspace, *imf = cf + cols;
 
 			for (j = 0; j < cols; j++)

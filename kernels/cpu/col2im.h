@@ -18,6 +18,9 @@
  * into img (g->p elements, added to, not cleared). */
 void cpu_col2im_add_f(const struct convt_col2im *g, const float *cols, float *img);
 
+/* The same in double, for float64. */
+void cpu_col2im_add_d(const struct convt_col2im *g, const double *cols, double *img);
+
 /* The same for integers: sums wrap modulo 2^64, which the final store
  * narrows to the type's width as a sum in that type would wrap. */
 void cpu_col2im_add_u(const struct convt_col2im *g, const uint64_t *cols, uint64_t *img);

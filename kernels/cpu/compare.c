@@ -4,8 +4,9 @@
  * Xor, Not (bool in and out), and Where (picks from X or Y by a bool
  * condition).
  *
- * Floats compare in float32 (exact for float16 and bfloat16, and NaN is
- * unequal to everything, itself included); integers and bool in int64.
+ * Floats compare in double (exact for every float type, and NaN is
+ * unequal to everything, itself included; float32 keeps a float path of
+ * its own); integers and bool in int64, uint64 as unsigned.
  * The type sets follow each operator's history: Equal took only bool,
  * int32 and int64 before opset 11; Less and Greater only floats before 9;
  * bfloat16 joined at 13 (16 for the OrEqual pair and for Where). Before
@@ -83,7 +84,7 @@ static int where_infer(struct op_infer *x)
 
 /* ------------------------------------------------------------ comparisons */
 
-static bool cmpop_f(enum cmpop op, float a, float b)
+static bool cmpop_f(enum cmpop op, double a, double b)
 {
 	switch (op) {
 	case CMP_EQ: return a == b;
@@ -91,21 +92,22 @@ static bool cmpop_f(enum cmpop op, float a, float b)
 	case CMP_LE: return a <= b;
 	case CMP_GT: return a > b;
 	case CMP_GE: return a >= b;
-	case CMP_AND: return a != 0.0f && b != 0.0f;
-	case CMP_OR: return a != 0.0f || b != 0.0f;
-	case CMP_XOR: return (a != 0.0f) != (b != 0.0f);
+	case CMP_AND: return a != 0.0 && b != 0.0;
+	case CMP_OR: return a != 0.0 || b != 0.0;
+	case CMP_XOR: return (a != 0.0) != (b != 0.0);
 	}
 	return false;
 }
 
-static bool cmpop_i(enum cmpop op, int64_t a, int64_t b)
+/* a and b are of type t as cpu_load_i() gives them. */
+static bool cmpop_i(enum cmpop op, cep_dtype t, int64_t a, int64_t b)
 {
 	switch (op) {
 	case CMP_EQ: return a == b;
-	case CMP_LT: return a < b;
-	case CMP_LE: return a <= b;
-	case CMP_GT: return a > b;
-	case CMP_GE: return a >= b;
+	case CMP_LT: return cpu_lt_i(t, a, b);
+	case CMP_LE: return !cpu_lt_i(t, b, a);
+	case CMP_GT: return cpu_lt_i(t, b, a);
+	case CMP_GE: return !cpu_lt_i(t, a, b);
 	case CMP_AND: return a && b;
 	case CMP_OR: return a || b;
 	case CMP_XOR: return (a != 0) != (b != 0);
@@ -168,9 +170,9 @@ static int compare_run(struct op_call *c, enum cmpop op)
 			int64_t ib = bc.off[1] + j * bc.step[1];
 
 			if (cpu_is_float(t))
-				po[j] = cmpop_f(op, cpu_load_f(a, t, ia), cpu_load_f(b, t, ib));
+				po[j] = cmpop_f(op, cpu_load_d(a, t, ia), cpu_load_d(b, t, ib));
 			else
-				po[j] = cmpop_i(op, cpu_load_i(a, t, ia), cpu_load_i(b, t, ib));
+				po[j] = cmpop_i(op, t, cpu_load_i(a, t, ia), cpu_load_i(b, t, ib));
 		}
 		cpu_bcast_next(&bc);
 	}
@@ -264,17 +266,17 @@ static const struct op_schema schemas[] = {
 
 static const struct op_kernel kernels[] = {
 	CMP_KERNEL("Equal", 1, 10, CMP_DTS_EQUAL7, equal_run),
-	CMP_KERNEL("Equal", 11, 12, CMP_DTS_EQUAL7 | ELEM_DTS_F32_F16 | OP_DTS_INT, equal_run),
+	CMP_KERNEL("Equal", 11, 12, CMP_DTS_EQUAL7 | ELEM_DTS_NO_BF16 | OP_DTS_INT, equal_run),
 	CMP_KERNEL("Equal", 13, OP_OPSET_MAX, OP_DTS_ALL, equal_run),
-	CMP_KERNEL("Less", 1, 8, ELEM_DTS_F32_F16, less_run),
-	CMP_KERNEL("Less", 9, 12, ELEM_DTS_F32_F16 | OP_DTS_INT, less_run),
+	CMP_KERNEL("Less", 1, 8, ELEM_DTS_NO_BF16, less_run),
+	CMP_KERNEL("Less", 9, 12, ELEM_DTS_NO_BF16 | OP_DTS_INT, less_run),
 	CMP_KERNEL("Less", 13, OP_OPSET_MAX, OP_DTS_NUMERIC, less_run),
-	CMP_KERNEL("LessOrEqual", 12, 15, ELEM_DTS_F32_F16 | OP_DTS_INT, less_equal_run),
+	CMP_KERNEL("LessOrEqual", 12, 15, ELEM_DTS_NO_BF16 | OP_DTS_INT, less_equal_run),
 	CMP_KERNEL("LessOrEqual", 16, OP_OPSET_MAX, OP_DTS_NUMERIC, less_equal_run),
-	CMP_KERNEL("Greater", 1, 8, ELEM_DTS_F32_F16, greater_run),
-	CMP_KERNEL("Greater", 9, 12, ELEM_DTS_F32_F16 | OP_DTS_INT, greater_run),
+	CMP_KERNEL("Greater", 1, 8, ELEM_DTS_NO_BF16, greater_run),
+	CMP_KERNEL("Greater", 9, 12, ELEM_DTS_NO_BF16 | OP_DTS_INT, greater_run),
 	CMP_KERNEL("Greater", 13, OP_OPSET_MAX, OP_DTS_NUMERIC, greater_run),
-	CMP_KERNEL("GreaterOrEqual", 12, 15, ELEM_DTS_F32_F16 | OP_DTS_INT, greater_equal_run),
+	CMP_KERNEL("GreaterOrEqual", 12, 15, ELEM_DTS_NO_BF16 | OP_DTS_INT, greater_equal_run),
 	CMP_KERNEL("GreaterOrEqual", 16, OP_OPSET_MAX, OP_DTS_NUMERIC, greater_equal_run),
 	CMP_KERNEL("And", 1, OP_OPSET_MAX, OP_DT(CEP_DTYPE_BOOL), and_run),
 	CMP_KERNEL("Or", 1, OP_OPSET_MAX, OP_DT(CEP_DTYPE_BOOL), or_run),

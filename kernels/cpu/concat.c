@@ -96,8 +96,8 @@ static const struct op_schema schemas[] = {
 };
 
 static const struct op_kernel kernels[] = {
-	{ "", "Concat", 1, 3, BACKEND_HOST, OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_FLOAT16),
-	  NULL, concat_run },
+	{ "", "Concat", 1, 3, BACKEND_HOST, OP_DTS_FLOAT & ~OP_DT(CEP_DTYPE_BFLOAT16), NULL,
+	  concat_run },
 	{ "", "Concat", 4, OP_OPSET_MAX, BACKEND_HOST, OP_DTS_ALL, NULL, concat_run },
 };
 

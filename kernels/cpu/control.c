@@ -6,12 +6,13 @@
  * infers, plans and runs them itself (engine/ctrl.h, engine/plan_ctrl.c,
  * engine/exec_ctrl.c).
  *
- * The opsets after the first of each only widen the types (sequences,
- * optionals, float8 and smaller, which cudaep does not store) or, for If
- * 11, allow the branches' shapes to differ, which the engine allows at
- * every opset; for tensors of the stored types their meaning is one. Scan
- * 8 differs from 9: a batch axis 0 and the optional sequence_lens input,
- * and no axes attributes; Scan 11 lets the axes count from the end.
+ * The opsets after the first of each only widen the types (float8, and
+ * sequences, optionals and types narrower than a byte, which cudaep does
+ * not store) or, for If 11, allow the branches' shapes to differ, which
+ * the engine allows at every opset; for tensors of the stored types their
+ * meaning is one. Scan 8 differs from 9: a batch axis 0 and the optional
+ * sequence_lens input, and no axes attributes; Scan 11 lets the axes count
+ * from the end.
  */
 #include "kernels/cpu/cpu.h"
 

@@ -503,8 +503,9 @@ static const struct op_schema schemas[] = {
 static const struct op_kernel kernels[] = {
 	{ "", "Conv", 1, 21, BACKEND_HOST, OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_FLOAT16),
 	  conv_prepare, conv_run },
-	{ "", "Conv", 22, OP_OPSET_MAX, BACKEND_HOST, OP_DTS_FLOAT, conv_prepare, conv_run },
-	{ OP_DOMAIN_CUDAEP, "FusedConv", 1, 1, BACKEND_HOST, OP_DTS_FLOAT, fused_prepare, conv_run },
+	{ "", "Conv", 22, OP_OPSET_MAX, BACKEND_HOST, CPU_DTS_FLOAT_NO_F64, conv_prepare, conv_run },
+	{ OP_DOMAIN_CUDAEP, "FusedConv", 1, 1, BACKEND_HOST, CPU_DTS_FLOAT_NO_F64, fused_prepare,
+	  conv_run },
 };
 
 const struct op_family op_family_cpu_conv = {

@@ -221,7 +221,7 @@ static const struct op_schema schemas[] = {
 static const struct op_kernel kernels[] = {
 	{ "", "ConvTranspose", 1, 21, BACKEND_HOST,
 	  OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_FLOAT16), convt_prepare, convt_run },
-	{ "", "ConvTranspose", 22, OP_OPSET_MAX, BACKEND_HOST, OP_DTS_FLOAT, convt_prepare,
+	{ "", "ConvTranspose", 22, OP_OPSET_MAX, BACKEND_HOST, CPU_DTS_FLOAT_NO_F64, convt_prepare,
 	  convt_run },
 };
 

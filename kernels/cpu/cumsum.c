@@ -59,6 +59,16 @@ static int scan_infer(struct op_infer *x)
 	return op_infer_like_input(x);
 }
 
+/* Stores a float running value: float64 as it is, the narrower types
+ * through float32 as the CUDA kernel rounds them. */
+static void scan_store_f(void *out, cep_dtype t, int64_t at, double acc)
+{
+	if (t == CEP_DTYPE_FLOAT64)
+		cpu_store_d(out, t, at, acc);
+	else
+		cpu_store_f(out, t, at, (float)acc);
+}
+
 /* One column of n elements from base, step apart: the running sum or
  * product, forward or reversed, inclusive or not. */
 static void scan_column(const struct op_call *c, int64_t base, int64_t n, int64_t step,
@@ -75,13 +85,13 @@ static void scan_column(const struct op_call *c, int64_t base, int64_t n, int64_
 		int64_t at = base + (rev ? n - 1 - k : k) * step;
 
 		if (fl) {
-			double v = cpu_load_f(in->data, in->dtype, at);
+			double v = cpu_load_d(in->data, in->dtype, at);
 
 			if (excl)
-				cpu_store_f(out, in->dtype, at, (float)accf);
+				scan_store_f(out, in->dtype, at, accf);
 			accf = prod ? accf * v : accf + v;
 			if (!excl)
-				cpu_store_f(out, in->dtype, at, (float)accf);
+				scan_store_f(out, in->dtype, at, accf);
 		} else {
 			uint64_t v = (uint64_t)cpu_load_i(in->data, in->dtype, at);
 
@@ -124,7 +134,9 @@ static const struct op_schema schemas[] = {
 };
 
 /* The stored types of T: float16 and bfloat16 joined CumSum at 14. */
-#define SCAN_DTS_11 (OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_INT32) | OP_DT(CEP_DTYPE_INT64))
+#define SCAN_DTS_11 (OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_FLOAT64) | \
+		     OP_DT(CEP_DTYPE_INT32) | OP_DT(CEP_DTYPE_INT64) | \
+		     OP_DT(CEP_DTYPE_UINT32) | OP_DT(CEP_DTYPE_UINT64))
 #define SCAN_DTS_14 (SCAN_DTS_11 | OP_DT(CEP_DTYPE_FLOAT16) | OP_DT(CEP_DTYPE_BFLOAT16))
 
 static const struct op_kernel kernels[] = {

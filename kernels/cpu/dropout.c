@@ -101,8 +101,8 @@ static const struct op_schema schemas[] = {
 };
 
 static const struct op_kernel kernels[] = {
-	{ "", "Dropout", 1, 12, BACKEND_HOST,
-	  OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_FLOAT16), NULL, dropout_run },
+	{ "", "Dropout", 1, 12, BACKEND_HOST, OP_DTS_FLOAT & ~OP_DT(CEP_DTYPE_BFLOAT16), NULL,
+	  dropout_run },
 	{ "", "Dropout", 13, OP_OPSET_MAX, BACKEND_HOST, OP_DTS_FLOAT, NULL, dropout_run },
 };
 

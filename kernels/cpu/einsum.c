@@ -7,10 +7,10 @@
  * sums over every index the output lacks. The implicit output is the
  * ellipsis' dimensions, then the indices that appear exactly once,
  * sorted by their ASCII value (upper case first). Spaces are ignored.
- * float32, float16 and the integer types (int64, int32, int8, uint8);
- * bfloat16 from opset 28. Floats are multiplied and summed in float32
- * (half types rounded once at the end), integers in int64, wrapping to
- * their width as products and sums in that type do.
+ * float32, float16, double and the integer types; bfloat16 from opset 28.
+ * Floats are multiplied and summed in float32 (half types rounded once at
+ * the end), float64 in double, integers in int64, wrapping to their width
+ * as products and sums in that type do.
  *
  * The equation is resolved against the shapes by kernels/cpu/einsum.h,
  * shared with the CUDA kernel; the reference is the definition itself:
@@ -394,7 +394,7 @@ static int einsum_run(struct op_call *c)
 	const struct op_tensor *y = &c->out[0];
 	int64_t stride[EINSUM_MAX_OPS][EINSUM_MAX_LOOPS], base[EINSUM_MAX_OPS];
 	int64_t off[EINSUM_MAX_OPS], idx[EINSUM_MAX_LOOPS], numel, sums = 1, e0, r;
-	bool fl = cpu_is_float(y->dtype);
+	bool fl = cpu_is_float(y->dtype), wide = y->dtype == CEP_DTYPE_FLOAT64;
 	struct cpu_einsum e;
 	int o, l, ret;
 
@@ -409,6 +409,7 @@ static int einsum_run(struct op_call *c)
 		int64_t rem = e0;
 		uint64_t iacc = 0;
 		float facc = 0.0f;
+		double dacc = 0.0;
 
 		for (o = 0; o < e.n_ops; o++)
 			base[o] = 0;
@@ -424,7 +425,13 @@ static int einsum_run(struct op_call *c)
 		for (l = e.n_out; l < e.n_loops; l++)
 			idx[l] = 0;
 		for (r = 0; r < sums; r++) {
-			if (fl) {
+			if (wide) {
+				double p = cpu_load_d(c->in[0].data, c->in[0].dtype, off[0]);
+
+				for (o = 1; o < e.n_ops; o++)
+					p *= cpu_load_d(c->in[o].data, c->in[o].dtype, off[o]);
+				dacc += p;
+			} else if (fl) {
 				float p = cpu_load_f(c->in[0].data, c->in[0].dtype, off[0]);
 
 				for (o = 1; o < e.n_ops; o++)
@@ -448,7 +455,9 @@ static int einsum_run(struct op_call *c)
 				idx[l] = 0;
 			}
 		}
-		if (fl)
+		if (wide)
+			cpu_store_d(y->data, y->dtype, e0, dacc);
+		else if (fl)
 			cpu_store_f(y->data, y->dtype, e0, facc);
 		else
 			cpu_store_i(y->data, y->dtype, e0, (int64_t)iacc);
@@ -459,7 +468,7 @@ static int einsum_run(struct op_call *c)
 /* ------------------------------------------------------------------- table */
 
 /* T of opset 12 among the stored types: no bfloat16, no bool. */
-#define EINSUM_DTS_12 (OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_FLOAT16) | OP_DTS_INT)
+#define EINSUM_DTS_12 ((OP_DTS_FLOAT & ~OP_DT(CEP_DTYPE_BFLOAT16)) | OP_DTS_INT)
 
 static const struct op_schema schemas[] = {
 	{ "", "Einsum", 12, OP_OPSET_MAX, 1, -1, 1, 1, 0, 0, einsum_infer },

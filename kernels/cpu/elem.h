@@ -11,13 +11,9 @@
 
 #include "kernels/cpu/cpu.h"
 
-/* float and float16: what most operators took before bfloat16 joined
- * them (opset 13 for most, 16 or 22 for some). */
-#define ELEM_DTS_F32_F16 (OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_FLOAT16))
-
-/* The signed integer types cudaep stores. */
-#define ELEM_DTS_SIGNED (OP_DT(CEP_DTYPE_INT64) | OP_DT(CEP_DTYPE_INT32) | \
-			 OP_DT(CEP_DTYPE_INT8))
+/* float, float16 and double: the float types of most operators before
+ * bfloat16 joined them (opset 13 for most, 16 or 22 for some). */
+#define ELEM_DTS_NO_BF16 (OP_DTS_FLOAT & ~OP_DT(CEP_DTYPE_BFLOAT16))
 
 /* int32 and int64, the integer types of Pow's base and PRelu. */
 #define ELEM_DTS_I32_I64 (OP_DT(CEP_DTYPE_INT64) | OP_DT(CEP_DTYPE_INT32))

@@ -155,8 +155,7 @@ static int tile1_scalar(const struct op_infer *x, int i, const char *what, int64
 				      PRId64, x->node->opset, what, n);
 	if (!t->data || n != 1)
 		return 1;
-	f = cpu_is_float(t->dtype) ? cpu_load_f(t->data, t->dtype, 0)
-				   : (double)cpu_load_i(t->data, t->dtype, 0);
+	f = cpu_load_d(t->data, t->dtype, 0);
 	if (f != floor(f) || fabs(f) > (double)OP_MAX_NUMEL)
 		return cep__set_error(CEP_EMODEL, "Tile (opset %d): %s is %g, not a whole number",
 				      x->node->opset, what, f);
@@ -266,8 +265,8 @@ static const struct op_schema schemas[] = {
 static const struct op_kernel kernels[] = {
 	{ "", "Expand", 8, 12, BACKEND_HOST, SHAPEOPS_DTS_NO_BF16, NULL, expand_run },
 	{ "", "Expand", 13, OP_OPSET_MAX, BACKEND_HOST, OP_DTS_ALL, NULL, expand_run },
-	{ "", "Tile", 1, 5, BACKEND_HOST, OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_FLOAT16),
-	  NULL, tile_run },
+	{ "", "Tile", 1, 5, BACKEND_HOST, OP_DTS_FLOAT & ~OP_DT(CEP_DTYPE_BFLOAT16), NULL,
+	  tile_run },
 	{ "", "Tile", 6, 12, BACKEND_HOST, SHAPEOPS_DTS_NO_BF16, NULL, tile_run },
 	{ "", "Tile", 13, OP_OPSET_MAX, BACKEND_HOST, OP_DTS_ALL, NULL, tile_run },
 };

@@ -4,11 +4,11 @@
  * signs that count) and IsNaN (opset 9 on). The output is bool, of the
  * input's shape.
  *
- * float16 and bfloat16 are widened to float32 first, which keeps every
- * infinity and NaN and makes no new one. The type sets follow each
- * operator's history among the types cudaep stores: IsInf took only float
- * until opset 20 added float16 and bfloat16; IsNaN took float and float16
- * until opset 13 added bfloat16 (the float8 types of opset 20 and double
+ * Every float type is widened to double first, which keeps every infinity
+ * and NaN and makes no new one. The type sets follow each operator's
+ * history among the types cudaep stores: IsInf took float and double
+ * until opset 20 added float16 and bfloat16; IsNaN took float, float16
+ * and double until opset 13 added bfloat16 (the float8 types of opset 20
  * are not stored).
  */
 #include "kernels/cpu/elem.h"
@@ -56,7 +56,7 @@ static int isinf_run(struct op_call *c)
 	int64_t i;
 
 	for (i = 0; i < n; i++) {
-		float v = cpu_load_f(a, t, i);
+		double v = cpu_load_d(a, t, i);
 
 		o[i] = (p->pos && v == INFINITY) || (p->neg && v == -INFINITY);
 	}
@@ -72,7 +72,7 @@ static int isnan_run(struct op_call *c)
 	int64_t i;
 
 	for (i = 0; i < n; i++) {
-		float v = cpu_load_f(a, t, i);
+		double v = cpu_load_d(a, t, i);
 
 		o[i] = v != v;
 	}
@@ -87,9 +87,10 @@ static const struct op_schema schemas[] = {
 };
 
 static const struct op_kernel kernels[] = {
-	{ "", "IsInf", 10, 19, BACKEND_HOST, OP_DT(CEP_DTYPE_FLOAT32), isinf_prepare, isinf_run },
+	{ "", "IsInf", 10, 19, BACKEND_HOST, OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_FLOAT64),
+	  isinf_prepare, isinf_run },
 	{ "", "IsInf", 20, OP_OPSET_MAX, BACKEND_HOST, OP_DTS_FLOAT, isinf_prepare, isinf_run },
-	{ "", "IsNaN", 9, 12, BACKEND_HOST, ELEM_DTS_F32_F16, NULL, isnan_run },
+	{ "", "IsNaN", 9, 12, BACKEND_HOST, ELEM_DTS_NO_BF16, NULL, isnan_run },
 	{ "", "IsNaN", 13, OP_OPSET_MAX, BACKEND_HOST, OP_DTS_FLOAT, NULL, isnan_run },
 };
 

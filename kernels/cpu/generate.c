@@ -154,8 +154,8 @@ static int range_count(const struct op_tensor *in, int64_t *count)
 	int ret;
 
 	if (cpu_is_float(t))
-		ret = range_count_float(cpu_load_f(in[0].data, t, 0), cpu_load_f(in[1].data, t, 0),
-					cpu_load_f(in[2].data, t, 0), &n);
+		ret = range_count_float(cpu_load_d(in[0].data, t, 0), cpu_load_d(in[1].data, t, 0),
+					cpu_load_d(in[2].data, t, 0), &n);
 	else
 		ret = range_count_int(cpu_load_i(in[0].data, t, 0), cpu_load_i(in[1].data, t, 0),
 				      cpu_load_i(in[2].data, t, 0), &n);
@@ -213,8 +213,13 @@ static int range_run(struct op_call *c)
 	if (n != c->out[0].dims[0])
 		return cep__set_error(CEP_EINVAL, "Range: %" PRId64 " elements, the plan expected %"
 				      PRId64, n, c->out[0].dims[0]);
-	if (cpu_is_float(t)) {
-		double start = cpu_load_f(in[0].data, t, 0), delta = cpu_load_f(in[2].data, t, 0);
+	if (t == CEP_DTYPE_FLOAT64) {
+		double start = cpu_load_d(in[0].data, t, 0), delta = cpu_load_d(in[2].data, t, 0);
+
+		for (i = 0; i < n; i++)
+			cpu_store_d(o, t, i, start + (double)i * delta);
+	} else if (cpu_is_float(t)) {
+		double start = cpu_load_d(in[0].data, t, 0), delta = cpu_load_d(in[2].data, t, 0);
 
 		for (i = 0; i < n; i++)
 			cpu_store_f(o, t, i, (float)(start + (double)i * delta));
@@ -238,8 +243,8 @@ static const struct op_schema schemas[] = {
 	{ "", "Range", 27, OP_OPSET_MAX, 3, 3, 1, 1, 0, 0, range_infer },
 };
 
-#define RANGE_TYPES_11 (OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_INT32) | \
-			OP_DT(CEP_DTYPE_INT64))
+#define RANGE_TYPES_11 (OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_FLOAT64) | \
+			OP_DT(CEP_DTYPE_INT16) | OP_DT(CEP_DTYPE_INT32) | OP_DT(CEP_DTYPE_INT64))
 
 static const struct op_kernel kernels[] = {
 	{ "", "ConstantOfShape", 9, 19, BACKEND_HOST, SHAPEOPS_DTS_NO_BF16, NULL, cos_run },

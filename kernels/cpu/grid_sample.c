@@ -445,7 +445,10 @@ static int ag_run(struct op_call *c)
 
 /* ------------------------------------------------------------------- table */
 
-#define GS_DTS_NO_BF16 (OP_DTS_ALL & ~OP_DT(CEP_DTYPE_BFLOAT16))
+/* X's types: everything but float64, which the float32 arithmetic here
+ * would round (the integers go through float32 as well). */
+#define GS_DTS_X (OP_DTS_ALL & ~OP_DT(CEP_DTYPE_FLOAT64))
+#define GS_DTS_NO_BF16 (GS_DTS_X & ~OP_DT(CEP_DTYPE_BFLOAT16))
 
 static const struct op_schema schemas[] = {
 	{ "", "GridSample", 16, 19, 2, 2, 1, 1, 0, 0, gs_infer },
@@ -455,8 +458,8 @@ static const struct op_schema schemas[] = {
 
 static const struct op_kernel kernels[] = {
 	{ "", "GridSample", 16, 21, BACKEND_HOST, GS_DTS_NO_BF16, NULL, gs_run },
-	{ "", "GridSample", 22, OP_OPSET_MAX, BACKEND_HOST, OP_DTS_ALL, NULL, gs_run },
-	{ "", "AffineGrid", 20, OP_OPSET_MAX, BACKEND_HOST, OP_DTS_FLOAT, NULL, ag_run },
+	{ "", "GridSample", 22, OP_OPSET_MAX, BACKEND_HOST, GS_DTS_X, NULL, gs_run },
+	{ "", "AffineGrid", 20, OP_OPSET_MAX, BACKEND_HOST, CPU_DTS_FLOAT_NO_F64, NULL, ag_run },
 };
 
 const struct op_family op_family_cpu_grid_sample = {

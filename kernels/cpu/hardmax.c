@@ -5,7 +5,7 @@
  * on only dimension `axis` (default -1) is. Both reduce to (outer, n,
  * inner) blocks along n. A NaN counts as larger than anything, as in
  * numpy's argmax (and kernels/cpu/argmax.c), so the first NaN of a row
- * wins. float32 and float16, bfloat16 from 13.
+ * wins. float32, float16 and double, bfloat16 from 13.
  */
 #include "kernels/cpu/cpu.h"
 
@@ -46,10 +46,10 @@ static int hardmax_run(struct op_call *c)
 	for (o = 0; o < p->outer; o++) {
 		for (j = 0; j < p->inner; j++) {
 			int64_t base = o * p->n * p->inner + j, best = 0;
-			float bv = p->n > 0 ? cpu_load_f(in, t, base) : 0.0f;
+			double bv = p->n > 0 ? cpu_load_d(in, t, base) : 0.0;
 
 			for (k = 1; k < p->n && bv == bv; k++) {
-				float v = cpu_load_f(in, t, base + k * p->inner);
+				double v = cpu_load_d(in, t, base + k * p->inner);
 
 				if (v != v || v > bv) {
 					bv = v;
@@ -70,7 +70,7 @@ static const struct op_schema schemas[] = {
 
 /* bfloat16 arrived at opset 13. */
 static const struct op_kernel kernels[] = {
-	{ "", "Hardmax", 1, 12, BACKEND_HOST, OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_FLOAT16),
+	{ "", "Hardmax", 1, 12, BACKEND_HOST, OP_DTS_FLOAT & ~OP_DT(CEP_DTYPE_BFLOAT16),
 	  hardmax_prepare, hardmax_run },
 	{ "", "Hardmax", 13, OP_OPSET_MAX, BACKEND_HOST, OP_DTS_FLOAT, hardmax_prepare,
 	  hardmax_run },

@@ -114,6 +114,16 @@ static void combine(void *out, int64_t oi, const void *upd, int64_t ui, cep_dtyp
 {
 	if (red == CPU_INDEX_RED_NONE) {
 		shapeops_elem_copy(out, oi, upd, ui, es);
+	} else if (dtype == CEP_DTYPE_FLOAT64) {
+		double a = cpu_load_d(out, dtype, oi), b = cpu_load_d(upd, dtype, ui), r;
+
+		switch (red) {
+		case CPU_INDEX_RED_ADD: r = a + b; break;
+		case CPU_INDEX_RED_MUL: r = a * b; break;
+		case CPU_INDEX_RED_MAX: r = (a != a || a > b) ? a : b; break;
+		default: r = (a != a || a < b) ? a : b; break;
+		}
+		cpu_store_d(out, dtype, oi, r);
 	} else if (cpu_is_float(dtype)) {
 		float a = cpu_load_f(out, dtype, oi), b = cpu_load_f(upd, dtype, ui), r;
 
@@ -130,8 +140,8 @@ static void combine(void *out, int64_t oi, const void *upd, int64_t ui, cep_dtyp
 		switch (red) {
 		case CPU_INDEX_RED_ADD: r = (int64_t)((uint64_t)a + (uint64_t)b); break;
 		case CPU_INDEX_RED_MUL: r = (int64_t)((uint64_t)a * (uint64_t)b); break;
-		case CPU_INDEX_RED_MAX: r = a > b ? a : b; break;
-		default: r = a < b ? a : b; break;
+		case CPU_INDEX_RED_MAX: r = cpu_lt_i(dtype, b, a) ? a : b; break;
+		default: r = cpu_lt_i(dtype, a, b) ? a : b; break;
 		}
 		cpu_store_i(out, dtype, oi, r);
 	}

@@ -232,10 +232,10 @@ static const struct op_schema schemas[] = {
 
 static const struct op_kernel kernels[] = {
 	{ "", "SoftmaxCrossEntropyLoss", 12, 12, BACKEND_HOST, LOSS_DTS_12, loss_prepare, sce_run },
-	{ "", "SoftmaxCrossEntropyLoss", 13, OP_OPSET_MAX, BACKEND_HOST, OP_DTS_FLOAT,
+	{ "", "SoftmaxCrossEntropyLoss", 13, OP_OPSET_MAX, BACKEND_HOST, CPU_DTS_FLOAT_NO_F64,
 	  loss_prepare, sce_run },
 	{ "", "NegativeLogLikelihoodLoss", 12, 21, BACKEND_HOST, LOSS_DTS_12, loss_prepare, nll_run },
-	{ "", "NegativeLogLikelihoodLoss", 22, OP_OPSET_MAX, BACKEND_HOST, OP_DTS_FLOAT,
+	{ "", "NegativeLogLikelihoodLoss", 22, OP_OPSET_MAX, BACKEND_HOST, CPU_DTS_FLOAT_NO_F64,
 	  loss_prepare, nll_run },
 };
 

@@ -4,16 +4,17 @@
  * one). The output has the input's type and shape.
  *
  * Float types are computed in float32 (float16 and bfloat16 converted on
- * load and store). Neg and Abs also take integers, computed in int64 and
- * stored back at their width, so that Neg and Abs of the most negative
- * value wrap to itself as two's complement does (numpy agrees). Erf took
+ * load and store), float64 in double. Neg and Abs also take integers,
+ * computed in int64 and stored back at their width, so that Neg and Abs
+ * of the most negative value wrap to itself as two's complement does
+ * (numpy agrees); Abs of an unsigned type is the value itself. Erf took
  * integers from opset 9 to 12: computed in float32 and truncated, which
  * leaves 0 for |x| <= 3 and +-1 beyond.
  *
- * The type sets follow each operator's history: Neg and Abs took
- * integers from opset 6, bfloat16 joined them all at 13, when Erf also
- * dropped the integers; Round came at 11 and took bfloat16 at 22. Opset
- * 1's consumed_inputs only hinted at in-place use and is ignored.
+ * The type sets follow each operator's history: Neg (the signed ones) and
+ * Abs took integers from opset 6, bfloat16 joined them all at 13, when Erf
+ * also dropped the integers; Round came at 11 and took bfloat16 at 22.
+ * Opset 1's consumed_inputs only hinted at in-place use and is ignored.
  */
 #include "kernels/cpu/elem.h"
 
@@ -50,13 +51,32 @@ static float mathop_f(enum mathop op, float v)
 	return 0.0f;
 }
 
-/* Neg and Abs of integers; unsigned arithmetic gives the wrapping. */
-static int64_t mathop_i(enum mathop op, int64_t v)
+static double mathop_d(enum mathop op, double v)
+{
+	switch (op) {
+	case MATH_SQRT: return sqrt(v);
+	case MATH_RECIPROCAL: return 1.0 / v;
+	case MATH_NEG: return -v;
+	case MATH_ABS: return fabs(v);
+	case MATH_LOG: return log(v);
+	case MATH_ERF: return erf(v);
+	case MATH_FLOOR: return floor(v);
+	case MATH_CEIL: return ceil(v);
+	case MATH_ROUND: return nearbyint(v);
+	}
+	return 0.0;
+}
+
+/* Neg and Abs of integers; unsigned arithmetic gives the wrapping. Neg
+ * takes only signed types. */
+static int64_t mathop_i(enum mathop op, cep_dtype t, int64_t v)
 {
 	switch (op) {
 	case MATH_NEG:
 		return (int64_t)(0 - (uint64_t)v);
 	case MATH_ABS:
+		if (cpu_is_unsigned(t))
+			return v;
 		return v < 0 ? (int64_t)(0 - (uint64_t)v) : v;
 	default:
 		return v;
@@ -118,13 +138,21 @@ static int math_run(struct op_call *c, enum mathop op)
 		math_f32(op, a, o, n);
 		return 0;
 	}
+	if (t == CEP_DTYPE_FLOAT64) {
+		const double *ad = a;
+		double *od = o;
+
+		for (i = 0; i < n; i++)
+			od[i] = mathop_d(op, ad[i]);
+		return 0;
+	}
 	if (cpu_is_float(t) || op == MATH_ERF) {
 		for (i = 0; i < n; i++)
 			cpu_store_f(o, t, i, mathop_f(op, cpu_load_f(a, t, i)));
 		return 0;
 	}
 	for (i = 0; i < n; i++)
-		cpu_store_i(o, t, i, mathop_i(op, cpu_load_i(a, t, i)));
+		cpu_store_i(o, t, i, mathop_i(op, t, cpu_load_i(a, t, i)));
 	return 0;
 }
 
@@ -145,9 +173,10 @@ static int round_run(struct op_call *c) { return math_run(c, MATH_ROUND); }
 #define MATH_KERNEL(op, since, until, dts, fn) \
 	{ "", op, since, until, BACKEND_HOST, dts, NULL, fn }
 
-/* The float-only operators: float and float16, bfloat16 from opset 13. */
+/* The float-only operators: float, float16 and double, bfloat16 from
+ * opset 13. */
 #define MATH_FLOAT_KERNELS(op, fn) \
-	MATH_KERNEL(op, 1, 12, ELEM_DTS_F32_F16, fn), \
+	MATH_KERNEL(op, 1, 12, ELEM_DTS_NO_BF16, fn), \
 	MATH_KERNEL(op, 13, OP_OPSET_MAX, OP_DTS_FLOAT, fn)
 
 static const struct op_schema schemas[] = {
@@ -168,15 +197,15 @@ static const struct op_kernel kernels[] = {
 	MATH_FLOAT_KERNELS("Log", log_run),
 	MATH_FLOAT_KERNELS("Floor", floor_run),
 	MATH_FLOAT_KERNELS("Ceil", ceil_run),
-	MATH_KERNEL("Neg", 1, 5, ELEM_DTS_F32_F16, neg_run),
-	MATH_KERNEL("Neg", 6, 12, ELEM_DTS_F32_F16 | ELEM_DTS_SIGNED, neg_run),
-	MATH_KERNEL("Neg", 13, OP_OPSET_MAX, OP_DTS_FLOAT | ELEM_DTS_SIGNED, neg_run),
-	MATH_KERNEL("Abs", 1, 5, ELEM_DTS_F32_F16, abs_run),
-	MATH_KERNEL("Abs", 6, 12, ELEM_DTS_F32_F16 | OP_DTS_INT, abs_run),
+	MATH_KERNEL("Neg", 1, 5, ELEM_DTS_NO_BF16, neg_run),
+	MATH_KERNEL("Neg", 6, 12, ELEM_DTS_NO_BF16 | OP_DTS_SIGNED, neg_run),
+	MATH_KERNEL("Neg", 13, OP_OPSET_MAX, OP_DTS_FLOAT | OP_DTS_SIGNED, neg_run),
+	MATH_KERNEL("Abs", 1, 5, ELEM_DTS_NO_BF16, abs_run),
+	MATH_KERNEL("Abs", 6, 12, ELEM_DTS_NO_BF16 | OP_DTS_INT, abs_run),
 	MATH_KERNEL("Abs", 13, OP_OPSET_MAX, OP_DTS_FLOAT | OP_DTS_INT, abs_run),
-	MATH_KERNEL("Erf", 9, 12, ELEM_DTS_F32_F16 | OP_DTS_INT, erf_run),
+	MATH_KERNEL("Erf", 9, 12, ELEM_DTS_NO_BF16 | OP_DTS_INT, erf_run),
 	MATH_KERNEL("Erf", 13, OP_OPSET_MAX, OP_DTS_FLOAT, erf_run),
-	MATH_KERNEL("Round", 11, 21, ELEM_DTS_F32_F16, round_run),
+	MATH_KERNEL("Round", 11, 21, ELEM_DTS_NO_BF16, round_run),
 	MATH_KERNEL("Round", 22, OP_OPSET_MAX, OP_DTS_FLOAT, round_run),
 };
 

@@ -169,7 +169,7 @@ static const struct op_schema schemas[] = {
 };
 
 static const struct op_kernel kernels[] = {
-	{ XFMR_DOMAIN, "MatMulBias", 1, 1, BACKEND_HOST, OP_DTS_FLOAT, mmb_prepare, mmb_run },
+	{ XFMR_DOMAIN, "MatMulBias", 1, 1, BACKEND_HOST, CPU_DTS_FLOAT_NO_F64, mmb_prepare, mmb_run },
 };
 
 const struct op_family op_family_cpu_matmulbias = {

@@ -31,9 +31,14 @@ static int eyelike_infer(struct op_infer *x)
 	    (ret = op_attr_check(x->node, "k", OP_ATTR_INT)) < 0)
 		return ret;
 	if (dt) {
-		if (dt->i < 0 || dt->i > 31 || !op_dtype_in((cep_dtype)dt->i, OP_DTS_ALL))
+		if (dt->i < 0 || dt->i > 31 || !op_dtype_in((cep_dtype)dt->i, OP_DTS_STORED))
 			return cep__set_error(CEP_EUNSUPPORTED, "EyeLike: dtype %" PRId64 " (%s) is "
 					      "not a type cudaep stores", dt->i,
+					      cep_dtype_name((cep_dtype)dt->i));
+		/* float8 is stored, but no EyeLike lists it. */
+		if (!op_dtype_in((cep_dtype)dt->i, OP_DTS_ALL))
+			return cep__set_error(CEP_EMODEL, "EyeLike: dtype %" PRId64 " (%s) is not "
+					      "one of its output types", dt->i,
 					      cep_dtype_name((cep_dtype)dt->i));
 		to = (cep_dtype)dt->i;
 		if (to == CEP_DTYPE_BFLOAT16 && x->node->opset < 22)
@@ -141,8 +146,8 @@ static int det_run(struct op_call *c)
 
 	for (b = 0; b < mats; b++) {
 		for (i = 0; i < m * m; i++)
-			a[i] = cpu_load_f(x->data, x->dtype, b * m * m + i);
-		cpu_store_f(c->out[0].data, x->dtype, b, (float)det_lu(a, m));
+			a[i] = cpu_load_d(x->data, x->dtype, b * m * m + i);
+		cpu_store_d(c->out[0].data, x->dtype, b, det_lu(a, m));
 	}
 	return 0;
 }
@@ -150,7 +155,9 @@ static int det_run(struct op_call *c)
 /* ------------------------------------------------------------------- table */
 
 #define MATRIX_NO_BF16 (OP_DTS_ALL & ~OP_DT(CEP_DTYPE_BFLOAT16))
-#define MATRIX_F16 (OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_FLOAT16))
+/* Det's float types before bfloat16 joined them: float64 included, which
+ * det_lu() computes in. */
+#define MATRIX_FLOAT_NO_BF16 (OP_DTS_FLOAT & ~OP_DT(CEP_DTYPE_BFLOAT16))
 
 static const struct op_schema schemas[] = {
 	{ "", "EyeLike", 9, OP_OPSET_MAX, 1, 1, 1, 1, 0, OP_SHAPE_ONLY, eyelike_infer },
@@ -162,7 +169,7 @@ static const struct op_schema schemas[] = {
 static const struct op_kernel kernels[] = {
 	{ "", "EyeLike", 9, 21, BACKEND_HOST, MATRIX_NO_BF16, NULL, eyelike_run },
 	{ "", "EyeLike", 22, OP_OPSET_MAX, BACKEND_HOST, OP_DTS_ALL, NULL, eyelike_run },
-	{ "", "Det", 11, 21, BACKEND_HOST, MATRIX_F16, det_prepare, det_run },
+	{ "", "Det", 11, 21, BACKEND_HOST, MATRIX_FLOAT_NO_BF16, det_prepare, det_run },
 	{ "", "Det", 22, OP_OPSET_MAX, BACKEND_HOST, OP_DTS_FLOAT, det_prepare, det_run },
 };
 

@@ -394,8 +394,8 @@ static const struct op_schema schemas[] = {
 };
 
 static const struct op_kernel kernels[] = {
-	{ OP_DOMAIN_MS, "Attention", 1, OP_MS_OPSET_MAX, BACKEND_HOST, OP_DTS_FLOAT, msa_prepare,
-	  msa_run },
+	{ OP_DOMAIN_MS, "Attention", 1, OP_MS_OPSET_MAX, BACKEND_HOST, CPU_DTS_FLOAT_NO_F64,
+	  msa_prepare, msa_run },
 };
 
 const struct op_family op_family_cpu_ms_attention = {

@@ -13,7 +13,9 @@
  * SkipLayerNormalization and SkipSimplifiedLayerNormalization normalize
  * input + skip (+ bias) over the last dimension, with gamma and beta (or
  * gamma alone) of the hidden size, and may return that sum as
- * input_skip_bias_sum. Statistics are computed in double.
+ * input_skip_bias_sum (added in float32 as onnxruntime does, in double
+ * for float64). Statistics and the affine step are computed in double,
+ * so float64 keeps its precision throughout.
  *
  * BatchNormalization: per channel (dimension 1) y = (x - mean) / sqrt(var
  * + epsilon) * scale + B, folded into y = x * a + b with a and b worked
@@ -78,8 +80,8 @@ static const struct op_tensor *ln_input(const struct op_tensor *in, int n_in, in
 /*
  * LayerNormalization 17 stashes Mean and InvStdDev in float32 or
  * bfloat16. onnxruntime's forms (LayerNormalization before 17,
- * SimplifiedLayerNormalization) name float32 or double, and double is not
- * a type cudaep stores.
+ * SimplifiedLayerNormalization) name float32 or double; the kernels of
+ * both backends stash float32 alone, so double is refused as unsupported.
  */
 static int ln_stash_dtype(const struct op_node *node, cep_dtype *out)
 {
@@ -313,9 +315,16 @@ static int ln_prepare(struct op_call *c, size_t *workspace)
 	return cpu_ln_read(c->node, c->in, c->n_in, (struct cpu_ln *)c->params);
 }
 
+/* a + b as the skip forms add them: in float32, but for float64 in
+ * double. */
+static double ln_add(double a, double b, bool f64)
+{
+	return f64 ? a + b : (double)((float)a + (float)b);
+}
+
 /*
  * Elements j0 .. j0 + n of row r of what is normalized: X's, and for the
- * skip forms X + skip (+ bias), added in float one addition at a time.
+ * skip forms X + skip (+ bias), added one addition at a time (ln_add()).
  */
 static void ln_row_load(const struct op_call *c, const struct cpu_ln *p, int64_t r,
 			int64_t j0, int n, double *v)
@@ -323,6 +332,7 @@ static void ln_row_load(const struct op_call *c, const struct cpu_ln *p, int64_t
 	const struct op_tensor *x = &c->in[0];
 	const struct op_tensor *k = ln_input(c->in, c->n_in, p->form->skip);
 	const struct op_tensor *a = ln_input(c->in, c->n_in, p->form->add);
+	bool f64 = x->dtype == CEP_DTYPE_FLOAT64;
 	double w[CHUNK_N];
 	int j;
 
@@ -331,12 +341,12 @@ static void ln_row_load(const struct op_call *c, const struct cpu_ln *p, int64_t
 		return;
 	chunk_load_d(k->data, k->dtype, (r % p->skip_rows) * p->cols + j0, n, w);
 	for (j = 0; j < n; j++)
-		v[j] = (double)((float)v[j] + (float)w[j]);
+		v[j] = ln_add(v[j], w[j], f64);
 	if (a == NULL)
 		return;
 	chunk_load_d(a->data, a->dtype, j0, n, w);
 	for (j = 0; j < n; j++)
-		v[j] = (double)((float)v[j] + (float)w[j]);
+		v[j] = ln_add(v[j], w[j], f64);
 }
 
 /* Scale (which 0) or B (which 1) for elements j0 .. j0 + n of row r. */
@@ -355,7 +365,7 @@ static void ln_param_load(const struct op_tensor *q, const struct cpu_ln *p, int
 
 		v[j] = mode == CPU_LN_ABSENT
 			       ? 0.0
-			       : cpu_load_f(q->data, q->dtype, cpu_ln_param_at(p, which, e, j0 + j));
+			       : cpu_load_d(q->data, q->dtype, cpu_ln_param_at(p, which, e, j0 + j));
 	}
 }
 
@@ -405,9 +415,9 @@ static int ln_run(struct op_call *c)
 		}
 		inv = 1.0 / sqrt(sq / (double)p->cols + p->eps);
 		if (mean_out)
-			cpu_store_f(mean_out->data, mean_out->dtype, r, (float)m);
+			cpu_store_d(mean_out->data, mean_out->dtype, r, m);
 		if (inv_out)
-			cpu_store_f(inv_out->data, inv_out->dtype, r, (float)inv);
+			cpu_store_d(inv_out->data, inv_out->dtype, r, inv);
 		for (j0 = 0; j0 < p->cols; j0 += cnt) {
 			cnt = p->cols - j0 < CHUNK_N ? (int)(p->cols - j0) : CHUNK_N;
 			ln_row_load(c, p, r, j0, cnt, v);
@@ -548,13 +558,13 @@ static void bn_batch_stats(const struct bn_params *p, const struct op_tensor *x,
 	for (n = 0; n < p->batch; n++) {
 		row = (n * p->channels + ch) * p->inner;
 		for (j = 0; j < p->inner; j++)
-			sum += cpu_load_f(x->data, x->dtype, row + j);
+			sum += cpu_load_d(x->data, x->dtype, row + j);
 	}
 	*mean = count > 0 ? sum / (double)count : 0.0;
 	for (n = 0; n < p->batch; n++) {
 		row = (n * p->channels + ch) * p->inner;
 		for (j = 0; j < p->inner; j++) {
-			d = cpu_load_f(x->data, x->dtype, row + j) - *mean;
+			d = cpu_load_d(x->data, x->dtype, row + j) - *mean;
 			sq += d * d;
 		}
 	}
@@ -574,10 +584,10 @@ static int bn_run(struct op_call *c)
 	if (c->workspace_bytes < 2 * (size_t)p->n_params * sizeof(double))
 		return cep__set_error(CEP_EINTERNAL, "BatchNormalization: the workspace is too small");
 	for (i = 0; i < p->n_params; i++) {
-		double scale = cpu_load_f(c->in[1].data, c->in[1].dtype, i);
-		double bias = cpu_load_f(c->in[2].data, c->in[2].dtype, i);
-		double mean = cpu_load_f(c->in[3].data, c->in[3].dtype, i);
-		double var = cpu_load_f(c->in[4].data, c->in[4].dtype, i);
+		double scale = cpu_load_d(c->in[1].data, c->in[1].dtype, i);
+		double bias = cpu_load_d(c->in[2].data, c->in[2].dtype, i);
+		double mean = cpu_load_d(c->in[3].data, c->in[3].dtype, i);
+		double var = cpu_load_d(c->in[4].data, c->in[4].dtype, i);
 
 		if (p->training) {
 			double bm, bv;
@@ -586,9 +596,9 @@ static int bn_run(struct op_call *c)
 			for (j = 1; j < c->n_out && j < 3; j++) {
 				if (!op_tensor_present(&c->out[j]))
 					continue;
-				cpu_store_f(c->out[j].data, c->out[j].dtype, i,
-					    (float)((j == 1 ? mean : var) * p->momentum +
-						    (j == 1 ? bm : bv) * (1.0 - p->momentum)));
+				cpu_store_d(c->out[j].data, c->out[j].dtype, i,
+					    (j == 1 ? mean : var) * p->momentum +
+						    (j == 1 ? bm : bv) * (1.0 - p->momentum));
 			}
 			mean = bm;
 			var = bv;
@@ -723,7 +733,7 @@ static int lrn_run(struct op_call *c)
 
 /* ------------------------------------------------------------------- table */
 
-#define NORM_DTS_7 (OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_FLOAT16))
+#define NORM_DTS_7 (OP_DTS_FLOAT & ~OP_DT(CEP_DTYPE_BFLOAT16))
 
 static const struct op_schema schemas[] = {
 	/* Before 17: onnxruntime's own LayerNormalization, in the ai.onnx

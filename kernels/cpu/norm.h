@@ -17,9 +17,9 @@
  * view of its input; a form says where its operands sit among the node's
  * inputs and outputs (-1: it has none) and whether the row's mean is
  * subtracted (the simplified, root-mean-square forms do not). The skip
- * forms first add skip (and bias) to the input, in float, one addition at
- * a time: that sum is what is normalized and what input_skip_bias_sum
- * holds.
+ * forms first add skip (and bias) to the input, in float32 (double for
+ * float64), one addition at a time: that sum is what is normalized and
+ * what input_skip_bias_sum holds.
  */
 struct cpu_ln_form {
 	const char *op;

@@ -171,8 +171,8 @@ static int gn_run(struct op_call *c)
 			chunk_load_d(x->data, x->dtype, base + j0, cnt, v);
 			for (j = 0; j < cnt; j++) {
 				int64_t k = p->by_group ? g : g * p->per_group + (j0 + j) / p->inner;
-				double s = cpu_load_f(sc->data, sc->dtype, k);
-				double b = cpu_load_f(bt->data, bt->dtype, k);
+				double s = cpu_load_d(sc->data, sc->dtype, k);
+				double b = cpu_load_d(bt->data, bt->dtype, k);
 
 				v[j] = (v[j] - m) * inv * s + b;
 			}
@@ -282,7 +282,7 @@ static int rms_run(struct op_call *c)
 			cnt = p->cols - j0 < CHUNK_N ? (int)(p->cols - j0) : CHUNK_N;
 			chunk_load_d(x->data, x->dtype, base + j0, cnt, v);
 			for (j = 0; j < cnt; j++)
-				v[j] = v[j] * inv * cpu_load_f(sc->data, sc->dtype,
+				v[j] = v[j] * inv * cpu_load_d(sc->data, sc->dtype,
 							       cpu_rms_scale_at(p, base + j0 + j));
 			chunk_store_d(y->data, y->dtype, base + j0, cnt, v);
 		}
@@ -345,7 +345,7 @@ static int lp_run(struct op_call *c)
 			double norm = 0.0;
 
 			for (k = 0; k < p->n; k++) {
-				double v = cpu_load_f(x->data, x->dtype, base + k * p->inner);
+				double v = cpu_load_d(x->data, x->dtype, base + k * p->inner);
 
 				norm += p->p == 1 ? fabs(v) : v * v;
 			}
@@ -353,10 +353,10 @@ static int lp_run(struct op_call *c)
 				norm = sqrt(norm);
 			for (k = 0; k < p->n; k++) {
 				int64_t at = base + k * p->inner;
-				double v = cpu_load_f(x->data, x->dtype, at);
+				double v = cpu_load_d(x->data, x->dtype, at);
 
 				/* A zero norm (every element 0) gives 0, not 0/0. */
-				cpu_store_f(y->data, y->dtype, at, norm == 0.0 ? 0.0f : (float)(v / norm));
+				cpu_store_d(y->data, y->dtype, at, norm == 0.0 ? 0.0 : v / norm);
 			}
 		}
 	}
@@ -366,7 +366,7 @@ static int lp_run(struct op_call *c)
 /* ------------------------------------------------------------------- table */
 
 /* bfloat16 arrived at opset 22 for InstanceNormalization and LpNormalization. */
-#define NORMALIZE_DTS_7 (OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_FLOAT16))
+#define NORMALIZE_DTS_7 (OP_DTS_FLOAT & ~OP_DT(CEP_DTYPE_BFLOAT16))
 
 static const struct op_schema schemas[] = {
 	{ "", "InstanceNormalization", 1, OP_OPSET_MAX, 3, 3, 1, 1, 0, 0, gn_infer },

@@ -18,7 +18,7 @@
 #include <inttypes.h>
 
 /* The stored types of T1 (indices) and T2 (depth): no bfloat16, no bool. */
-#define ONEHOT_INDEX_DTS (OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_FLOAT16) | OP_DTS_INT)
+#define ONEHOT_INDEX_DTS ((OP_DTS_FLOAT & ~OP_DT(CEP_DTYPE_BFLOAT16)) | OP_DTS_INT)
 
 /* The inserted axis, normalised for indices of rank r: in [0, r]. */
 static int onehot_axis(const struct op_node *node, int r, int *axis)
@@ -36,7 +36,9 @@ static int onehot_axis(const struct op_node *node, int r, int *axis)
  * when it is not positive. */
 static int onehot_depth(const struct op_tensor *t, int code, int64_t *depth)
 {
-	int64_t d = cpu_load_i(t->data, t->dtype, 0);
+	/* Through double, so that a uint64 past 2^63 is large, not negative
+	 * (no depth it could round away from is allowed). */
+	int64_t d = cpu_f2i(cpu_load_d(t->data, t->dtype, 0));
 
 	if (d < 1)
 		return cep__set_error(code, "OneHot: depth is %" PRId64 ", it must be positive", d);
@@ -115,7 +117,7 @@ static int onehot_run(struct op_call *c)
 			for (j = 0; j < inner; j++, at++) {
 				int64_t v = cpu_load_i(idx->data, idx->dtype, o * inner + j);
 
-				if (wrap && v < 0)
+				if (wrap && v < 0 && !cpu_is_unsigned(idx->dtype))
 					v += depth;
 				shapeops_elem_copy(out->data, at, values->data, v == d, es);
 			}

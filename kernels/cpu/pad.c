@@ -334,7 +334,7 @@ static int pad_run(struct op_call *c)
 
 /* ------------------------------------------------------------------- table */
 
-#define PAD_F16 (OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_FLOAT16))
+#define PAD_DTS_NO_BF16 (OP_DTS_FLOAT & ~OP_DT(CEP_DTYPE_BFLOAT16))
 
 static const struct op_schema schemas[] = {
 	/* Pads an attribute (paddings at 1); from 11 inputs; 18 adds axes,
@@ -347,8 +347,8 @@ static const struct op_schema schemas[] = {
 };
 
 static const struct op_kernel kernels[] = {
-	{ "", "Pad", 1, 10, BACKEND_HOST, PAD_F16, NULL, pad_run },
-	{ "", "Pad", 11, 12, BACKEND_HOST, PAD_F16 | OP_DTS_INT, NULL, pad_run },
+	{ "", "Pad", 1, 10, BACKEND_HOST, PAD_DTS_NO_BF16, NULL, pad_run },
+	{ "", "Pad", 11, 12, BACKEND_HOST, PAD_DTS_NO_BF16 | OP_DTS_INT, NULL, pad_run },
 	{ "", "Pad", 13, OP_OPSET_MAX, BACKEND_HOST, OP_DTS_ALL, NULL, pad_run },
 };
 

@@ -11,8 +11,9 @@
  * The windows are those of kernels/cpu/window.h. Each channel plane is
  * pooled on its own in float32: float32 planes are read in place, other
  * types are widened into the workspace first, which is exact for every
- * type a pool takes, so a maximum is always one of the input values.
- * Indices are flat positions in the input tensor, batch and channel
+ * type a pool takes, so a maximum is always one of the input values;
+ * float64, which float32 cannot hold, is left to the global pools, which
+ * compute in double. Indices are flat positions in the input tensor, batch and channel
  * included, with the spatial part in row- or column-major order. The
  * attributes are read by cpu_pool_read() (kernels/cpu/pool.h), which the
  * CUDA kernels of kernels/cuda/pool.c share.
@@ -349,8 +350,7 @@ static int global_pool_run(struct op_call *c, bool max)
 
 	for (pl = 0; pl < planes; pl++) {
 		int64_t base = pl * n;
-		double sum = 0.0;
-		float best = -INFINITY;
+		double sum = 0.0, best = -INFINITY;
 
 		if (xt->dtype == CEP_DTYPE_FLOAT32) {
 			const float *src = (const float *)xt->data + base;
@@ -362,7 +362,7 @@ static int global_pool_run(struct op_call *c, bool max)
 			}
 		} else {
 			for (i = 0; i < n; i++) {
-				float v = cpu_load_f(xt->data, xt->dtype, base + i);
+				double v = cpu_load_d(xt->data, xt->dtype, base + i);
 
 				sum += v;
 				if (i == 0 || v > best)
@@ -370,7 +370,7 @@ static int global_pool_run(struct op_call *c, bool max)
 			}
 		}
 		/* An empty plane averages to NaN (0 / 0), as a division would. */
-		cpu_store_f(yt->data, yt->dtype, pl, max ? best : (float)(sum / (double)n));
+		cpu_store_d(yt->data, yt->dtype, pl, max ? best : sum / (double)n);
 	}
 	return 0;
 }
@@ -381,6 +381,8 @@ static int global_max_run(struct op_call *c) { return global_pool_run(c, true); 
 /* ------------------------------------------------------------------- table */
 
 #define POOL_F16 (OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_FLOAT16))
+/* The global pools compute in double: float64 too. */
+#define POOL_GLOBAL_1 (POOL_F16 | OP_DT(CEP_DTYPE_FLOAT64))
 #define POOL_I8 (OP_DT(CEP_DTYPE_INT8) | OP_DT(CEP_DTYPE_UINT8))
 
 static const struct op_schema schemas[] = {
@@ -403,16 +405,18 @@ static const struct op_schema schemas[] = {
 static const struct op_kernel kernels[] = {
 	{ "", "MaxPool", 1, 11, BACKEND_HOST, POOL_F16, pool_prepare, pool_run },
 	{ "", "MaxPool", 12, 21, BACKEND_HOST, POOL_F16 | POOL_I8, pool_prepare, pool_run },
-	{ "", "MaxPool", 22, OP_OPSET_MAX, BACKEND_HOST, OP_DTS_FLOAT | POOL_I8, pool_prepare,
-	  pool_run },
+	{ "", "MaxPool", 22, OP_OPSET_MAX, BACKEND_HOST, CPU_DTS_FLOAT_NO_F64 | POOL_I8,
+	  pool_prepare, pool_run },
 	{ "", "AveragePool", 1, 21, BACKEND_HOST, POOL_F16, pool_prepare, pool_run },
-	{ "", "AveragePool", 22, OP_OPSET_MAX, BACKEND_HOST, OP_DTS_FLOAT, pool_prepare, pool_run },
+	{ "", "AveragePool", 22, OP_OPSET_MAX, BACKEND_HOST, CPU_DTS_FLOAT_NO_F64, pool_prepare,
+	  pool_run },
 	{ "", "LpPool", 1, 21, BACKEND_HOST, POOL_F16, pool_prepare, pool_run },
-	{ "", "LpPool", 22, OP_OPSET_MAX, BACKEND_HOST, OP_DTS_FLOAT, pool_prepare, pool_run },
-	{ "", "GlobalAveragePool", 1, 21, BACKEND_HOST, POOL_F16, NULL, global_avg_run },
+	{ "", "LpPool", 22, OP_OPSET_MAX, BACKEND_HOST, CPU_DTS_FLOAT_NO_F64, pool_prepare,
+	  pool_run },
+	{ "", "GlobalAveragePool", 1, 21, BACKEND_HOST, POOL_GLOBAL_1, NULL, global_avg_run },
 	{ "", "GlobalAveragePool", 22, OP_OPSET_MAX, BACKEND_HOST, OP_DTS_FLOAT, NULL,
 	  global_avg_run },
-	{ "", "GlobalMaxPool", 1, 21, BACKEND_HOST, POOL_F16, NULL, global_max_run },
+	{ "", "GlobalMaxPool", 1, 21, BACKEND_HOST, POOL_GLOBAL_1, NULL, global_max_run },
 	{ "", "GlobalMaxPool", 22, OP_OPSET_MAX, BACKEND_HOST, OP_DTS_FLOAT, NULL, global_max_run },
 };
 

@@ -53,23 +53,24 @@ static int pow12_infer(struct op_infer *x)
 	return elem_infer_broadcast(x, 0, 1);
 }
 
-/* b^e for integers, by squaring; unsigned arithmetic gives the wrapping. */
-static int64_t ipow(int64_t b, int64_t e)
+/* b^e for integers, by squaring; unsigned arithmetic gives the wrapping.
+ * e is of type te as cpu_load_i() gives it (uint64's bits never negative). */
+static int64_t ipow(int64_t b, int64_t e, cep_dtype te)
 {
-	uint64_t r = 1, p = (uint64_t)b;
+	uint64_t r = 1, p = (uint64_t)b, ue = (uint64_t)e;
 
-	if (e < 0) {
+	if (e < 0 && te != CEP_DTYPE_UINT64) {
 		if (b == 1)
 			return 1;
 		if (b == -1)
 			return e & 1 ? -1 : 1;
 		return 0;
 	}
-	while (e) {
-		if (e & 1)
+	while (ue) {
+		if (ue & 1)
 			r *= p;
 		p *= p;
-		e >>= 1;
+		ue >>= 1;
 	}
 	return (int64_t)r;
 }
@@ -122,10 +123,11 @@ static int pow_run(struct op_call *c)
 		for (j = 0; j < bc.inner; j++) {
 			int64_t ia = bc.off[0] + j * bc.step[0];
 			int64_t ib = bc.off[1] + j * bc.step[1];
-			double e = cpu_is_float(tb) ? cpu_load_f(b, tb, ib)
-						    : (double)cpu_load_i(b, tb, ib);
+			double e = cpu_load_d(b, tb, ib);
 
-			if (cpu_is_float(ta))
+			if (ta == CEP_DTYPE_FLOAT64)
+				cpu_store_d(o, ta, base + j, pow(cpu_load_d(a, ta, ia), e));
+			else if (cpu_is_float(ta))
 				cpu_store_f(o, ta, base + j,
 					    (float)pow(cpu_load_f(a, ta, ia), e));
 			else if (cpu_is_float(tb))
@@ -133,7 +135,7 @@ static int pow_run(struct op_call *c)
 					    cpu_f2i(pow((double)cpu_load_i(a, ta, ia), e)));
 			else
 				cpu_store_i(o, ta, base + j,
-					    ipow(cpu_load_i(a, ta, ia), cpu_load_i(b, tb, ib)));
+					    ipow(cpu_load_i(a, ta, ia), cpu_load_i(b, tb, ib), tb));
 		}
 		cpu_bcast_next(&bc);
 	}
@@ -202,10 +204,25 @@ static float mod_floor_f(float a, float b)
 	return r;
 }
 
-static int64_t mod_i(int64_t a, int64_t b, bool trunc)
+static double mod_floor_d(double a, double b)
+{
+	double r = fmod(a, b);
+
+	if (r != 0.0 && (r < 0.0) != (b < 0.0))
+		r += b;
+	else if (r == 0.0)
+		r = copysign(0.0, b);
+	return r;
+}
+
+/* a and b are of type t as cpu_load_i() gives them: uint64 divides as
+ * unsigned, where both remainders agree. */
+static int64_t mod_i(cep_dtype t, int64_t a, int64_t b, bool trunc)
 {
 	int64_t r;
 
+	if (t == CEP_DTYPE_UINT64)
+		return b == 0 ? 0 : (int64_t)((uint64_t)a % (uint64_t)b);
 	if (b == 0 || b == -1)
 		return 0; /* -1 also spares INT64_MIN % -1, which traps */
 	r = a % b;
@@ -232,13 +249,17 @@ static int mod_run(struct op_call *c)
 			int64_t ia = bc.off[0] + j * bc.step[0];
 			int64_t ib = bc.off[1] + j * bc.step[1];
 
-			if (cpu_is_float(t)) {
+			if (t == CEP_DTYPE_FLOAT64) {
+				double x = cpu_load_d(a, t, ia), y = cpu_load_d(b, t, ib);
+
+				cpu_store_d(o, t, base + j, trunc ? fmod(x, y) : mod_floor_d(x, y));
+			} else if (cpu_is_float(t)) {
 				float x = cpu_load_f(a, t, ia), y = cpu_load_f(b, t, ib);
 
 				cpu_store_f(o, t, base + j, trunc ? fmodf(x, y) : mod_floor_f(x, y));
 			} else {
 				cpu_store_i(o, t, base + j,
-					    mod_i(cpu_load_i(a, t, ia), cpu_load_i(b, t, ib), trunc));
+					    mod_i(t, cpu_load_i(a, t, ia), cpu_load_i(b, t, ib), trunc));
 			}
 		}
 		cpu_bcast_next(&bc);
@@ -258,11 +279,11 @@ static const struct op_schema schemas[] = {
 };
 
 static const struct op_kernel kernels[] = {
-	{ "", "Pow", 1, 11, BACKEND_HOST, ELEM_DTS_F32_F16, NULL, pow_run },
-	{ "", "Pow", 12, 12, BACKEND_HOST, ELEM_DTS_F32_F16 | ELEM_DTS_I32_I64, NULL, pow_run },
+	{ "", "Pow", 1, 11, BACKEND_HOST, ELEM_DTS_NO_BF16, NULL, pow_run },
+	{ "", "Pow", 12, 12, BACKEND_HOST, ELEM_DTS_NO_BF16 | ELEM_DTS_I32_I64, NULL, pow_run },
 	{ "", "Pow", 13, OP_OPSET_MAX, BACKEND_HOST, OP_DTS_FLOAT | ELEM_DTS_I32_I64, NULL,
 	  pow_run },
-	{ "", "Mod", 10, 12, BACKEND_HOST, ELEM_DTS_F32_F16 | OP_DTS_INT, mod_prepare, mod_run },
+	{ "", "Mod", 10, 12, BACKEND_HOST, ELEM_DTS_NO_BF16 | OP_DTS_INT, mod_prepare, mod_run },
 	{ "", "Mod", 13, OP_OPSET_MAX, BACKEND_HOST, OP_DTS_NUMERIC, mod_prepare, mod_run },
 };
 

@@ -83,7 +83,7 @@ static int qmm_infer_types(const struct op_infer *x, const struct qmm_slots *sl)
 		int k = i == 0 ? sl->as : i == 1 ? sl->bs : sl->ys;
 
 		ret = quant_check_dtype(node, names[i], x->in[k].dtype,
-					node->opset >= 21 ? OP_DTS_FLOAT : OP_DT(CEP_DTYPE_FLOAT32));
+					node->opset >= 21 ? QUANT_DTS_FLOAT : OP_DT(CEP_DTYPE_FLOAT32));
 		if (ret < 0)
 			return ret;
 		if (x->in[k].dtype != x->in[sl->as].dtype)

@@ -1,12 +1,11 @@
 /*
  * qtypes.h — the arithmetic of the quantized element types that ONNX
- * defines and cudaep does not store yet: the four float8 types
- * (float8e4m3fn, float8e4m3fnuz, float8e5m2, float8e5m2fnuz; a byte each)
- * and int4/uint4 (two to a byte). The storage types belong to
- * common/dtype.c; these helpers are what QuantizeLinear,
- * DequantizeLinear and Cast will compute with once it has them, written
- * and tested now (tests/unit/test_ops_quant_types.c) so that the kernels
- * of kernels/cpu/quant.c only need their dtype lines.
+ * defines: the four float8 types (float8e4m3fn, float8e4m3fnuz,
+ * float8e5m2, float8e5m2fnuz; a byte each), which the engine stores and
+ * kernels/cpu/cpu.h loads and stores through these helpers (Cast and
+ * CastLike), and int4/uint4 (two to a byte), which it does not store yet.
+ * QuantizeLinear and DequantizeLinear do not take float8 yet
+ * (tests/unit/test_ops_quant_types.c tests these helpers).
  *
  * float8. A float8 value is sign, exponent and mantissa like IEEE's, with
  * the type's bias, and differs in its specials:

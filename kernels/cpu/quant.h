@@ -37,14 +37,13 @@
 /* The quantized types: what a zero point or quantized output may be. */
 #define QUANT_DTS_Q (OP_DT(CEP_DTYPE_INT8) | OP_DT(CEP_DTYPE_UINT8))
 
-/*
- * int16 and uint16, which QuantizeLinear and DequantizeLinear take from
- * opset 21. The kernels of both backends compute them (quant_range(), the
- * device's 16-bit kernels), but the engine does not store them yet: when
- * common/dtype.c and cpu_load_i() do, this becomes
- * OP_DT(CEP_DTYPE_INT16) | OP_DT(CEP_DTYPE_UINT16).
- */
-#define QUANT_DTS_Q16 0u
+/* int16 and uint16, which QuantizeLinear and DequantizeLinear take from
+ * opset 21 (quant_range(), the device's 16-bit kernels). */
+#define QUANT_DTS_Q16 (OP_DT(CEP_DTYPE_INT16) | OP_DT(CEP_DTYPE_UINT16))
+
+/* The float types of the quantized operators' definitions: float64 is
+ * none of them. */
+#define QUANT_DTS_FLOAT (OP_DTS_FLOAT & ~OP_DT(CEP_DTYPE_FLOAT64))
 
 /* The quantized types of QuantizeLinear and DequantizeLinear at opset. */
 #define QUANT_DTS_Q_AT(opset) (QUANT_DTS_Q | ((opset) >= 21 ? QUANT_DTS_Q16 : 0u))
@@ -53,7 +52,7 @@
  * DequantizeLinear's (before and from 21), which pick their kernels on
  * both backends. */
 #define QUANT_DTS_QL_10 (OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_INT32))
-#define QUANT_DTS_QL_19 (OP_DTS_FLOAT | OP_DT(CEP_DTYPE_INT32))
+#define QUANT_DTS_QL_19 (QUANT_DTS_FLOAT | OP_DT(CEP_DTYPE_INT32))
 #define QUANT_DTS_DQL (QUANT_DTS_Q | OP_DT(CEP_DTYPE_INT32))
 #define QUANT_DTS_DQL_21 (QUANT_DTS_DQL | QUANT_DTS_Q16)
 

@@ -16,8 +16,9 @@
  * merged, so each row of the walk either folds into one accumulator or
  * into a contiguous run of them. Accumulators live in the workspace, one
  * per output element: doubles for float types, int64 for integers (sums
- * and products wrap at the output's width as numpy's do). ReduceLogSumExp
- * makes two walks, the maximum first, so exp() never overflows.
+ * and products wrap at the output's width as numpy's do; uint64 orders and
+ * divides as unsigned). ReduceLogSumExp makes two walks, the maximum
+ * first, so exp() never overflows.
  */
 #include "kernels/cpu/chunk.h"
 
@@ -316,27 +317,30 @@ static void reduce_cols_d(enum red_op op, double *acc, const double *v, int n)
 }
 
 /* The second walk of ReduceLogSumExp: sums exp(v - max) into sum[0]
- * (step 0) or sum[j] (step 1). The terms are at most 1, so float exp()
- * loses nothing that the double sum would keep. */
-static void reduce_acc_exp(double *sum, const double *max, int64_t step, const double *v, int n)
+ * (step 0) or sum[j] (step 1). The terms are at most 1, so for a result
+ * of float32 or narrower float exp() loses nothing that the double sum
+ * would keep; a float64 result (wide) takes double exp(). */
+static void reduce_acc_exp(double *sum, const double *max, int64_t step, const double *v, int n,
+			   bool wide)
 {
 	double a = *sum, m = *max;
 	int j;
 
 	if (step == 0) {
 		for (j = 0; j < n; j++)
-			a += expf((float)(v[j] - m));
+			a += wide ? exp(v[j] - m) : expf((float)(v[j] - m));
 		*sum = a;
 		return;
 	}
 	for (j = 0; j < n; j++)
-		sum[j] += expf((float)(v[j] - max[j]));
+		sum[j] += wide ? exp(v[j] - max[j]) : expf((float)(v[j] - max[j]));
 }
 
-/* reduce_row_d for integers. Unsigned arithmetic gives the wrapping the
- * integer types have. */
-static void reduce_row_i(enum red_op op, int64_t *acc, const int64_t *v, int n)
+/* reduce_row_d for integers of type t. Unsigned arithmetic gives the
+ * wrapping the integer types have. */
+static void reduce_row_i(enum red_op op, cep_dtype t, int64_t *acc, const int64_t *v, int n)
 {
+	bool uns = cpu_is_unsigned(t);
 	uint64_t u = (uint64_t)*acc;
 	int64_t a = *acc;
 	int j;
@@ -357,7 +361,7 @@ static void reduce_row_i(enum red_op op, int64_t *acc, const int64_t *v, int n)
 		break;
 	case RED_L1:
 		for (j = 0; j < n; j++)
-			u += v[j] < 0 ? -(uint64_t)v[j] : (uint64_t)v[j];
+			u += v[j] < 0 && !uns ? -(uint64_t)v[j] : (uint64_t)v[j];
 		a = (int64_t)u;
 		break;
 	case RED_PROD:
@@ -367,11 +371,11 @@ static void reduce_row_i(enum red_op op, int64_t *acc, const int64_t *v, int n)
 		break;
 	case RED_MAX:
 		for (j = 0; j < n; j++)
-			a = v[j] > a ? v[j] : a;
+			a = cpu_lt_i(t, a, v[j]) ? v[j] : a;
 		break;
 	case RED_MIN:
 		for (j = 0; j < n; j++)
-			a = v[j] < a ? v[j] : a;
+			a = cpu_lt_i(t, v[j], a) ? v[j] : a;
 		break;
 	case RED_LSE:
 		break; /* computed in doubles */
@@ -379,10 +383,11 @@ static void reduce_row_i(enum red_op op, int64_t *acc, const int64_t *v, int n)
 	*acc = a;
 }
 
-/* reduce_cols_d for integers. */
-static void reduce_cols_i(enum red_op op, int64_t *acc, const int64_t *v, int n)
+/* reduce_cols_d for integers of type t. */
+static void reduce_cols_i(enum red_op op, cep_dtype t, int64_t *acc, const int64_t *v, int n)
 {
 	uint64_t *u = (uint64_t *)acc;
+	bool uns = cpu_is_unsigned(t);
 	int j;
 
 	switch (op) {
@@ -399,7 +404,7 @@ static void reduce_cols_i(enum red_op op, int64_t *acc, const int64_t *v, int n)
 		break;
 	case RED_L1:
 		for (j = 0; j < n; j++)
-			u[j] += v[j] < 0 ? -(uint64_t)v[j] : (uint64_t)v[j];
+			u[j] += v[j] < 0 && !uns ? -(uint64_t)v[j] : (uint64_t)v[j];
 		break;
 	case RED_PROD:
 		for (j = 0; j < n; j++)
@@ -407,11 +412,11 @@ static void reduce_cols_i(enum red_op op, int64_t *acc, const int64_t *v, int n)
 		break;
 	case RED_MAX:
 		for (j = 0; j < n; j++)
-			acc[j] = v[j] > acc[j] ? v[j] : acc[j];
+			acc[j] = cpu_lt_i(t, acc[j], v[j]) ? v[j] : acc[j];
 		break;
 	case RED_MIN:
 		for (j = 0; j < n; j++)
-			acc[j] = v[j] < acc[j] ? v[j] : acc[j];
+			acc[j] = cpu_lt_i(t, v[j], acc[j]) ? v[j] : acc[j];
 		break;
 	case RED_LSE:
 		break;
@@ -455,13 +460,14 @@ static void reduce_walk(const struct red_layout *l, const struct op_tensor *in,
 			case RED_PASS_I:
 				chunk_load_i(in->data, in->dtype, at, n, bi);
 				if (step == 0)
-					reduce_row_i(op, (int64_t *)acc + o, bi, n);
+					reduce_row_i(op, in->dtype, (int64_t *)acc + o, bi, n);
 				else
-					reduce_cols_i(op, (int64_t *)acc + o, bi, n);
+					reduce_cols_i(op, in->dtype, (int64_t *)acc + o, bi, n);
 				break;
 			case RED_PASS_EXP:
 				chunk_load_d(in->data, in->dtype, at, n, bd);
-				reduce_acc_exp((double *)acc + o, max + o, step, bd, n);
+				reduce_acc_exp((double *)acc + o, max + o, step, bd, n,
+					       in->dtype == CEP_DTYPE_FLOAT64);
 				break;
 			}
 		}
@@ -478,12 +484,15 @@ static void reduce_walk(const struct red_layout *l, const struct op_tensor *in,
 
 /* ------------------------------------------------------------------ kernel */
 
-/* The lowest and highest values of an integer type. */
+/* The lowest and highest values of an integer type, as cpu_load_i()
+ * gives them (uint64's highest is all ones). */
 static int64_t int_lowest(cep_dtype t)
 {
 	switch (t) {
 	case CEP_DTYPE_INT32: return INT32_MIN;
 	case CEP_DTYPE_INT8: return INT8_MIN;
+	case CEP_DTYPE_UINT64:
+	case CEP_DTYPE_UINT32:
 	case CEP_DTYPE_UINT8:
 	case CEP_DTYPE_BOOL: return 0;
 	default: return INT64_MIN;
@@ -495,6 +504,8 @@ static int64_t int_highest(cep_dtype t)
 	switch (t) {
 	case CEP_DTYPE_INT32: return INT32_MAX;
 	case CEP_DTYPE_INT8: return INT8_MAX;
+	case CEP_DTYPE_UINT64: return (int64_t)UINT64_MAX;
+	case CEP_DTYPE_UINT32: return UINT32_MAX;
 	case CEP_DTYPE_UINT8: return UINT8_MAX;
 	case CEP_DTYPE_BOOL: return 1;
 	default: return INT64_MAX;
@@ -532,13 +543,18 @@ static double reduce_final_d(enum red_op op, double acc, double max, int64_t cou
 	}
 }
 
-static int64_t reduce_final_i(enum red_op op, int64_t acc, int64_t count)
+/* acc holds a value of integer type t as cpu_load_i() gives it. */
+static int64_t reduce_final_i(enum red_op op, cep_dtype t, int64_t acc, int64_t count)
 {
 	switch (op) {
 	case RED_MEAN:
-		return count > 0 ? acc / count : 0;
-	case RED_L2: return cpu_f2i(sqrt((double)acc));
-	case RED_LOGSUM: return cpu_f2i(log((double)acc));
+		if (count <= 0)
+			return 0;
+		if (t == CEP_DTYPE_UINT64)
+			return (int64_t)((uint64_t)acc / (uint64_t)count);
+		return acc / count;
+	case RED_L2: return cpu_f2u(sqrt(cpu_i2d(t, acc)));
+	case RED_LOGSUM: return cpu_f2u(log(cpu_i2d(t, acc)));
 	default: return acc;
 	}
 }
@@ -583,7 +599,7 @@ static int reduce_run(struct op_call *c, enum red_op op)
 			int n = l.out_n - j0 < CHUNK_N ? (int)(l.out_n - j0) : CHUNK_N, j;
 
 			for (j = 0; j < n; j++)
-				bi[j] = reduce_final_i(op, acc[j0 + j], l.count);
+				bi[j] = reduce_final_i(op, in->dtype, acc[j0 + j], l.count);
 			chunk_store_i(out->data, out->dtype, j0, n, bi);
 		}
 	} else {
@@ -636,10 +652,11 @@ static int lse_run(struct op_call *c) { return reduce_run(c, RED_LSE); }
 #define REDUCE_KERNEL(op, since, until, dts, fn) \
 	{ "", op, since, until, BACKEND_HOST, dts, reduce_prepare, fn }
 
-/* The types of the opset 1 and 11 definitions that the engine stores;
- * bfloat16 joined them all at 13. */
+/* The types of the opset 1 and 11 definitions; bfloat16 joined them all
+ * at 13. */
 #define RED_DTS_7 (OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_FLOAT16) | \
-		   OP_DT(CEP_DTYPE_INT32) | OP_DT(CEP_DTYPE_INT64))
+		   OP_DT(CEP_DTYPE_FLOAT64) | OP_DT(CEP_DTYPE_INT32) | OP_DT(CEP_DTYPE_INT64) | \
+		   OP_DT(CEP_DTYPE_UINT32) | OP_DT(CEP_DTYPE_UINT64))
 #define RED_DTS_13 (RED_DTS_7 | OP_DT(CEP_DTYPE_BFLOAT16))
 /* ReduceMax and ReduceMin took int8 and uint8 at 12, bool at 20. */
 #define RED_DTS_MINMAX_12 (RED_DTS_7 | OP_DT(CEP_DTYPE_INT8) | OP_DT(CEP_DTYPE_UINT8))

@@ -379,7 +379,7 @@ static int identity_infer(struct op_infer *x)
 
 /* Reshape's first definition (float types, consumed_inputs) took its
  * shape as an attribute; Flatten took every type from 9. */
-#define RESHAPE_DTS_1 (OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_FLOAT16))
+#define RESHAPE_DTS_1 (OP_DTS_FLOAT & ~OP_DT(CEP_DTYPE_BFLOAT16))
 
 static const struct op_schema schemas[] = {
 	{ "", "Reshape", 1, 4, 1, 1, 1, 1, 0, 0, reshape_infer },

@@ -529,8 +529,8 @@ static int resize_roi(const struct op_call *c, const struct cpu_resize_attrs *a,
 	if (ret < 0)
 		return ret;
 	for (i = 0; i < a->n_axes; i++) {
-		roi[a->axes[i]] = cpu_load_f(t->data, t->dtype, i);
-		roi[rank + a->axes[i]] = cpu_load_f(t->data, t->dtype, a->n_axes + i);
+		roi[a->axes[i]] = cpu_load_d(t->data, t->dtype, i);
+		roi[rank + a->axes[i]] = cpu_load_d(t->data, t->dtype, a->n_axes + i);
 	}
 	return 0;
 }
@@ -542,14 +542,21 @@ void cpu_resize_store(const struct op_tensor *y, int64_t i, double v)
 	switch (y->dtype) {
 	case CEP_DTYPE_INT8: lo = -128.0; hi = 127.0; break;
 	case CEP_DTYPE_UINT8: lo = 0.0; hi = 255.0; break;
+	case CEP_DTYPE_INT16: lo = -32768.0; hi = 32767.0; break;
+	case CEP_DTYPE_UINT16: lo = 0.0; hi = 65535.0; break;
 	case CEP_DTYPE_INT32: lo = -2147483648.0; hi = 2147483647.0; break;
+	case CEP_DTYPE_UINT32: lo = 0.0; hi = 4294967295.0; break;
 	case CEP_DTYPE_INT64: lo = -9223372036854775808.0; hi = 9223372036854775807.0; break;
+	case CEP_DTYPE_UINT64: lo = 0.0; hi = 18446744073709551615.0; break;
+	case CEP_DTYPE_FLOAT64:
+		cpu_store_d(y->data, y->dtype, i, v);
+		return;
 	default:
 		cpu_store_f(y->data, y->dtype, i, (float)v);
 		return;
 	}
 	v = nearbyint(v);
-	cpu_store_i(y->data, y->dtype, i, cpu_f2i(v < lo ? lo : v > hi ? hi : v));
+	cpu_store_d(y->data, y->dtype, i, v < lo ? lo : v > hi ? hi : v);
 }
 
 /* Nearest: a gather through one index table per dimension, -1 standing
@@ -717,13 +724,11 @@ static int resize_interpolate(const struct op_call *c, const struct cpu_resize_a
 	if (n_out == 0)
 		return 0;
 	for (i = 0; i < n_in; i++) {
-		/* Integers through int64: exact beyond float32's 24 bits. */
+		/* Integers exact to 2^53, beyond float32's 24 bits. */
 		if (x->dtype == CEP_DTYPE_FLOAT32)
 			buf[0][i] = ((const float *)x->data)[i];
-		else if (cpu_is_float(x->dtype))
-			buf[0][i] = cpu_load_f(x->data, x->dtype, i);
 		else
-			buf[0][i] = (double)cpu_load_i(x->data, x->dtype, i);
+			buf[0][i] = cpu_load_d(x->data, x->dtype, i);
 	}
 	for (d = 0; d < rank; d++) {
 		int64_t n = x->dims[d], taps = resize_taps(a, t->scale[d]);
@@ -796,7 +801,7 @@ static int resize_run(struct op_call *c)
 /* Upsample-1's own set: bool, int32, int64 and the float types. */
 #define RESIZE_DTS_UPSAMPLE1 (OP_DT(CEP_DTYPE_BOOL) | OP_DT(CEP_DTYPE_INT32) | \
 			      OP_DT(CEP_DTYPE_INT64) | OP_DT(CEP_DTYPE_FLOAT32) | \
-			      OP_DT(CEP_DTYPE_FLOAT16))
+			      OP_DT(CEP_DTYPE_FLOAT16) | OP_DT(CEP_DTYPE_FLOAT64))
 
 static const struct op_schema schemas[] = {
 	/* 11 brought roi, sizes and the coordinate modes; 13 made scales

@@ -619,11 +619,11 @@ static const struct op_schema schemas[] = {
 
 static const struct op_kernel kernels[] = {
 	{ "", "RNN", 1, 21, BACKEND_HOST, RNN_DTS_1, rnn_prepare, rnn_run },
-	{ "", "RNN", 22, OP_OPSET_MAX, BACKEND_HOST, OP_DTS_FLOAT, rnn_prepare, rnn_run },
+	{ "", "RNN", 22, OP_OPSET_MAX, BACKEND_HOST, CPU_DTS_FLOAT_NO_F64, rnn_prepare, rnn_run },
 	{ "", "GRU", 1, 21, BACKEND_HOST, RNN_DTS_1, rnn_prepare, rnn_run },
-	{ "", "GRU", 22, OP_OPSET_MAX, BACKEND_HOST, OP_DTS_FLOAT, rnn_prepare, rnn_run },
+	{ "", "GRU", 22, OP_OPSET_MAX, BACKEND_HOST, CPU_DTS_FLOAT_NO_F64, rnn_prepare, rnn_run },
 	{ "", "LSTM", 1, 21, BACKEND_HOST, RNN_DTS_1, rnn_prepare, rnn_run },
-	{ "", "LSTM", 22, OP_OPSET_MAX, BACKEND_HOST, OP_DTS_FLOAT, rnn_prepare, rnn_run },
+	{ "", "LSTM", 22, OP_OPSET_MAX, BACKEND_HOST, CPU_DTS_FLOAT_NO_F64, rnn_prepare, rnn_run },
 };
 
 _Static_assert(sizeof(struct cpu_rnn) <= OP_PARAMS_BYTES, "cpu_rnn is too big");

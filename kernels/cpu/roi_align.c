@@ -298,7 +298,7 @@ static const struct op_schema schemas[] = {
 
 static const struct op_kernel kernels[] = {
 	{ "", "RoiAlign", 10, 21, BACKEND_HOST, ROI_F16, roi_align_prepare, roi_align_run },
-	{ "", "RoiAlign", 22, OP_OPSET_MAX, BACKEND_HOST, OP_DTS_FLOAT, roi_align_prepare,
+	{ "", "RoiAlign", 22, OP_OPSET_MAX, BACKEND_HOST, CPU_DTS_FLOAT_NO_F64, roi_align_prepare,
 	  roi_align_run },
 };
 

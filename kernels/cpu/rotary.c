@@ -464,8 +464,10 @@ static const struct op_schema schemas[] = {
 };
 
 static const struct op_kernel kernels[] = {
-	{ "", "RotaryEmbedding", 23, OP_OPSET_MAX, BACKEND_HOST, OP_DTS_FLOAT, rope_prepare, rope_run },
-	{ ROPE_MS, "RotaryEmbedding", 1, 1, BACKEND_HOST, OP_DTS_FLOAT, rope_prepare, rope_run },
+	{ "", "RotaryEmbedding", 23, OP_OPSET_MAX, BACKEND_HOST, CPU_DTS_FLOAT_NO_F64,
+	  rope_prepare, rope_run },
+	{ ROPE_MS, "RotaryEmbedding", 1, 1, BACKEND_HOST, CPU_DTS_FLOAT_NO_F64, rope_prepare,
+	  rope_run },
 };
 
 const struct op_family op_family_cpu_rotary = {

@@ -611,7 +611,8 @@ static const struct op_schema schemas[] = {
 };
 
 static const struct op_kernel kernels[] = {
-	{ "", "Attention", 23, OP_OPSET_MAX, BACKEND_HOST, OP_DTS_FLOAT, sdpa_prepare, sdpa_run },
+	{ "", "Attention", 23, OP_OPSET_MAX, BACKEND_HOST, CPU_DTS_FLOAT_NO_F64, sdpa_prepare,
+	  sdpa_run },
 };
 
 const struct op_family op_family_cpu_sdpa = {

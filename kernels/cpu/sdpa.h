@@ -25,7 +25,8 @@
  *	Y[i] = t(sum_j t(p[j]) V[j])
  *
  * The dot products and Y's sums accumulate in float32. u is
- * softmax_precision (float32 for float64, which is not stored), else t:
+ * softmax_precision (float32 where it says float64: the kernels compute
+ * in float32 alone and take no float64 Q), else t:
  * each step of the softmax is rounded to u, x = u(s), e = u(exp(u(x -
  * max))), p = u(e / sum), and its sum accumulates one key at a time
  * rounded to bfloat16 when u is bfloat16 (numpy's bfloat16 sum, which

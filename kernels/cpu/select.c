@@ -29,7 +29,7 @@
 static bool select_nonzero_at(const struct op_tensor *t, int64_t i)
 {
 	if (cpu_is_float(t->dtype))
-		return cpu_load_f(t->data, t->dtype, i) != 0.0f;
+		return cpu_load_d(t->data, t->dtype, i) != 0.0;
 	return cpu_load_i(t->data, t->dtype, i) != 0;
 }
 

@@ -3,8 +3,8 @@
  * opset 13 the input is seen as a matrix split at `axis` (default 1) and
  * each row is normalised; from 13 on only the `axis` dimension (default -1)
  * is. Both reduce to (outer, n, inner) blocks normalised along n. Computed
- * in float32 with the maximum subtracted first. LogSoftmax, which follows
- * the same axis rules, is kernels/cpu/logsoftmax.c.
+ * in float32 (float64 in double) with the maximum subtracted first.
+ * LogSoftmax, which follows the same axis rules, is kernels/cpu/logsoftmax.c.
  */
 #include "kernels/cpu/cpu.h"
 
@@ -35,6 +35,22 @@ static int softmax_prepare(struct op_call *c, size_t *workspace)
 	return ret;
 }
 
+/* The column of n elements from base, inner apart, of float64. */
+static void softmax_col_d(const double *in, double *out, int64_t base, int64_t n, int64_t inner)
+{
+	double mx = -INFINITY, sum = 0.0;
+	int64_t k;
+
+	for (k = 0; k < n; k++) {
+		if (in[base + k * inner] > mx)
+			mx = in[base + k * inner];
+	}
+	for (k = 0; k < n; k++)
+		sum += exp(in[base + k * inner] - mx);
+	for (k = 0; k < n; k++)
+		out[base + k * inner] = exp(in[base + k * inner] - mx) / sum;
+}
+
 static int softmax_run(struct op_call *c)
 {
 	const struct softmax_params *p = (const struct softmax_params *)c->params;
@@ -49,6 +65,10 @@ static int softmax_run(struct op_call *c)
 			float mx = -INFINITY;
 			double sum = 0.0;
 
+			if (t == CEP_DTYPE_FLOAT64) {
+				softmax_col_d(in, out, base, p->n, p->inner);
+				continue;
+			}
 			for (k = 0; k < p->n; k++) {
 				float v = cpu_load_f(in, t, base + k * p->inner);
 
@@ -74,9 +94,8 @@ static const struct op_schema schemas[] = {
 
 /* bfloat16 arrived at opset 13. */
 static const struct op_kernel kernels[] = {
-	{ "", "Softmax", 1, 12, BACKEND_HOST,
-	  OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_FLOAT16), softmax_prepare,
-	  softmax_run },
+	{ "", "Softmax", 1, 12, BACKEND_HOST, OP_DTS_FLOAT & ~OP_DT(CEP_DTYPE_BFLOAT16),
+	  softmax_prepare, softmax_run },
 	{ "", "Softmax", 13, OP_OPSET_MAX, BACKEND_HOST, OP_DTS_FLOAT, softmax_prepare,
 	  softmax_run },
 };

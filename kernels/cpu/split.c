@@ -234,8 +234,8 @@ static const struct op_schema schemas[] = {
 };
 
 static const struct op_kernel kernels[] = {
-	{ "", "Split", 1, 1, BACKEND_HOST, OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_FLOAT16),
-	  NULL, split_run },
+	{ "", "Split", 1, 1, BACKEND_HOST, OP_DTS_FLOAT & ~OP_DT(CEP_DTYPE_BFLOAT16), NULL,
+	  split_run },
 	{ "", "Split", 2, 12, BACKEND_HOST, SHAPEOPS_DTS_NO_BF16, NULL, split_run },
 	{ "", "Split", 13, OP_OPSET_MAX, BACKEND_HOST, OP_DTS_ALL, NULL, split_run },
 };

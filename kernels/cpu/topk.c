@@ -218,9 +218,11 @@ static int topk_run(struct op_call *c)
 			for (m = 0; m < p->n; m++) {
 				pos[m] = m;
 				if (fl)
-					key[m].f = cpu_load_f(in->data, in->dtype, base + m * p->inner);
+					key[m].f = cpu_load_d(in->data, in->dtype, base + m * p->inner);
 				else
-					key[m].i = cpu_load_i(in->data, in->dtype, base + m * p->inner);
+					key[m].i = cpu_order_key(in->dtype,
+								 cpu_load_i(in->data, in->dtype,
+									    base + m * p->inner));
 			}
 			order = topk_sort(pos, tmp, p->n, key, fl, p->largest);
 			for (m = 0; m < p->k; m++) {
@@ -246,7 +248,7 @@ static const struct op_schema schemas[] = {
 };
 
 /* The stored types of T: the integers came at 11, bfloat16 at 24. */
-#define TOPK_DTS_1 (OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_FLOAT16))
+#define TOPK_DTS_1 (OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_FLOAT16) | OP_DT(CEP_DTYPE_FLOAT64))
 #define TOPK_DTS_11 (TOPK_DTS_1 | OP_DTS_INT)
 #define TOPK_DTS_24 (TOPK_DTS_11 | OP_DT(CEP_DTYPE_BFLOAT16))
 

@@ -4,11 +4,11 @@
  * Atanh (opset 9 on). The output has the input's type and shape.
  *
  * Float types are computed in float32 with libm's float functions
- * (float16 and bfloat16 converted on load and store); an argument outside
- * a function's domain (Asin of 2, Acosh of 0, Atanh of 2) gives NaN and
- * Atanh of +-1 gives +-inf, as IEEE arithmetic has them. Every one took
- * float and float16 until opset 22 added bfloat16; double, which the
- * specification also lists, is not a type cudaep stores.
+ * (float16 and bfloat16 converted on load and store), float64 with its
+ * double ones; an argument outside a function's domain (Asin of 2, Acosh
+ * of 0, Atanh of 2) gives NaN and Atanh of +-1 gives +-inf, as IEEE
+ * arithmetic has them. Every one took float, float16 and double until
+ * opset 22 added bfloat16.
  */
 #include "kernels/cpu/elem.h"
 
@@ -49,6 +49,24 @@ static float trigop_f(enum trigop op, float v)
 	return 0.0f;
 }
 
+static double trigop_d(enum trigop op, double v)
+{
+	switch (op) {
+	case TRIG_SIN: return sin(v);
+	case TRIG_COS: return cos(v);
+	case TRIG_TAN: return tan(v);
+	case TRIG_ASIN: return asin(v);
+	case TRIG_ACOS: return acos(v);
+	case TRIG_ATAN: return atan(v);
+	case TRIG_SINH: return sinh(v);
+	case TRIG_COSH: return cosh(v);
+	case TRIG_ASINH: return asinh(v);
+	case TRIG_ACOSH: return acosh(v);
+	case TRIG_ATANH: return atanh(v);
+	}
+	return 0.0;
+}
+
 static int trig_run(struct op_call *c, enum trigop op)
 {
 	cep_dtype t = c->in[0].dtype;
@@ -63,6 +81,14 @@ static int trig_run(struct op_call *c, enum trigop op)
 
 		for (i = 0; i < n; i++)
 			of[i] = trigop_f(op, af[i]);
+		return 0;
+	}
+	if (t == CEP_DTYPE_FLOAT64) {
+		const double *ad = a;
+		double *od = o;
+
+		for (i = 0; i < n; i++)
+			od[i] = trigop_d(op, ad[i]);
 		return 0;
 	}
 	for (i = 0; i < n; i++)
@@ -88,9 +114,9 @@ static int atanh_run(struct op_call *c) { return trig_run(c, TRIG_ATANH); }
 	{ "", op, since, OP_OPSET_MAX, 1, 1, 1, 1, 0, 0, trig_infer }
 #define TRIG_KERNEL(op, since, until, dts, fn) \
 	{ "", op, since, until, BACKEND_HOST, dts, NULL, fn }
-/* float and float16, bfloat16 from opset 22. */
+/* float, float16 and double, bfloat16 from opset 22. */
 #define TRIG_KERNELS(op, since, fn) \
-	TRIG_KERNEL(op, since, 21, ELEM_DTS_F32_F16, fn), \
+	TRIG_KERNEL(op, since, 21, ELEM_DTS_NO_BF16, fn), \
 	TRIG_KERNEL(op, 22, OP_OPSET_MAX, OP_DTS_FLOAT, fn)
 
 static const struct op_schema schemas[] = {

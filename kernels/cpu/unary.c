@@ -1,11 +1,11 @@
 /*
  * unary.c — elementwise functions of one tensor: Relu, Sigmoid, Tanh, Exp.
  *
- * Float types are computed in float32; Relu also takes the signed integer
- * types (opset 14), computed in int64. More of the family (Neg, Abs, Sqrt,
- * Erf, ...) joins the same table. Opset 1's consumed_inputs only hinted
- * at in-place use and is ignored; until opset 6 the types were float and
- * float16 (and double, which cudaep does not store).
+ * Float types are computed in float32, float64 in double; Relu also takes
+ * the signed integer types (opset 14), computed in int64. More of the
+ * family (Neg, Abs, Sqrt, Erf, ...) joins the same table. Opset 1's
+ * consumed_inputs only hinted at in-place use and is ignored; until opset
+ * 6 the types were float, float16 and double.
  */
 #include "kernels/cpu/cpu.h"
 
@@ -39,6 +39,23 @@ static float unop_f(enum unop op, float v)
 	return 0.0f;
 }
 
+static double unop_d(enum unop op, double v)
+{
+	switch (op) {
+	case UN_RELU:
+		return v > 0.0 ? v : 0.0;
+	case UN_SIGMOID:
+		if (v >= 0.0)
+			return 1.0 / (1.0 + exp(-v));
+		return exp(v) / (1.0 + exp(v));
+	case UN_TANH:
+		return tanh(v);
+	case UN_EXP:
+		return exp(v);
+	}
+	return 0.0;
+}
+
 static int unary_run(struct op_call *c, enum unop op)
 {
 	cep_dtype t = c->in[0].dtype;
@@ -51,6 +68,14 @@ static int unary_run(struct op_call *c, enum unop op)
 
 		for (i = 0; i < n; i++)
 			o[i] = unop_f(op, a[i]);
+		return 0;
+	}
+	if (t == CEP_DTYPE_FLOAT64) {
+		const double *a = c->in[0].data;
+		double *o = c->out[0].data;
+
+		for (i = 0; i < n; i++)
+			o[i] = unop_d(op, a[i]);
 		return 0;
 	}
 	for (i = 0; i < n; i++) {
@@ -74,8 +99,7 @@ static int exp_run(struct op_call *c) { return unary_run(c, UN_EXP); }
 #define UNARY_SCHEMA(op) \
 	{ "", op, 1, OP_OPSET_MAX, 1, 1, 1, 1, 0, 0, unary_infer }
 #define UNARY_KERNEL(op, dts, fn) \
-	{ "", op, 1, 6, BACKEND_HOST, OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_FLOAT16), NULL, \
-	  fn }, \
+	{ "", op, 1, 6, BACKEND_HOST, OP_DTS_FLOAT & ~OP_DT(CEP_DTYPE_BFLOAT16), NULL, fn }, \
 	{ "", op, 7, OP_OPSET_MAX, BACKEND_HOST, dts, NULL, fn }
 
 static const struct op_schema schemas[] = {
@@ -86,8 +110,13 @@ static const struct op_schema schemas[] = {
 };
 
 static const struct op_kernel kernels[] = {
-	UNARY_KERNEL("Relu", OP_DTS_FLOAT | OP_DT(CEP_DTYPE_INT64) |
-		     OP_DT(CEP_DTYPE_INT32) | OP_DT(CEP_DTYPE_INT8), relu_run),
+	/* The signed integers are opset 14's: int8, int32 and int64 have
+	 * been taken from 7, int16 only from 14. */
+	{ "", "Relu", 1, 6, BACKEND_HOST, OP_DTS_FLOAT & ~OP_DT(CEP_DTYPE_BFLOAT16), NULL,
+	  relu_run },
+	{ "", "Relu", 7, 13, BACKEND_HOST, OP_DTS_FLOAT | (OP_DTS_SIGNED & ~OP_DT(CEP_DTYPE_INT16)),
+	  NULL, relu_run },
+	{ "", "Relu", 14, OP_OPSET_MAX, BACKEND_HOST, OP_DTS_FLOAT | OP_DTS_SIGNED, NULL, relu_run },
 	UNARY_KERNEL("Sigmoid", OP_DTS_FLOAT, sigmoid_run),
 	UNARY_KERNEL("Tanh", OP_DTS_FLOAT, tanh_run),
 	UNARY_KERNEL("Exp", OP_DTS_FLOAT, exp_run),

@@ -59,20 +59,23 @@ static int unique_items_init(const struct op_node *node, const struct op_tensor 
 }
 
 /* Element e of x compared with element f: -1, 0, 1, NaN after numbers and
- * equal to NaN. */
+ * equal to NaN. Floats compare as doubles (exact for every float type),
+ * integers in their own order (uint64 as unsigned). */
 static int unique_cmp_elem(const struct op_tensor *x, int64_t e, int64_t f)
 {
-	if (cpu_is_float(x->dtype)) {
-		float a = cpu_load_f(x->data, x->dtype, e), b = cpu_load_f(x->data, x->dtype, f);
+	cep_dtype t = x->dtype;
+
+	if (cpu_is_float(t)) {
+		double a = cpu_load_d(x->data, t, e), b = cpu_load_d(x->data, t, f);
 		bool na = a != a, nb = b != b;
 
 		if (na || nb)
 			return na == nb ? 0 : na ? 1 : -1;
 		return a < b ? -1 : a > b ? 1 : 0;
 	} else {
-		int64_t a = cpu_load_i(x->data, x->dtype, e), b = cpu_load_i(x->data, x->dtype, f);
+		int64_t a = cpu_load_i(x->data, t, e), b = cpu_load_i(x->data, t, f);
 
-		return a < b ? -1 : a > b ? 1 : 0;
+		return cpu_lt_i(t, a, b) ? -1 : cpu_lt_i(t, b, a) ? 1 : 0;
 	}
 }
 

@@ -167,14 +167,16 @@ static int unpool_run(struct op_call *c)
 	return 0;
 }
 
-#define UNPOOL_F16 (OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_FLOAT16))
+/* Elements are moved as bytes: every float type, float64 included, before
+ * bfloat16 joined them at 22. */
+#define UNPOOL_NO_BF16 (OP_DTS_FLOAT & ~OP_DT(CEP_DTYPE_BFLOAT16))
 
 static const struct op_schema schemas[] = {
 	{ "", "MaxUnpool", 9, OP_OPSET_MAX, 2, 3, 1, 1, 0, 0, unpool_infer },
 };
 
 static const struct op_kernel kernels[] = {
-	{ "", "MaxUnpool", 9, 21, BACKEND_HOST, UNPOOL_F16, NULL, unpool_run },
+	{ "", "MaxUnpool", 9, 21, BACKEND_HOST, UNPOOL_NO_BF16, NULL, unpool_run },
 	{ "", "MaxUnpool", 22, OP_OPSET_MAX, BACKEND_HOST, OP_DTS_FLOAT, NULL, unpool_run },
 };
 

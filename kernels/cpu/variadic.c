@@ -15,9 +15,10 @@
  *
  * Floats are accumulated in float32: directly in the output for float32,
  * in a workspace for float16 and bfloat16 so that a sum of many inputs is
- * rounded once. Min and Max of integers (opset 12 on) work in the output
- * itself, since their result is always one of the inputs. Min and Max
- * propagate NaN, as numpy's minimum and maximum do.
+ * rounded once; float64 in double, in the output. Min and Max of integers
+ * (opset 12 on) work in the output itself, since their result is always
+ * one of the inputs (uint64 ordered as unsigned). Min and Max propagate
+ * NaN, as numpy's minimum and maximum do.
  */
 #include "kernels/cpu/elem.h"
 
@@ -195,6 +196,40 @@ static void fold_f32(enum varop op, const struct op_tensor *out, float *acc,
 	}
 }
 
+static double varop_d(enum varop op, double acc, double v)
+{
+	switch (op) {
+	case VAR_MIN: return v < acc || v != v ? v : acc;
+	case VAR_MAX: return v > acc || v != v ? v : acc;
+	case VAR_SUM:
+	case VAR_MEAN: return acc + v;
+	}
+	return acc;
+}
+
+/* fold_f32() for float64, into the output itself. */
+static void fold_f64(enum varop op, const struct op_tensor *out, const struct op_tensor *in,
+		     bool first)
+{
+	const struct op_tensor *ins[1] = { in };
+	const double *pi = in->data;
+	double *acc = out->data;
+	struct cpu_bcast bc;
+	int64_t r, j;
+
+	cpu_bcast_init(&bc, out, ins, 1);
+	for (r = 0; r < bc.rows; r++) {
+		double *pa = acc + r * bc.inner;
+
+		for (j = 0; j < bc.inner; j++) {
+			double v = pi[bc.off[0] + j * bc.step[0]];
+
+			pa[j] = first ? v : varop_d(op, pa[j], v);
+		}
+		cpu_bcast_next(&bc);
+	}
+}
+
 /* Min and Max of integers, folded into the output at its own width. */
 static void fold_int(enum varop op, const struct op_tensor *out,
 		     const struct op_tensor *in, bool first)
@@ -213,7 +248,8 @@ static void fold_int(enum varop op, const struct op_tensor *out,
 			if (!first) {
 				int64_t a = cpu_load_i(out->data, t, at);
 
-				v = op == VAR_MIN ? (v < a ? v : a) : (v > a ? v : a);
+				v = op == VAR_MIN ? (cpu_lt_i(t, v, a) ? v : a)
+						  : (cpu_lt_i(t, a, v) ? v : a);
 			}
 			cpu_store_i(out->data, t, at, v);
 		}
@@ -233,6 +269,17 @@ static int variadic_run(struct op_call *c, enum varop op)
 	if (!cpu_is_float(t)) {
 		for (k = 0; k < c->n_in; k++)
 			fold_int(op, out, &c->in[k], k == 0);
+		return 0;
+	}
+	if (t == CEP_DTYPE_FLOAT64) {
+		double *od = out->data;
+
+		for (k = 0; k < c->n_in; k++)
+			fold_f64(op, out, &c->in[k], k == 0);
+		if (op == VAR_MEAN) {
+			for (i = 0; i < n; i++)
+				od[i] /= (double)c->n_in;
+		}
 		return 0;
 	}
 	acc = t == CEP_DTYPE_FLOAT32 ? out->data : c->workspace;
@@ -271,19 +318,19 @@ static const struct op_schema schemas[] = {
 };
 
 static const struct op_kernel kernels[] = {
-	VAR_KERNEL("Min", 1, 11, ELEM_DTS_F32_F16, min_run),
-	VAR_KERNEL("Min", 12, 12, ELEM_DTS_F32_F16 | OP_DTS_INT, min_run),
+	VAR_KERNEL("Min", 1, 11, ELEM_DTS_NO_BF16, min_run),
+	VAR_KERNEL("Min", 12, 12, ELEM_DTS_NO_BF16 | OP_DTS_INT, min_run),
 	VAR_KERNEL("Min", 13, OP_OPSET_MAX, OP_DTS_NUMERIC, min_run),
-	VAR_KERNEL("Max", 1, 11, ELEM_DTS_F32_F16, max_run),
-	VAR_KERNEL("Max", 12, 12, ELEM_DTS_F32_F16 | OP_DTS_INT, max_run),
+	VAR_KERNEL("Max", 1, 11, ELEM_DTS_NO_BF16, max_run),
+	VAR_KERNEL("Max", 12, 12, ELEM_DTS_NO_BF16 | OP_DTS_INT, max_run),
 	VAR_KERNEL("Max", 13, OP_OPSET_MAX, OP_DTS_NUMERIC, max_run),
-	VAR_KERNEL("Sum", 1, 12, ELEM_DTS_F32_F16, sum_run),
+	VAR_KERNEL("Sum", 1, 12, ELEM_DTS_NO_BF16, sum_run),
 	VAR_KERNEL("Sum", 13, OP_OPSET_MAX, OP_DTS_FLOAT, sum_run),
-	VAR_KERNEL("Mean", 1, 12, ELEM_DTS_F32_F16, mean_run),
+	VAR_KERNEL("Mean", 1, 12, ELEM_DTS_NO_BF16, mean_run),
 	VAR_KERNEL("Mean", 13, OP_OPSET_MAX, OP_DTS_FLOAT, mean_run),
 	/* onnxruntime takes float32 and float16. */
-	{ OP_DOMAIN_MS, "BiasAdd", 1, OP_MS_OPSET_MAX, BACKEND_HOST, ELEM_DTS_F32_F16,
-	  variadic_prepare, sum_run },
+	{ OP_DOMAIN_MS, "BiasAdd", 1, OP_MS_OPSET_MAX, BACKEND_HOST,
+	  OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_FLOAT16), variadic_prepare, sum_run },
 };
 
 const struct op_family op_family_cpu_variadic = {

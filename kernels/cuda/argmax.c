@@ -74,7 +74,7 @@ static int argmax_prepare(struct op_call *c, size_t *ws) { return arg_prepare(c,
 static int argmin_prepare(struct op_call *c, size_t *ws) { return arg_prepare(c, ws, "argmin"); }
 
 /* The reference kernels' sets: bfloat16 came at 13. */
-#define ARG_DTS_7 (OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_FLOAT16) | OP_DTS_INT)
+#define ARG_DTS_7 (OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_FLOAT16) | CUDA_DTS_INT)
 #define ARG_DTS_13 (ARG_DTS_7 | OP_DT(CEP_DTYPE_BFLOAT16))
 
 static const struct op_kernel kernels[] = {

@@ -55,7 +55,7 @@ static int attn_prepare(struct op_call *c, size_t *workspace)
 
 	*workspace = 0;
 	memset(p, 0, sizeof(*p));
-	if (!op_dtype_in(c->in[0].dtype, OP_DTS_FLOAT) || sfx == NULL)
+	if (!op_dtype_in(c->in[0].dtype, CUDA_DTS_FLOAT) || sfx == NULL)
 		return cep__set_error(CEP_EDTYPE, "Attention: no cuda kernel for %s",
 				      cep_dtype_name(c->in[0].dtype));
 	ret = xfmr_attn_init(&x, c->node, c->in, c->n_in, &c->out[0]);
@@ -138,7 +138,7 @@ static int attn_run(struct op_call *c)
 }
 
 static const struct op_kernel kernels[] = {
-	{ XFMR_DOMAIN, "Attention", 1, 1, BACKEND_CUDA, OP_DTS_FLOAT, attn_prepare, attn_run },
+	{ XFMR_DOMAIN, "Attention", 1, 1, BACKEND_CUDA, CUDA_DTS_FLOAT, attn_prepare, attn_run },
 };
 
 const struct op_family op_family_cuda_attention = {

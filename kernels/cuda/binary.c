@@ -48,7 +48,8 @@ static int binary_prepare(struct op_call *c, size_t *workspace, const char *op)
 		p->grid = cuda_grid(p->bc.n);
 		snprintf(name, sizeof(name), "%s_%s", op, sfx);
 	}
-	return cuda_function_get(c->be, "binary", name, &p->fn);
+	return cuda_function_get(c->be, cuda_dtype_wide(c->out[0].dtype) ? "binary_wide" : "binary",
+				 name, &p->fn);
 }
 
 static int binary_run(struct op_call *c)
@@ -69,12 +70,16 @@ static int mul_prepare(struct op_call *c, size_t *ws) { return binary_prepare(c,
 static int div_prepare(struct op_call *c, size_t *ws) { return binary_prepare(c, ws, "div"); }
 
 /* The host's types per opset (kernels/cpu/binary.c). */
-#define BINARY_DTS_1 (OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_FLOAT16))
-#define BINARY_DTS_6 (BINARY_DTS_1 | OP_DT(CEP_DTYPE_INT32) | OP_DT(CEP_DTYPE_INT64))
+#define BINARY_DTS_1 (OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_FLOAT16) | \
+		      OP_DT(CEP_DTYPE_FLOAT64))
+#define BINARY_DTS_6 (BINARY_DTS_1 | OP_DT(CEP_DTYPE_INT32) | OP_DT(CEP_DTYPE_INT64) | \
+		      OP_DT(CEP_DTYPE_UINT32) | OP_DT(CEP_DTYPE_UINT64))
+#define BINARY_DTS_7 (OP_DTS_NUMERIC & ~(OP_DT(CEP_DTYPE_INT16) | OP_DT(CEP_DTYPE_UINT16)))
 #define BINARY_KERNEL(op, prepare) \
 	{ "", op, 1, 5, BACKEND_CUDA, BINARY_DTS_1, prepare, binary_run }, \
 	{ "", op, 6, 6, BACKEND_CUDA, BINARY_DTS_6, prepare, binary_run }, \
-	{ "", op, 7, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_NUMERIC, prepare, binary_run }
+	{ "", op, 7, 13, BACKEND_CUDA, BINARY_DTS_7, prepare, binary_run }, \
+	{ "", op, 14, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_NUMERIC, prepare, binary_run }
 
 static const struct op_kernel kernels[] = {
 	BINARY_KERNEL("Add", add_prepare),

@@ -120,11 +120,11 @@ static int bitwise_not_run(struct op_call *c)
 
 static const struct op_kernel kernels[] = {
 	BIT_KERNEL("BitShift", 11, 27, OP_DT(CEP_DTYPE_UINT8), bitshift_prepare, bitwise_run),
-	BIT_KERNEL("BitShift", 28, OP_OPSET_MAX, OP_DTS_INT, bitshift_prepare, bitwise_run),
-	BIT_KERNEL("BitwiseAnd", 18, OP_OPSET_MAX, OP_DTS_INT, bitwise_and_prepare, bitwise_run),
-	BIT_KERNEL("BitwiseOr", 18, OP_OPSET_MAX, OP_DTS_INT, bitwise_or_prepare, bitwise_run),
-	BIT_KERNEL("BitwiseXor", 18, OP_OPSET_MAX, OP_DTS_INT, bitwise_xor_prepare, bitwise_run),
-	BIT_KERNEL("BitwiseNot", 18, OP_OPSET_MAX, OP_DTS_INT, bitwise_not_prepare,
+	BIT_KERNEL("BitShift", 28, OP_OPSET_MAX, CUDA_DTS_INT, bitshift_prepare, bitwise_run),
+	BIT_KERNEL("BitwiseAnd", 18, OP_OPSET_MAX, CUDA_DTS_INT, bitwise_and_prepare, bitwise_run),
+	BIT_KERNEL("BitwiseOr", 18, OP_OPSET_MAX, CUDA_DTS_INT, bitwise_or_prepare, bitwise_run),
+	BIT_KERNEL("BitwiseXor", 18, OP_OPSET_MAX, CUDA_DTS_INT, bitwise_xor_prepare, bitwise_run),
+	BIT_KERNEL("BitwiseNot", 18, OP_OPSET_MAX, CUDA_DTS_INT, bitwise_not_prepare,
 		   bitwise_not_run),
 };
 

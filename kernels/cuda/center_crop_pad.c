@@ -65,7 +65,7 @@ static int ccp_run(struct op_call *c)
 }
 
 static const struct op_kernel kernels[] = {
-	{ "", "CenterCropPad", 18, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_ALL, ccp_prepare, ccp_run },
+	{ "", "CenterCropPad", 18, OP_OPSET_MAX, BACKEND_CUDA, CUDA_DTS_ALL, ccp_prepare, ccp_run },
 };
 
 const struct op_family op_family_cuda_center_crop_pad = {

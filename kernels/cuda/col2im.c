@@ -95,7 +95,7 @@ static int col2im_run(struct op_call *c)
 }
 
 static const struct op_kernel kernels[] = {
-	{ "", "Col2Im", 18, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_ALL, col2im_prepare, col2im_run },
+	{ "", "Col2Im", 18, OP_OPSET_MAX, BACKEND_CUDA, CUDA_DTS_ALL, col2im_prepare, col2im_run },
 };
 
 const struct op_family op_family_cuda_col2im = {

@@ -3,10 +3,11 @@
  * width types (NVRTC compiles without the toolkit's headers), element
  * loads and stores for every type the engine stores with exactly the
  * conversions of the reference kernels (kernels/cpu/cpu.h: float16 and
- * bfloat16 computed in float, integers in int64, float to integer
- * truncating with NaN as 0 and saturation), grid-stride loops, numpy
- * broadcasting offsets, and the fault record where kernels latch a bad
- * index (gpu/cuda/cuda_kernels.h declares the same record for the host).
+ * bfloat16 computed in float, float64 in double, integers in int64 with
+ * uint64 as its bits, float to integer truncating with NaN as 0 and
+ * saturation), grid-stride loops, numpy broadcasting offsets, and the
+ * fault record where kernels latch a bad index (gpu/cuda/cuda_kernels.h
+ * declares the same record for the host).
  *
  * Structs passed as kernel arguments have a twin in kernels/cuda/launch.h;
  * both sides lay them out with explicit padding.
@@ -18,6 +19,7 @@ typedef long long i64;
 typedef unsigned long long u64;
 typedef int i32;
 typedef unsigned int u32;
+typedef short i16;
 typedef unsigned short u16;
 typedef signed char i8;
 typedef unsigned char u8;
@@ -128,13 +130,77 @@ __device__ __forceinline__ i64 cep_f2i(float v)
 	return (i64)v;
 }
 
+/* Double to int64 toward zero; NaN gives 0, out of range saturates. */
+__device__ __forceinline__ i64 cep_d2i(double v)
+{
+	if (v != v)
+		return 0;
+	if (v >= 9223372036854775807.0)
+		return CEP_INT64_MAX;
+	if (v <= -9223372036854775808.0)
+		return CEP_INT64_MIN;
+	return (i64)v;
+}
+
+/* The same into uint64's bits, as the host's cpu_f2u(): from 2^63 up the
+ * value converts unsigned (saturating at 2^64 - 1), below it as
+ * cep_d2i() has it, a negative one then wrapping. */
+__device__ __forceinline__ i64 cep_d2u(double v)
+{
+	if (v >= 18446744073709551615.0)
+		return (i64)~0ull;
+	if (v >= 9223372036854775808.0)
+		return (i64)(u64)v;
+	return cep_d2i(v);
+}
+
+/*
+ * float64 to float32 rounded to odd (toward zero, the last bit set when
+ * inexact), so that rounding that to float16 or bfloat16 gives the
+ * double's own nearest value, as the host's cpu_f64_to_f32_odd() does. A
+ * NaN keeps its sign and the top of its payload, quieted, as the host's
+ * conversion makes it.
+ */
+__device__ __forceinline__ float cep_f64_to_f32_odd(double d)
+{
+	float f;
+
+	if (d != d) {
+		u64 x = (u64)__double_as_longlong(d);
+
+		return __uint_as_float((u32)(x >> 32 & 0x80000000u) | 0x7fc00000u |
+				       (u32)(x >> 29 & 0x3fffffu));
+	}
+	f = __double2float_rz(d);
+	if ((double)f != d)
+		f = __uint_as_float(__float_as_uint(f) | 1u);
+	return f;
+}
+
 /* ----------------------------------------------------- element access */
 
-/* Whether T is computed in float (else in int64). */
+/* Whether T is computed in float (else in double for float64, int64 for
+ * the integers and bool). */
 template <typename T> struct cep_is_float { static const bool value = false; };
 template <> struct cep_is_float<float> { static const bool value = true; };
 template <> struct cep_is_float<f16> { static const bool value = true; };
 template <> struct cep_is_float<bf16> { static const bool value = true; };
+
+/* Whether T is float64, computed in double. */
+template <typename T> struct cep_is_f64 { static const bool value = false; };
+template <> struct cep_is_f64<double> { static const bool value = true; };
+
+/* Whether T is uint64, whose bits int64 holds but does not order, divide
+ * or convert as unsigned. */
+template <typename T> struct cep_is_u64 { static const bool value = false; };
+template <> struct cep_is_u64<u64> { static const bool value = true; };
+
+/* Whether T is an unsigned integer type (a value of it is never negative). */
+template <typename T> struct cep_is_unsigned { static const bool value = false; };
+template <> struct cep_is_unsigned<u8> { static const bool value = true; };
+template <> struct cep_is_unsigned<u16> { static const bool value = true; };
+template <> struct cep_is_unsigned<u32> { static const bool value = true; };
+template <> struct cep_is_unsigned<u64> { static const bool value = true; };
 
 /* Element i as a float. */
 __device__ __forceinline__ float ld_f(const float *p, i64 i) { return p[i]; }
@@ -145,6 +211,26 @@ __device__ __forceinline__ float ld_f(const i32 *p, i64 i) { return (float)p[i];
 __device__ __forceinline__ float ld_f(const i8 *p, i64 i) { return (float)p[i]; }
 __device__ __forceinline__ float ld_f(const u8 *p, i64 i) { return (float)p[i]; }
 __device__ __forceinline__ float ld_f(const b8 *p, i64 i) { return p[i].v ? 1.0f : 0.0f; }
+__device__ __forceinline__ float ld_f(const double *p, i64 i) { return (float)p[i]; }
+__device__ __forceinline__ float ld_f(const i16 *p, i64 i) { return (float)p[i]; }
+__device__ __forceinline__ float ld_f(const u16 *p, i64 i) { return (float)p[i]; }
+__device__ __forceinline__ float ld_f(const u32 *p, i64 i) { return (float)p[i]; }
+__device__ __forceinline__ float ld_f(const u64 *p, i64 i) { return (float)p[i]; }
+
+/* Element i as a double (integers past 2^53 rounded to nearest). */
+__device__ __forceinline__ double ld_d(const double *p, i64 i) { return p[i]; }
+__device__ __forceinline__ double ld_d(const float *p, i64 i) { return p[i]; }
+__device__ __forceinline__ double ld_d(const f16 *p, i64 i) { return ld_f(p, i); }
+__device__ __forceinline__ double ld_d(const bf16 *p, i64 i) { return ld_f(p, i); }
+__device__ __forceinline__ double ld_d(const i64 *p, i64 i) { return (double)p[i]; }
+__device__ __forceinline__ double ld_d(const i32 *p, i64 i) { return p[i]; }
+__device__ __forceinline__ double ld_d(const i16 *p, i64 i) { return p[i]; }
+__device__ __forceinline__ double ld_d(const i8 *p, i64 i) { return p[i]; }
+__device__ __forceinline__ double ld_d(const u64 *p, i64 i) { return (double)p[i]; }
+__device__ __forceinline__ double ld_d(const u32 *p, i64 i) { return p[i]; }
+__device__ __forceinline__ double ld_d(const u16 *p, i64 i) { return p[i]; }
+__device__ __forceinline__ double ld_d(const u8 *p, i64 i) { return p[i]; }
+__device__ __forceinline__ double ld_d(const b8 *p, i64 i) { return p[i].v ? 1.0 : 0.0; }
 
 /* Element i as an int64 (floats truncated and saturated). */
 __device__ __forceinline__ i64 ld_i(const i64 *p, i64 i) { return p[i]; }
@@ -155,6 +241,11 @@ __device__ __forceinline__ i64 ld_i(const b8 *p, i64 i) { return p[i].v != 0; }
 __device__ __forceinline__ i64 ld_i(const float *p, i64 i) { return cep_f2i(ld_f(p, i)); }
 __device__ __forceinline__ i64 ld_i(const f16 *p, i64 i) { return cep_f2i(ld_f(p, i)); }
 __device__ __forceinline__ i64 ld_i(const bf16 *p, i64 i) { return cep_f2i(ld_f(p, i)); }
+__device__ __forceinline__ i64 ld_i(const double *p, i64 i) { return cep_d2i(p[i]); }
+__device__ __forceinline__ i64 ld_i(const i16 *p, i64 i) { return p[i]; }
+__device__ __forceinline__ i64 ld_i(const u16 *p, i64 i) { return p[i]; }
+__device__ __forceinline__ i64 ld_i(const u32 *p, i64 i) { return p[i]; }
+__device__ __forceinline__ i64 ld_i(const u64 *p, i64 i) { return (i64)p[i]; }
 
 /* A float rounded to the float type T, as a store and a load make it. */
 template <typename T> __device__ __forceinline__ float cep_round(float x);
@@ -177,6 +268,11 @@ __device__ __forceinline__ void st_f(i32 *p, i64 i, float v) { p[i] = (i32)(u32)
 __device__ __forceinline__ void st_f(i8 *p, i64 i, float v) { p[i] = (i8)(u8)(u64)cep_f2i(v); }
 __device__ __forceinline__ void st_f(u8 *p, i64 i, float v) { p[i] = (u8)(u64)cep_f2i(v); }
 __device__ __forceinline__ void st_f(b8 *p, i64 i, float v) { p[i].v = v != 0.0f; }
+__device__ __forceinline__ void st_f(double *p, i64 i, float v) { p[i] = v; }
+__device__ __forceinline__ void st_f(i16 *p, i64 i, float v) { p[i] = (i16)(u16)(u64)cep_f2i(v); }
+__device__ __forceinline__ void st_f(u16 *p, i64 i, float v) { p[i] = (u16)(u64)cep_f2i(v); }
+__device__ __forceinline__ void st_f(u32 *p, i64 i, float v) { p[i] = (u32)(u64)cep_f2i(v); }
+__device__ __forceinline__ void st_f(u64 *p, i64 i, float v) { p[i] = (u64)cep_d2u(v); }
 
 /* Stores an int64, wrapping to the width of the type. */
 __device__ __forceinline__ void st_i(i64 *p, i64 i, i64 v) { p[i] = v; }
@@ -187,6 +283,39 @@ __device__ __forceinline__ void st_i(b8 *p, i64 i, i64 v) { p[i].v = v != 0; }
 __device__ __forceinline__ void st_i(float *p, i64 i, i64 v) { st_f(p, i, (float)v); }
 __device__ __forceinline__ void st_i(f16 *p, i64 i, i64 v) { st_f(p, i, (float)v); }
 __device__ __forceinline__ void st_i(bf16 *p, i64 i, i64 v) { st_f(p, i, (float)v); }
+__device__ __forceinline__ void st_i(double *p, i64 i, i64 v) { p[i] = (double)v; }
+__device__ __forceinline__ void st_i(i16 *p, i64 i, i64 v) { p[i] = (i16)(u16)(u64)v; }
+__device__ __forceinline__ void st_i(u16 *p, i64 i, i64 v) { p[i] = (u16)(u64)v; }
+__device__ __forceinline__ void st_i(u32 *p, i64 i, i64 v) { p[i] = (u32)(u64)v; }
+__device__ __forceinline__ void st_i(u64 *p, i64 i, i64 v) { p[i] = (u64)v; }
+
+/* Stores a double: float types round to nearest once, integers truncate
+ * (cep_d2i(), uint64 cep_d2u()) and wrap to their width. */
+__device__ __forceinline__ void st_d(double *p, i64 i, double v) { p[i] = v; }
+__device__ __forceinline__ void st_d(float *p, i64 i, double v) { p[i] = (float)v; }
+__device__ __forceinline__ void st_d(f16 *p, i64 i, double v)
+{
+	p[i].bits = cep_f32_to_f16(cep_f64_to_f32_odd(v));
+}
+__device__ __forceinline__ void st_d(bf16 *p, i64 i, double v)
+{
+	p[i].bits = cep_f32_to_bf16(cep_f64_to_f32_odd(v));
+}
+__device__ __forceinline__ void st_d(i64 *p, i64 i, double v) { p[i] = cep_d2i(v); }
+__device__ __forceinline__ void st_d(i32 *p, i64 i, double v) { st_i(p, i, cep_d2i(v)); }
+__device__ __forceinline__ void st_d(i16 *p, i64 i, double v) { st_i(p, i, cep_d2i(v)); }
+__device__ __forceinline__ void st_d(i8 *p, i64 i, double v) { st_i(p, i, cep_d2i(v)); }
+__device__ __forceinline__ void st_d(u64 *p, i64 i, double v) { p[i] = (u64)cep_d2u(v); }
+__device__ __forceinline__ void st_d(u32 *p, i64 i, double v) { st_i(p, i, cep_d2i(v)); }
+__device__ __forceinline__ void st_d(u16 *p, i64 i, double v) { st_i(p, i, cep_d2i(v)); }
+__device__ __forceinline__ void st_d(u8 *p, i64 i, double v) { st_i(p, i, cep_d2i(v)); }
+__device__ __forceinline__ void st_d(b8 *p, i64 i, double v) { p[i].v = v != 0.0; }
+
+/* Whether a < b, two values of integer type T as ld_i() gives them. */
+template <typename T> __device__ __forceinline__ bool cep_lt_i(i64 a, i64 b)
+{
+	return cep_is_u64<T>::value ? (u64)a < (u64)b : a < b;
+}
 
 /* ------------------------------------------------------- broadcasting */
 

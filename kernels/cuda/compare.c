@@ -66,7 +66,8 @@ static int compare_prepare(struct op_call *c, size_t *workspace)
 		p->grid = cuda_grid(p->bc.n);
 		snprintf(name + i, sizeof(name) - i, "_%s", sfx);
 	}
-	return cuda_function_get(c->be, "compare", name, &p->fn);
+	return cuda_function_get(c->be, cuda_dtype_wide(c->in[0].dtype) ? "compare_wide" : "compare",
+				 name, &p->fn);
 }
 
 static int compare_run(struct op_call *c)
@@ -130,7 +131,8 @@ static int where_run(struct op_call *c)
 
 /* ------------------------------------------------------------------- table */
 
-#define F32_F16 (OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_FLOAT16))
+/* The host's types per opset (kernels/cpu/compare.c). */
+#define DTS_NO_BF16 (OP_DTS_FLOAT & ~OP_DT(CEP_DTYPE_BFLOAT16))
 #define DTS_EQUAL7 (OP_DT(CEP_DTYPE_BOOL) | OP_DT(CEP_DTYPE_INT64) | OP_DT(CEP_DTYPE_INT32))
 
 #define CMP_KERNEL(op, since, until, dts, prepare, run) \
@@ -140,17 +142,17 @@ static int where_run(struct op_call *c)
 
 static const struct op_kernel kernels[] = {
 	CMP_COMPARE("Equal", 1, 10, DTS_EQUAL7),
-	CMP_COMPARE("Equal", 11, 12, DTS_EQUAL7 | F32_F16 | OP_DTS_INT),
+	CMP_COMPARE("Equal", 11, 12, DTS_EQUAL7 | DTS_NO_BF16 | OP_DTS_INT),
 	CMP_COMPARE("Equal", 13, OP_OPSET_MAX, OP_DTS_ALL),
-	CMP_COMPARE("Less", 1, 8, F32_F16),
-	CMP_COMPARE("Less", 9, 12, F32_F16 | OP_DTS_INT),
+	CMP_COMPARE("Less", 1, 8, DTS_NO_BF16),
+	CMP_COMPARE("Less", 9, 12, DTS_NO_BF16 | OP_DTS_INT),
 	CMP_COMPARE("Less", 13, OP_OPSET_MAX, OP_DTS_NUMERIC),
-	CMP_COMPARE("LessOrEqual", 12, 15, F32_F16 | OP_DTS_INT),
+	CMP_COMPARE("LessOrEqual", 12, 15, DTS_NO_BF16 | OP_DTS_INT),
 	CMP_COMPARE("LessOrEqual", 16, OP_OPSET_MAX, OP_DTS_NUMERIC),
-	CMP_COMPARE("Greater", 1, 8, F32_F16),
-	CMP_COMPARE("Greater", 9, 12, F32_F16 | OP_DTS_INT),
+	CMP_COMPARE("Greater", 1, 8, DTS_NO_BF16),
+	CMP_COMPARE("Greater", 9, 12, DTS_NO_BF16 | OP_DTS_INT),
 	CMP_COMPARE("Greater", 13, OP_OPSET_MAX, OP_DTS_NUMERIC),
-	CMP_COMPARE("GreaterOrEqual", 12, 15, F32_F16 | OP_DTS_INT),
+	CMP_COMPARE("GreaterOrEqual", 12, 15, DTS_NO_BF16 | OP_DTS_INT),
 	CMP_COMPARE("GreaterOrEqual", 16, OP_OPSET_MAX, OP_DTS_NUMERIC),
 	CMP_COMPARE("And", 1, OP_OPSET_MAX, OP_DT(CEP_DTYPE_BOOL)),
 	CMP_COMPARE("Or", 1, OP_OPSET_MAX, OP_DT(CEP_DTYPE_BOOL)),

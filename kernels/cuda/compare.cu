@@ -4,88 +4,15 @@
  * Greater, GreaterOrEqual, And, Or, Xor (bool out), Not, and Where. Floats
  * compare in float (so NaN is unequal to everything), integers and bool
  * in int64; Where moves elements as bits of their width and reads the
- * condition as a byte, nonzero true. Launcher: kernels/cuda/compare.c.
+ * condition as a byte, nonzero true. The comparisons of float64 and the
+ * other integer widths are compare_wide.cu's. Launcher:
+ * kernels/cuda/compare.c.
  * Kernels: <op>_<type> (equal_f32, and_bool, not_bool) and where_<bits>;
  * the comparisons and logic also as <op>_<type>_<a><b>, the fast paths of
  * elem.cuh (a, b: f, r or s as in binary.cu), and Not walks its tensor
  * 16 bytes at a time.
  */
-#include "elem.cuh"
-
-enum { CMP_EQ, CMP_LT, CMP_LE, CMP_GT, CMP_GE, CMP_AND, CMP_OR, CMP_XOR };
-
-template <int OP> __device__ __forceinline__ bool cmp_f(float a, float b)
-{
-	switch (OP) {
-	case CMP_EQ: return a == b;
-	case CMP_LT: return a < b;
-	case CMP_LE: return a <= b;
-	case CMP_GT: return a > b;
-	case CMP_GE: return a >= b;
-	case CMP_AND: return a != 0.0f && b != 0.0f;
-	case CMP_OR: return a != 0.0f || b != 0.0f;
-	default: return (a != 0.0f) != (b != 0.0f);
-	}
-}
-
-template <int OP> __device__ __forceinline__ bool cmp_i(i64 a, i64 b)
-{
-	switch (OP) {
-	case CMP_EQ: return a == b;
-	case CMP_LT: return a < b;
-	case CMP_LE: return a <= b;
-	case CMP_GT: return a > b;
-	case CMP_GE: return a >= b;
-	case CMP_AND: return a && b;
-	case CMP_OR: return a || b;
-	default: return (a != 0) != (b != 0);
-	}
-}
-
-template <typename T, int OP>
-__device__ __forceinline__ void compare(const T *a, const T *b, u8 *o, const cep_bcast &p)
-{
-	CEP_FOR(i, p.n) {
-		i64 ia, ib;
-
-		cep_bcast_at(p, i, &ia, &ib);
-		if (cep_is_float<T>::value)
-			o[i] = cmp_f<OP>(ld_f(a, ia), ld_f(b, ib));
-		else
-			o[i] = cmp_i<OP>(ld_i(a, ia), ld_i(b, ib));
-	}
-}
-
-/* One element of a fast path, with the arithmetic of compare(). */
-template <typename T, int OP> struct cmp_fn {
-	__device__ __forceinline__ void operator()(const T *a, i64 ia, const T *b, i64 ib, u8 *o,
-						   i64 io) const
-	{
-		if (cep_is_float<T>::value)
-			o[io] = cmp_f<OP>(ld_f(a, ia), ld_f(b, ib));
-		else
-			o[io] = cmp_i<OP>(ld_i(a, ia), ld_i(b, ib));
-	}
-};
-
-#define COMPARE_FAST(name, OP, T, sfx, ma, mb, MA, MB)                                \
-	extern "C" __global__ void name##_##sfx##_##ma##mb(const T *a, const T *b, u8 *o, \
-							   i64 n, i64 cols)               \
-	{                                                                              \
-		cep_map2<T, u8, MA, MB>(a, b, o, n, cols, cmp_fn<T, OP>());            \
-	}
-
-#define COMPARE_KERNEL(name, OP, T, sfx)                                        \
-	extern "C" __global__ void name##_##sfx(const T *a, const T *b, u8 *o,   \
-						cep_bcast p)                     \
-	{                                                                       \
-		compare<T, OP>(a, b, o, p);                                     \
-	}                                                                       \
-	COMPARE_FAST(name, OP, T, sfx, f, f, CEP_OPND_FULL, CEP_OPND_FULL)      \
-	COMPARE_FAST(name, OP, T, sfx, f, r, CEP_OPND_FULL, CEP_OPND_ROW)       \
-	COMPARE_FAST(name, OP, T, sfx, r, f, CEP_OPND_ROW, CEP_OPND_FULL)       \
-	COMPARE_FAST(name, OP, T, sfx, f, s, CEP_OPND_FULL, CEP_OPND_SCALAR)    \
-	COMPARE_FAST(name, OP, T, sfx, s, f, CEP_OPND_SCALAR, CEP_OPND_FULL)
+#include "compare.cuh"
 
 #define COMPARE_TYPES(name, OP)                 \
 	COMPARE_KERNEL(name, OP, float, f32)    \

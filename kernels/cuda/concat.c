@@ -77,7 +77,7 @@ static int concat_run(struct op_call *c)
 }
 
 static const struct op_kernel kernels[] = {
-	{ "", "Concat", 1, 3, BACKEND_CUDA, OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_FLOAT16),
+	{ "", "Concat", 1, 3, BACKEND_CUDA, OP_DTS_FLOAT & ~OP_DT(CEP_DTYPE_BFLOAT16),
 	  concat_prepare, concat_run },
 	{ "", "Concat", 4, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_ALL, concat_prepare, concat_run },
 };

@@ -139,7 +139,7 @@ static int conv_prepare(struct op_call *c, size_t *workspace)
 
 	*workspace = 0;
 	memset(p, 0, sizeof(*p));
-	if (!op_dtype_in(y->dtype, OP_DTS_FLOAT))
+	if (!op_dtype_in(y->dtype, CUDA_DTS_FLOAT))
 		return cep__set_error(CEP_EDTYPE, "%s: no cuda kernel for %s", conv_name(c),
 				      cep_dtype_name(y->dtype));
 	if (fused && (ret = conv_fused_activation(c->node, &relu)) < 0)
@@ -215,8 +215,8 @@ static int conv_run(struct op_call *c)
 static const struct op_kernel kernels[] = {
 	{ "", "Conv", 1, 21, BACKEND_CUDA, OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_FLOAT16),
 	  conv_prepare, conv_run },
-	{ "", "Conv", 22, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_FLOAT, conv_prepare, conv_run },
-	{ OP_DOMAIN_CUDAEP, "FusedConv", 1, 1, BACKEND_CUDA, OP_DTS_FLOAT, conv_prepare, conv_run },
+	{ "", "Conv", 22, OP_OPSET_MAX, BACKEND_CUDA, CUDA_DTS_FLOAT, conv_prepare, conv_run },
+	{ OP_DOMAIN_CUDAEP, "FusedConv", 1, 1, BACKEND_CUDA, CUDA_DTS_FLOAT, conv_prepare, conv_run },
 };
 
 const struct op_family op_family_cuda_conv = {

@@ -235,7 +235,7 @@ static int convt_prepare(struct op_call *c, size_t *workspace)
 
 	*workspace = 0;
 	memset(p, 0, sizeof(*p));
-	if (!op_dtype_in(y->dtype, OP_DTS_FLOAT) || sfx == NULL)
+	if (!op_dtype_in(y->dtype, CUDA_DTS_FLOAT) || sfx == NULL)
 		return cep__set_error(CEP_EDTYPE, "ConvTranspose: no cuda kernel for %s",
 				      cep_dtype_name(y->dtype));
 	ret = convt_geom_init(c->node, &c->in[0], &c->in[1], &g);
@@ -307,7 +307,7 @@ static int convt_run(struct op_call *c)
 static const struct op_kernel kernels[] = {
 	{ "", "ConvTranspose", 1, 21, BACKEND_CUDA,
 	  OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_FLOAT16), convt_prepare, convt_run },
-	{ "", "ConvTranspose", 22, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_FLOAT, convt_prepare,
+	{ "", "ConvTranspose", 22, OP_OPSET_MAX, BACKEND_CUDA, CUDA_DTS_FLOAT, convt_prepare,
 	  convt_run },
 };
 

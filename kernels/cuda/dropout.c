@@ -37,7 +37,7 @@ static int dropout_prepare(struct op_call *c, size_t *workspace)
 	*workspace = 0;
 	p->d = (struct cuda_dropout){ .n = op_dims_product(x, 0, x->rank), .one = 1,
 				      .mask_bytes = 1 };
-	if (!op_dtype_in(x->dtype, OP_DTS_FLOAT))
+	if (!op_dtype_in(x->dtype, CUDA_DTS_FLOAT))
 		return cep__set_error(CEP_EDTYPE, "Dropout: no cuda kernel for %s",
 				      cep_dtype_name(x->dtype));
 	/* Before opset 10 the mask has the input's type: 1.0 in its bits. */
@@ -82,7 +82,7 @@ static int dropout_run(struct op_call *c)
 static const struct op_kernel kernels[] = {
 	{ "", "Dropout", 1, 12, BACKEND_CUDA, OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_FLOAT16),
 	  dropout_prepare, dropout_run },
-	{ "", "Dropout", 13, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_FLOAT, dropout_prepare, dropout_run },
+	{ "", "Dropout", 13, OP_OPSET_MAX, BACKEND_CUDA, CUDA_DTS_FLOAT, dropout_prepare, dropout_run },
 };
 
 const struct op_family op_family_cuda_dropout = {

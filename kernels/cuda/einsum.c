@@ -494,7 +494,7 @@ static int einsum_run(struct op_call *c)
 /* ------------------------------------------------------------------- table */
 
 /* T of opset 12 among the stored types: no bfloat16, no bool. */
-#define EINSUM_DTS_12 (OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_FLOAT16) | OP_DTS_INT)
+#define EINSUM_DTS_12 (OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_FLOAT16) | CUDA_DTS_INT)
 
 static const struct op_kernel kernels[] = {
 	{ "", "Einsum", 12, 27, BACKEND_CUDA, EINSUM_DTS_12, einsum_prepare, einsum_run },

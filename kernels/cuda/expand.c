@@ -77,7 +77,7 @@ static int expand_run(struct op_call *c)
 static const struct op_kernel kernels[] = {
 	{ "", "Expand", 8, 12, BACKEND_CUDA, EXPAND_DTS_7, expand_prepare, expand_run },
 	{ "", "Expand", 13, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_ALL, expand_prepare, expand_run },
-	{ "", "Tile", 1, 5, BACKEND_CUDA, OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_FLOAT16),
+	{ "", "Tile", 1, 5, BACKEND_CUDA, OP_DTS_FLOAT & ~OP_DT(CEP_DTYPE_BFLOAT16),
 	  expand_prepare, expand_run },
 	{ "", "Tile", 6, 12, BACKEND_CUDA, EXPAND_DTS_7, expand_prepare, expand_run },
 	{ "", "Tile", 13, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_ALL, expand_prepare, expand_run },

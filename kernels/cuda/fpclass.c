@@ -73,9 +73,9 @@ static int isnan_run(struct op_call *c)
 
 static const struct op_kernel kernels[] = {
 	{ "", "IsInf", 10, 19, BACKEND_CUDA, OP_DT(CEP_DTYPE_FLOAT32), isinf_prepare, isinf_run },
-	{ "", "IsInf", 20, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_FLOAT, isinf_prepare, isinf_run },
+	{ "", "IsInf", 20, OP_OPSET_MAX, BACKEND_CUDA, CUDA_DTS_FLOAT, isinf_prepare, isinf_run },
 	{ "", "IsNaN", 9, 12, BACKEND_CUDA, F32_F16, isnan_prepare, isnan_run },
-	{ "", "IsNaN", 13, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_FLOAT, isnan_prepare, isnan_run },
+	{ "", "IsNaN", 13, OP_OPSET_MAX, BACKEND_CUDA, CUDA_DTS_FLOAT, isnan_prepare, isnan_run },
 };
 
 const struct op_family op_family_cuda_fpclass = {

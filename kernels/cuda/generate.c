@@ -91,8 +91,8 @@ static int range_run(struct op_call *c)
 			   args);
 }
 
-#define RANGE_TYPES_11 (OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_INT32) | \
-			OP_DT(CEP_DTYPE_INT64))
+#define RANGE_TYPES_11 (OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_FLOAT64) | \
+			OP_DT(CEP_DTYPE_INT16) | OP_DT(CEP_DTYPE_INT32) | OP_DT(CEP_DTYPE_INT64))
 
 static const struct op_kernel kernels[] = {
 	{ "", "ConstantOfShape", 9, 19, BACKEND_CUDA, OP_DTS_ALL & ~OP_DT(CEP_DTYPE_BFLOAT16),

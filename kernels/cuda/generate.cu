@@ -33,8 +33,8 @@ FILL_KERNEL(u64, 8)
  * a delta of 0 or a count that is not finite. */
 template <typename T> __device__ __forceinline__ i64 range_count(const T *s, const T *l, const T *d)
 {
-	if (cep_is_float<T>::value) {
-		double start = ld_f(s, 0), limit = ld_f(l, 0), delta = ld_f(d, 0), q;
+	if (cep_is_float<T>::value || cep_is_f64<T>::value) {
+		double start = ld_d(s, 0), limit = ld_d(l, 0), delta = ld_d(d, 0), q;
 
 		if (delta == 0.0)
 			return -1;
@@ -69,7 +69,12 @@ __device__ __forceinline__ void range(const T *s, const T *l, const T *d, T *y, 
 		cep_fault_latch_kind(fault, CEP_FAULT_SHAPE, site, 0, want, n);
 		return;
 	}
-	if (cep_is_float<T>::value) {
+	if (cep_is_f64<T>::value) {
+		double start = ld_d(s, 0), delta = ld_d(d, 0);
+
+		CEP_FOR(i, n)
+			st_d(y, i, __dadd_rn(start, __dmul_rn((double)i, delta)));
+	} else if (cep_is_float<T>::value) {
 		double start = ld_f(s, 0), delta = ld_f(d, 0);
 
 		CEP_FOR(i, n)
@@ -92,5 +97,7 @@ __device__ __forceinline__ void range(const T *s, const T *l, const T *d, T *y, 
 RANGE_KERNEL(float, f32)
 RANGE_KERNEL(f16, f16)
 RANGE_KERNEL(bf16, bf16)
+RANGE_KERNEL(double, f64)
+RANGE_KERNEL(i16, i16)
 RANGE_KERNEL(i32, i32)
 RANGE_KERNEL(i64, i64)

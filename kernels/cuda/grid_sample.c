@@ -45,7 +45,7 @@ static int gs_prepare(struct op_call *c, size_t *workspace)
 
 	*workspace = 0;
 	memset(p, 0, sizeof(*p));
-	if (xs == NULL || gs == NULL || !op_dtype_in(g->dtype, OP_DTS_FLOAT))
+	if (xs == NULL || gs == NULL || !op_dtype_in(g->dtype, CUDA_DTS_FLOAT))
 		return cep__set_error(CEP_EDTYPE, "GridSample: no cuda kernel for X of %s and a "
 				      "grid of %s", cep_dtype_name(x->dtype),
 				      cep_dtype_name(g->dtype));
@@ -105,7 +105,7 @@ static int ag_prepare(struct op_call *c, size_t *workspace)
 
 	*workspace = 0;
 	memset(p, 0, sizeof(*p));
-	if (!op_dtype_in(y->dtype, OP_DTS_FLOAT) || sfx == NULL)
+	if (!op_dtype_in(y->dtype, CUDA_DTS_FLOAT) || sfx == NULL)
 		return cep__set_error(CEP_EDTYPE, "AffineGrid: no cuda kernel for %s",
 				      cep_dtype_name(y->dtype));
 	if (c->in[1].dtype != CEP_DTYPE_INT64 || c->in[1].rank != 1 ||
@@ -141,12 +141,12 @@ static int ag_run(struct op_call *c)
 
 /* ------------------------------------------------------------------- table */
 
-#define GS_DTS_NO_BF16 (OP_DTS_ALL & ~OP_DT(CEP_DTYPE_BFLOAT16))
+#define GS_DTS_NO_BF16 (CUDA_DTS_ALL & ~OP_DT(CEP_DTYPE_BFLOAT16))
 
 static const struct op_kernel kernels[] = {
 	{ "", "GridSample", 16, 21, BACKEND_CUDA, GS_DTS_NO_BF16, gs_prepare, gs_run },
-	{ "", "GridSample", 22, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_ALL, gs_prepare, gs_run },
-	{ "", "AffineGrid", 20, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_FLOAT, ag_prepare, ag_run },
+	{ "", "GridSample", 22, OP_OPSET_MAX, BACKEND_CUDA, CUDA_DTS_ALL, gs_prepare, gs_run },
+	{ "", "AffineGrid", 20, OP_OPSET_MAX, BACKEND_CUDA, CUDA_DTS_FLOAT, ag_prepare, ag_run },
 };
 
 const struct op_family op_family_cuda_grid_sample = {

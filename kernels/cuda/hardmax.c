@@ -29,7 +29,7 @@ static int hardmax_prepare(struct op_call *c, size_t *workspace)
 
 	*workspace = 0;
 	memset(p, 0, sizeof(*p));
-	if (!op_dtype_in(x->dtype, OP_DTS_FLOAT))
+	if (!op_dtype_in(x->dtype, CUDA_DTS_FLOAT))
 		return cep__set_error(CEP_EDTYPE, "Hardmax: no cuda kernel for %s",
 				      cep_dtype_name(x->dtype));
 	ret = op_softmax_blocks(c->node, x, &p->h.outer, &p->h.n, &p->h.inner);
@@ -56,7 +56,7 @@ static int hardmax_run(struct op_call *c)
 static const struct op_kernel kernels[] = {
 	{ "", "Hardmax", 1, 12, BACKEND_CUDA, OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_FLOAT16),
 	  hardmax_prepare, hardmax_run },
-	{ "", "Hardmax", 13, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_FLOAT, hardmax_prepare,
+	{ "", "Hardmax", 13, OP_OPSET_MAX, BACKEND_CUDA, CUDA_DTS_FLOAT, hardmax_prepare,
 	  hardmax_run },
 };
 

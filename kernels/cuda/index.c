@@ -88,6 +88,12 @@ static void nd_fill(struct cuda_index_nd *d, const struct cpu_index_nd *g,
 	memcpy(d->stride, g->stride, sizeof(d->stride));
 }
 
+/* The source of a scatter's kernels for data of type t. */
+static const char *index_scatter_source(cep_dtype t)
+{
+	return cuda_dtype_wide(t) ? "index_wide" : "index";
+}
+
 /* The kernel-name suffix of a scatter's data type, or an error. */
 static int scatter_suffix(const struct op_call *c, const char **sfx)
 {
@@ -168,7 +174,7 @@ static int scatter_nd_prepare(struct op_call *c, size_t *workspace)
 	p->g.parts = index_parts(g.slice, targets);
 	p->g.n = g.slice * p->g.parts;
 	snprintf(name, sizeof(name), "scatter_nd_%s_%s", cpu_index_red_name(red), sfx);
-	return cuda_function_get(c->be, "index", name, &p->fn);
+	return cuda_function_get(c->be, index_scatter_source(data->dtype), name, &p->fn);
 }
 
 static int scatter_nd_run(struct op_call *c)
@@ -234,7 +240,7 @@ static int scatter_elements_prepare(struct op_call *c, size_t *workspace)
 	g->n = g->lines * g->parts;
 	snprintf(name, sizeof(name), "scatter_elements_%s_%s_%s", cpu_index_red_name(red), sfx,
 		 idx->dtype == CEP_DTYPE_INT32 ? "i32" : "i64");
-	return cuda_function_get(c->be, "index", name, &p->fn);
+	return cuda_function_get(c->be, index_scatter_source(data->dtype), name, &p->fn);
 }
 
 static int scatter_elements_run(struct op_call *c)

@@ -18,7 +18,26 @@ const char *cuda_dtype_suffix(cep_dtype dtype)
 	case CEP_DTYPE_INT8: return "i8";
 	case CEP_DTYPE_UINT8: return "u8";
 	case CEP_DTYPE_BOOL: return "bool";
+	case CEP_DTYPE_FLOAT64: return "f64";
+	case CEP_DTYPE_INT16: return "i16";
+	case CEP_DTYPE_UINT16: return "u16";
+	case CEP_DTYPE_UINT32: return "u32";
+	case CEP_DTYPE_UINT64: return "u64";
 	default: return NULL;
+	}
+}
+
+bool cuda_dtype_wide(cep_dtype dtype)
+{
+	switch (dtype) {
+	case CEP_DTYPE_FLOAT64:
+	case CEP_DTYPE_INT16:
+	case CEP_DTYPE_UINT16:
+	case CEP_DTYPE_UINT32:
+	case CEP_DTYPE_UINT64:
+		return true;
+	default:
+		return false;
 	}
 }
 

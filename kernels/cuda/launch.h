@@ -19,6 +19,22 @@
 #include "kernels/ops.h"
 #include "kernels/registry.h"
 
+/*
+ * The types most device kernels store, as type sets for their kernel
+ * tables: float32, float16 and bfloat16 (computed in float), int64,
+ * int32, int8 and uint8 (computed in int64) and bool. The registry's own
+ * sets (OP_DTS_* of kernels/ops.h) are every type the engine stores; a
+ * device kernel that takes more than these (float64, the other integer
+ * widths) names them itself, so that the lookup refuses the rest for the
+ * cuda backend with the list of what it takes.
+ */
+#define CUDA_DTS_FLOAT (OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_FLOAT16) | \
+			OP_DT(CEP_DTYPE_BFLOAT16))
+#define CUDA_DTS_INT (OP_DT(CEP_DTYPE_INT64) | OP_DT(CEP_DTYPE_INT32) | \
+		      OP_DT(CEP_DTYPE_INT8) | OP_DT(CEP_DTYPE_UINT8))
+#define CUDA_DTS_NUMERIC (CUDA_DTS_FLOAT | CUDA_DTS_INT)
+#define CUDA_DTS_ALL (CUDA_DTS_NUMERIC | OP_DT(CEP_DTYPE_BOOL))
+
 #define CUDA_BLOCK 256          /* threads per block of the elementwise kernels */
 #define CUDA_GRID_MAX 65535u    /* blocks; kernels loop over the rest */
 
@@ -34,9 +50,17 @@ static inline unsigned cuda_grid(int64_t n)
 #define CUDA_PARAMS_FIT(type) \
 	_Static_assert(sizeof(type) <= OP_PARAMS_BYTES, #type " exceeds OP_PARAMS_BYTES")
 
-/* The suffix of dtype in kernel names ("f32", "bf16", "i64", "bool"), or
- * NULL for a type the device kernels do not store. */
+/* The suffix of dtype in kernel names ("f32", "bf16", "f64", "u64",
+ * "bool"), or NULL for a type the engine does not store. A kernel source
+ * has the types its table takes, not necessarily all of these. */
 const char *cuda_dtype_suffix(cep_dtype dtype);
+
+/* Whether dtype is one of the types the first device kernels did not have
+ * (float64, int16, uint16, uint32, uint64): the families that take them
+ * and keep a kernel per type (binary, compare, reduce, index) compile
+ * them from a source of their own, <family>_wide.cu, so that a model
+ * without them never waits for that compile. */
+bool cuda_dtype_wide(cep_dtype dtype);
 
 /* The widest of 16, 8, 4, 2, 1 bytes that divides each of the n values
  * (lengths, pitches and addresses in bytes). */

@@ -45,7 +45,7 @@ static int loss_prepare(struct op_call *c, size_t *workspace, bool sce)
 
 	*workspace = 0;
 	memset(p, 0, sizeof(*p));
-	if (sfx == NULL || !op_dtype_in(x->dtype, OP_DTS_FLOAT))
+	if (sfx == NULL || !op_dtype_in(x->dtype, CUDA_DTS_FLOAT))
 		return cep__set_error(CEP_EDTYPE, "%s: no cuda kernel for %s", c->node->op_type,
 				      cep_dtype_name(x->dtype));
 	if (lb->dtype != CEP_DTYPE_INT32 && lb->dtype != CEP_DTYPE_INT64)
@@ -115,10 +115,10 @@ static int nll_prepare(struct op_call *c, size_t *ws) { return loss_prepare(c, w
 
 static const struct op_kernel kernels[] = {
 	{ "", "SoftmaxCrossEntropyLoss", 12, 12, BACKEND_CUDA, LOSS_DTS_12, sce_prepare, loss_run },
-	{ "", "SoftmaxCrossEntropyLoss", 13, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_FLOAT,
+	{ "", "SoftmaxCrossEntropyLoss", 13, OP_OPSET_MAX, BACKEND_CUDA, CUDA_DTS_FLOAT,
 	  sce_prepare, loss_run },
 	{ "", "NegativeLogLikelihoodLoss", 12, 21, BACKEND_CUDA, LOSS_DTS_12, nll_prepare, loss_run },
-	{ "", "NegativeLogLikelihoodLoss", 22, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_FLOAT,
+	{ "", "NegativeLogLikelihoodLoss", 22, OP_OPSET_MAX, BACKEND_CUDA, CUDA_DTS_FLOAT,
 	  nll_prepare, loss_run },
 };
 

@@ -35,7 +35,7 @@ static int lrn_prepare(struct op_call *c, size_t *workspace)
 
 	*workspace = 0;
 	memset(p, 0, sizeof(*p));
-	if (sfx == NULL || !op_dtype_in(x->dtype, OP_DTS_FLOAT) || x->rank < 2)
+	if (sfx == NULL || !op_dtype_in(x->dtype, CUDA_DTS_FLOAT) || x->rank < 2)
 		return cep__set_error(CEP_EDTYPE, "LRN: no cuda kernel for %s of rank %d",
 				      cep_dtype_name(x->dtype), x->rank);
 	cpu_lrn_read(c->node, x, &l);
@@ -62,7 +62,7 @@ static int lrn_run(struct op_call *c)
 static const struct op_kernel kernels[] = {
 	{ "", "LRN", 1, 12, BACKEND_CUDA, OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_FLOAT16),
 	  lrn_prepare, lrn_run },
-	{ "", "LRN", 13, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_FLOAT, lrn_prepare, lrn_run },
+	{ "", "LRN", 13, OP_OPSET_MAX, BACKEND_CUDA, CUDA_DTS_FLOAT, lrn_prepare, lrn_run },
 };
 
 const struct op_family op_family_cuda_lrn = {

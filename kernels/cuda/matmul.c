@@ -61,7 +61,7 @@ static int matmul_setup(struct op_call *c, struct cublaslt **lt, CUfunction *fil
 	char name[32];
 	int ret;
 
-	if (!op_dtype_in(c->out[0].dtype, OP_DTS_FLOAT) || sfx == NULL)
+	if (!op_dtype_in(c->out[0].dtype, CUDA_DTS_FLOAT) || sfx == NULL)
 		return cep__set_error(CEP_EDTYPE, "%s: no cuda kernel for %s", c->node->op_type,
 				      cep_dtype_name(c->out[0].dtype));
 	ret = cuda_blas_get(c->be, lt);
@@ -359,10 +359,10 @@ static int gemm_run(struct op_call *c)
 static const struct op_kernel kernels[] = {
 	{ "", "MatMul", 1, 6, BACKEND_CUDA, OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_FLOAT16),
 	  matmul_prepare, matmul_run },
-	{ "", "MatMul", 7, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_FLOAT, matmul_prepare, matmul_run },
+	{ "", "MatMul", 7, OP_OPSET_MAX, BACKEND_CUDA, CUDA_DTS_FLOAT, matmul_prepare, matmul_run },
 	{ "", "Gemm", 1, 6, BACKEND_CUDA, OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_FLOAT16),
 	  gemm_prepare, gemm_run },
-	{ "", "Gemm", 7, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_FLOAT, gemm_prepare, gemm_run },
+	{ "", "Gemm", 7, OP_OPSET_MAX, BACKEND_CUDA, CUDA_DTS_FLOAT, gemm_prepare, gemm_run },
 };
 
 const struct op_family op_family_cuda_matmul = {

@@ -78,7 +78,7 @@ static int mmb_prepare(struct op_call *c, size_t *workspace)
 
 	*workspace = 0;
 	memset(p, 0, sizeof(*p));
-	if (!op_dtype_in(x->dtype, OP_DTS_FLOAT) || sfx == NULL)
+	if (!op_dtype_in(x->dtype, CUDA_DTS_FLOAT) || sfx == NULL)
 		return cep__set_error(CEP_EDTYPE, "MatMulBias: no cuda kernel for %s",
 				      cep_dtype_name(x->dtype));
 	ret = xfmr_act_parse(c->node, &act);
@@ -171,7 +171,7 @@ static int mmb_run(struct op_call *c)
 }
 
 static const struct op_kernel kernels[] = {
-	{ XFMR_DOMAIN, "MatMulBias", 1, 1, BACKEND_CUDA, OP_DTS_FLOAT, mmb_prepare, mmb_run },
+	{ XFMR_DOMAIN, "MatMulBias", 1, 1, BACKEND_CUDA, CUDA_DTS_FLOAT, mmb_prepare, mmb_run },
 };
 
 const struct op_family op_family_cuda_matmulbias = {

@@ -2,7 +2,7 @@
  * matrix.c — the CUDA kernels of EyeLike and Det for every type and
  * opset the reference kernels take (kernels/cpu/matrix.c):
  * kernels/cuda/matrix.cu on the device. EyeLike's kernel is chosen by its
- * output's type, which may be any stored type whatever the input's. Det
+ * output's type, which may be any of CUDA_DTS_ALL whatever the input's. Det
  * eliminates each matrix in a block of its own, in double in the
  * workspace, at most DET_MAX_BLOCKS matrices at a time.
  */
@@ -26,8 +26,10 @@ static int eyelike_prepare(struct op_call *c, size_t *workspace)
 
 	*workspace = 0;
 	memset(p, 0, sizeof(*p));
-	if (sfx == NULL)
-		return cep__set_error(CEP_EDTYPE, "EyeLike: no cuda kernel for %s",
+	/* The table checked the input's type; the output's is the dtype
+	 * attribute's, which may name one matrix.cu has no kernel of. */
+	if (sfx == NULL || !op_dtype_in(y->dtype, CUDA_DTS_ALL))
+		return cep__set_error(CEP_EDTYPE, "EyeLike: no cuda kernel for an output of %s",
 				      cep_dtype_name(y->dtype));
 	p->rows = y->dims[0];
 	p->cols = y->dims[1];
@@ -69,7 +71,7 @@ static int det_prepare(struct op_call *c, size_t *workspace)
 
 	*workspace = 0;
 	memset(p, 0, sizeof(*p));
-	if (sfx == NULL || !op_dtype_in(x->dtype, OP_DTS_FLOAT))
+	if (sfx == NULL || !op_dtype_in(x->dtype, CUDA_DTS_FLOAT))
 		return cep__set_error(CEP_EDTYPE, "Det: no cuda kernel for %s",
 				      cep_dtype_name(x->dtype));
 	p->m = x->dims[x->rank - 1];
@@ -95,15 +97,15 @@ static int det_run(struct op_call *c)
 /* ------------------------------------------------------------------- table */
 
 /* The reference kernels' sets: bfloat16 joined both at 22. */
-#define MATRIX_NO_BF16 (OP_DTS_ALL & ~OP_DT(CEP_DTYPE_BFLOAT16))
+#define MATRIX_NO_BF16 (CUDA_DTS_ALL & ~OP_DT(CEP_DTYPE_BFLOAT16))
 #define MATRIX_F16 (OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_FLOAT16))
 
 static const struct op_kernel kernels[] = {
 	{ "", "EyeLike", 9, 21, BACKEND_CUDA, MATRIX_NO_BF16, eyelike_prepare, eyelike_run },
-	{ "", "EyeLike", 22, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_ALL, eyelike_prepare,
+	{ "", "EyeLike", 22, OP_OPSET_MAX, BACKEND_CUDA, CUDA_DTS_ALL, eyelike_prepare,
 	  eyelike_run },
 	{ "", "Det", 11, 21, BACKEND_CUDA, MATRIX_F16, det_prepare, det_run },
-	{ "", "Det", 22, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_FLOAT, det_prepare, det_run },
+	{ "", "Det", 22, OP_OPSET_MAX, BACKEND_CUDA, CUDA_DTS_FLOAT, det_prepare, det_run },
 };
 
 const struct op_family op_family_cuda_matrix = {

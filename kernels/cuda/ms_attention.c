@@ -173,7 +173,7 @@ static int msa_prepare(struct op_call *c, size_t *workspace)
 
 	*workspace = 0;
 	memset(p, 0, sizeof(*p));
-	if (!op_dtype_in(t, OP_DTS_FLOAT) || sfx == NULL)
+	if (!op_dtype_in(t, CUDA_DTS_FLOAT) || sfx == NULL)
 		return cep__set_error(CEP_EDTYPE, "Attention: no cuda kernel for %s",
 				      cep_dtype_name(t));
 	ret = ms_attn_read(c->node, c->in, c->n_in, &p->a);
@@ -307,7 +307,7 @@ static int msa_run(struct op_call *c)
 }
 
 static const struct op_kernel kernels[] = {
-	{ OP_DOMAIN_MS, "Attention", 1, OP_MS_OPSET_MAX, BACKEND_CUDA, OP_DTS_FLOAT, msa_prepare,
+	{ OP_DOMAIN_MS, "Attention", 1, OP_MS_OPSET_MAX, BACKEND_CUDA, CUDA_DTS_FLOAT, msa_prepare,
 	  msa_run },
 };
 

@@ -78,7 +78,7 @@ static int ln_prepare(struct op_call *c, size_t *workspace)
 
 	*workspace = 0;
 	memset(p, 0, sizeof(*p));
-	if (sfx == NULL || !op_dtype_in(x->dtype, OP_DTS_FLOAT))
+	if (sfx == NULL || !op_dtype_in(x->dtype, CUDA_DTS_FLOAT))
 		return cep__set_error(CEP_EDTYPE, "%s: no cuda kernel for %s", c->node->op_type,
 				      cep_dtype_name(x->dtype));
 	ret = cpu_ln_read(c->node, c->in, c->n_in, &r);
@@ -255,18 +255,18 @@ static int bn_run(struct op_call *c)
 #define NORM_DTS_7 (OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_FLOAT16))
 
 static const struct op_kernel kernels[] = {
-	{ "", "LayerNormalization", 1, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_FLOAT,
+	{ "", "LayerNormalization", 1, OP_OPSET_MAX, BACKEND_CUDA, CUDA_DTS_FLOAT,
 	  ln_prepare, ln_run },
-	{ "", "SimplifiedLayerNormalization", 1, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_FLOAT,
+	{ "", "SimplifiedLayerNormalization", 1, OP_OPSET_MAX, BACKEND_CUDA, CUDA_DTS_FLOAT,
 	  ln_prepare, ln_run },
 	{ OP_DOMAIN_MS, "SimplifiedLayerNormalization", 1, OP_MS_OPSET_MAX, BACKEND_CUDA,
-	  OP_DTS_FLOAT, ln_prepare, ln_run },
-	{ OP_DOMAIN_MS, "SkipLayerNormalization", 1, OP_MS_OPSET_MAX, BACKEND_CUDA, OP_DTS_FLOAT,
+	  CUDA_DTS_FLOAT, ln_prepare, ln_run },
+	{ OP_DOMAIN_MS, "SkipLayerNormalization", 1, OP_MS_OPSET_MAX, BACKEND_CUDA, CUDA_DTS_FLOAT,
 	  ln_prepare, ln_run },
 	{ OP_DOMAIN_MS, "SkipSimplifiedLayerNormalization", 1, OP_MS_OPSET_MAX, BACKEND_CUDA,
-	  OP_DTS_FLOAT, ln_prepare, ln_run },
+	  CUDA_DTS_FLOAT, ln_prepare, ln_run },
 	{ "", "BatchNormalization", 1, 13, BACKEND_CUDA, NORM_DTS_7, bn_prepare, bn_run },
-	{ "", "BatchNormalization", 14, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_FLOAT,
+	{ "", "BatchNormalization", 14, OP_OPSET_MAX, BACKEND_CUDA, CUDA_DTS_FLOAT,
 	  bn_prepare, bn_run },
 };
 

@@ -33,7 +33,7 @@ static const char *norm_suffix(const struct op_call *c)
 {
 	const char *sfx = cuda_dtype_suffix(c->in[0].dtype);
 
-	if (sfx == NULL || !op_dtype_in(c->in[0].dtype, OP_DTS_FLOAT)) {
+	if (sfx == NULL || !op_dtype_in(c->in[0].dtype, CUDA_DTS_FLOAT)) {
 		cep__set_error(CEP_EDTYPE, "%s: no cuda kernel for %s", c->node->op_type,
 			       cep_dtype_name(c->in[0].dtype));
 		return NULL;
@@ -218,12 +218,12 @@ static int lp_run(struct op_call *c)
 
 static const struct op_kernel kernels[] = {
 	{ "", "InstanceNormalization", 1, 21, BACKEND_CUDA, NORMALIZE_DTS_7, gn_prepare, gn_run },
-	{ "", "InstanceNormalization", 22, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_FLOAT,
+	{ "", "InstanceNormalization", 22, OP_OPSET_MAX, BACKEND_CUDA, CUDA_DTS_FLOAT,
 	  gn_prepare, gn_run },
-	{ "", "GroupNormalization", 18, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_FLOAT, gn_prepare, gn_run },
-	{ "", "RMSNormalization", 23, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_FLOAT, rms_prepare, rms_run },
+	{ "", "GroupNormalization", 18, OP_OPSET_MAX, BACKEND_CUDA, CUDA_DTS_FLOAT, gn_prepare, gn_run },
+	{ "", "RMSNormalization", 23, OP_OPSET_MAX, BACKEND_CUDA, CUDA_DTS_FLOAT, rms_prepare, rms_run },
 	{ "", "LpNormalization", 1, 21, BACKEND_CUDA, NORMALIZE_DTS_7, lp_prepare, lp_run },
-	{ "", "LpNormalization", 22, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_FLOAT, lp_prepare, lp_run },
+	{ "", "LpNormalization", 22, OP_OPSET_MAX, BACKEND_CUDA, CUDA_DTS_FLOAT, lp_prepare, lp_run },
 };
 
 const struct op_family op_family_cuda_normalize = {

@@ -30,7 +30,7 @@ struct onehot_params {
 CUDA_PARAMS_FIT(struct onehot_params);
 
 /* The index types of indices and depth (T1, T2): no bfloat16, no bool. */
-#define ONEHOT_INDEX_DTS (OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_FLOAT16) | OP_DTS_INT)
+#define ONEHOT_INDEX_DTS (OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_FLOAT16) | CUDA_DTS_INT)
 
 static int onehot_prepare(struct op_call *c, size_t *workspace)
 {

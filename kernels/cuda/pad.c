@@ -147,11 +147,11 @@ static int pad_run(struct op_call *c)
 
 /* The reference kernel's type sets: integers from opset 11, the rest of
  * the stored types from 13. */
-#define PAD_F16 (OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_FLOAT16))
+#define PAD_DTS_NO_BF16 (OP_DTS_FLOAT & ~OP_DT(CEP_DTYPE_BFLOAT16))
 
 static const struct op_kernel kernels[] = {
-	{ "", "Pad", 1, 10, BACKEND_CUDA, PAD_F16, pad_prepare, pad_run },
-	{ "", "Pad", 11, 12, BACKEND_CUDA, PAD_F16 | OP_DTS_INT, pad_prepare, pad_run },
+	{ "", "Pad", 1, 10, BACKEND_CUDA, PAD_DTS_NO_BF16, pad_prepare, pad_run },
+	{ "", "Pad", 11, 12, BACKEND_CUDA, PAD_DTS_NO_BF16 | OP_DTS_INT, pad_prepare, pad_run },
 	{ "", "Pad", 13, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_ALL, pad_prepare, pad_run },
 };
 

@@ -17,9 +17,11 @@ struct powmod_params {
 };
 CUDA_PARAMS_FIT(struct powmod_params);
 
+/* Input i's type has kernels here (the exponent's type is no type of the
+ * table, which checks the base's). */
 static int powmod_dtype_check(const struct op_call *c, int i)
 {
-	if (cuda_dtype_suffix(c->in[i].dtype) != NULL && c->in[i].dtype != CEP_DTYPE_BOOL)
+	if (op_dtype_in(c->in[i].dtype, CUDA_DTS_NUMERIC))
 		return 0;
 	return cep__set_error(CEP_EDTYPE, "%s: no cuda kernel for %s", c->node->op_type,
 			      cep_dtype_name(c->in[i].dtype));
@@ -82,10 +84,10 @@ static int powmod_run(struct op_call *c)
 static const struct op_kernel kernels[] = {
 	{ "", "Pow", 1, 11, BACKEND_CUDA, F32_F16, pow_prepare, powmod_run },
 	{ "", "Pow", 12, 12, BACKEND_CUDA, F32_F16 | I32_I64, pow_prepare, powmod_run },
-	{ "", "Pow", 13, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_FLOAT | I32_I64, pow_prepare,
+	{ "", "Pow", 13, OP_OPSET_MAX, BACKEND_CUDA, CUDA_DTS_FLOAT | I32_I64, pow_prepare,
 	  powmod_run },
-	{ "", "Mod", 10, 12, BACKEND_CUDA, F32_F16 | OP_DTS_INT, mod_prepare, powmod_run },
-	{ "", "Mod", 13, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_NUMERIC, mod_prepare, powmod_run },
+	{ "", "Mod", 10, 12, BACKEND_CUDA, F32_F16 | CUDA_DTS_INT, mod_prepare, powmod_run },
+	{ "", "Mod", 13, OP_OPSET_MAX, BACKEND_CUDA, CUDA_DTS_NUMERIC, mod_prepare, powmod_run },
 };
 
 const struct op_family op_family_cuda_powmod = {

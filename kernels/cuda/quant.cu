@@ -36,12 +36,6 @@ __device__ __forceinline__ i64 quant_at(const cep_quant &p, i64 i)
 	return t / p.d * p.so + t % p.d / p.block * p.sa + r * p.sr;
 }
 
-/* Element i of x as a double, exactly. */
-__device__ __forceinline__ double ld_d(const float *p, i64 i) { return (double)p[i]; }
-__device__ __forceinline__ double ld_d(const f16 *p, i64 i) { return (double)ld_f(p, i); }
-__device__ __forceinline__ double ld_d(const bf16 *p, i64 i) { return (double)ld_f(p, i); }
-__device__ __forceinline__ double ld_d(const i32 *p, i64 i) { return (double)p[i]; }
-
 /* ----------------------------------------------------------- QuantizeLinear */
 
 template <typename X, typename Y>

@@ -15,10 +15,6 @@
 
 #include "common.cuh"
 
-/* int16, which QuantizeLinear and DequantizeLinear take from opset 21
- * (a typedef may be repeated, should common.cuh come to define it). */
-typedef short i16;
-
 /* enum quant_round of kernels/cpu/quant.h. */
 enum { CEP_Q_F64 = 0, CEP_Q_F32 = 1, CEP_Q_F16 = 2, CEP_Q_BF16 = 3 };
 

@@ -46,6 +46,8 @@ static void reduce_bounds(cep_dtype t, int64_t *lo, int64_t *hi)
 	switch (t) {
 	case CEP_DTYPE_INT32: *lo = INT32_MIN; *hi = INT32_MAX; break;
 	case CEP_DTYPE_INT8: *lo = INT8_MIN; *hi = INT8_MAX; break;
+	case CEP_DTYPE_UINT64: *lo = 0; *hi = (int64_t)UINT64_MAX; break; /* its bits */
+	case CEP_DTYPE_UINT32: *lo = 0; *hi = UINT32_MAX; break;
 	case CEP_DTYPE_UINT8: *lo = 0; *hi = UINT8_MAX; break;
 	case CEP_DTYPE_BOOL: *lo = 0; *hi = 1; break;
 	default: *lo = INT64_MIN; *hi = INT64_MAX; break;
@@ -134,7 +136,8 @@ static int reduce_prepare(struct op_call *c, size_t *workspace, const char *op)
 	}
 	snprintf(name, sizeof(name), "reduce_%s_%s_%s", op,
 		 p->r.count >= REDUCE_BLOCK_MIN ? "block" : "thread", sfx);
-	return cuda_function_get(c->be, "reduce", name, &p->fn);
+	return cuda_function_get(c->be, cuda_dtype_wide(x->dtype) ? "reduce_wide" : "reduce", name,
+				 &p->fn);
 }
 
 static int reduce_run(struct op_call *c)
@@ -167,7 +170,8 @@ static int lse_prepare(struct op_call *c, size_t *ws) { return reduce_prepare(c,
 
 /* The reference kernels' type sets per opset range. */
 #define RED_DTS_7 (OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_FLOAT16) | \
-		   OP_DT(CEP_DTYPE_INT32) | OP_DT(CEP_DTYPE_INT64))
+		   OP_DT(CEP_DTYPE_FLOAT64) | OP_DT(CEP_DTYPE_INT32) | OP_DT(CEP_DTYPE_INT64) | \
+		   OP_DT(CEP_DTYPE_UINT32) | OP_DT(CEP_DTYPE_UINT64))
 #define RED_DTS_13 (RED_DTS_7 | OP_DT(CEP_DTYPE_BFLOAT16))
 #define RED_DTS_MINMAX_12 (RED_DTS_7 | OP_DT(CEP_DTYPE_INT8) | OP_DT(CEP_DTYPE_UINT8))
 #define RED_DTS_MINMAX_13 (RED_DTS_MINMAX_12 | OP_DT(CEP_DTYPE_BFLOAT16))

@@ -19,7 +19,7 @@ static int copy_run(struct op_call *c)
 #define COPY_KERNEL(op, since, until, dts) \
 	{ "", op, since, until, BACKEND_CUDA, dts, NULL, copy_run }
 /* The host's types per opset (kernels/cpu/reshape.c). */
-#define RESHAPE_DTS_1 (OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_FLOAT16))
+#define RESHAPE_DTS_1 (OP_DTS_FLOAT & ~OP_DT(CEP_DTYPE_BFLOAT16))
 
 static const struct op_kernel kernels[] = {
 	COPY_KERNEL("Reshape", 1, 4, RESHAPE_DTS_1),

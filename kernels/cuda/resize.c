@@ -262,7 +262,7 @@ static int resize_run(struct op_call *c)
 }
 
 /* The reference kernel's type sets: bfloat16 from Resize 13. */
-#define RESIZE_NO_BF16 (OP_DTS_ALL & ~OP_DT(CEP_DTYPE_BFLOAT16))
+#define RESIZE_NO_BF16 (CUDA_DTS_ALL & ~OP_DT(CEP_DTYPE_BFLOAT16))
 /* Upsample-1's own set (kernels/cpu/resize.c). */
 #define RESIZE_DTS_UPSAMPLE1 (OP_DT(CEP_DTYPE_BOOL) | OP_DT(CEP_DTYPE_INT32) | \
 			      OP_DT(CEP_DTYPE_INT64) | OP_DT(CEP_DTYPE_FLOAT32) | \
@@ -270,7 +270,7 @@ static int resize_run(struct op_call *c)
 
 static const struct op_kernel kernels[] = {
 	{ "", "Resize", 10, 12, BACKEND_CUDA, RESIZE_NO_BF16, resize_prepare, resize_run },
-	{ "", "Resize", 13, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_ALL, resize_prepare, resize_run },
+	{ "", "Resize", 13, OP_OPSET_MAX, BACKEND_CUDA, CUDA_DTS_ALL, resize_prepare, resize_run },
 	{ "", "Upsample", 1, 6, BACKEND_CUDA, RESIZE_DTS_UPSAMPLE1, resize_prepare, resize_run },
 	{ "", "Upsample", 7, 9, BACKEND_CUDA, RESIZE_NO_BF16, resize_prepare, resize_run },
 };

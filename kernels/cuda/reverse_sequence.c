@@ -65,12 +65,12 @@ static int revseq_run(struct op_call *c)
 }
 
 /* The reference kernel's sets: bfloat16 came at 28. */
-#define REVSEQ_NO_BF16 (OP_DTS_ALL & ~OP_DT(CEP_DTYPE_BFLOAT16))
+#define REVSEQ_NO_BF16 (CUDA_DTS_ALL & ~OP_DT(CEP_DTYPE_BFLOAT16))
 
 static const struct op_kernel kernels[] = {
 	{ "", "ReverseSequence", 10, 27, BACKEND_CUDA, REVSEQ_NO_BF16, revseq_prepare,
 	  revseq_run },
-	{ "", "ReverseSequence", 28, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_ALL, revseq_prepare,
+	{ "", "ReverseSequence", 28, OP_OPSET_MAX, BACKEND_CUDA, CUDA_DTS_ALL, revseq_prepare,
 	  revseq_run },
 };
 

@@ -65,7 +65,7 @@ static int rnn_prepare(struct op_call *c, size_t *workspace)
 
 	*workspace = 0;
 	memset(p, 0, sizeof(*p));
-	if (sfx == NULL || !op_dtype_in(c->in[CPU_RNN_X].dtype, OP_DTS_FLOAT))
+	if (sfx == NULL || !op_dtype_in(c->in[CPU_RNN_X].dtype, CUDA_DTS_FLOAT))
 		return cep__set_error(CEP_EDTYPE, "%s: no cuda kernel for %s", c->node->op_type,
 				      cep_dtype_name(c->in[CPU_RNN_X].dtype));
 	ret = cpu_rnn_read(c->node, c->in, &p->rnn);
@@ -165,11 +165,11 @@ static int rnn_run(struct op_call *c)
 
 static const struct op_kernel kernels[] = {
 	{ "", "RNN", 1, 21, BACKEND_CUDA, RNN_DTS_1, rnn_prepare, rnn_run },
-	{ "", "RNN", 22, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_FLOAT, rnn_prepare, rnn_run },
+	{ "", "RNN", 22, OP_OPSET_MAX, BACKEND_CUDA, CUDA_DTS_FLOAT, rnn_prepare, rnn_run },
 	{ "", "GRU", 1, 21, BACKEND_CUDA, RNN_DTS_1, rnn_prepare, rnn_run },
-	{ "", "GRU", 22, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_FLOAT, rnn_prepare, rnn_run },
+	{ "", "GRU", 22, OP_OPSET_MAX, BACKEND_CUDA, CUDA_DTS_FLOAT, rnn_prepare, rnn_run },
 	{ "", "LSTM", 1, 21, BACKEND_CUDA, RNN_DTS_1, rnn_prepare, rnn_run },
-	{ "", "LSTM", 22, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_FLOAT, rnn_prepare, rnn_run },
+	{ "", "LSTM", 22, OP_OPSET_MAX, BACKEND_CUDA, CUDA_DTS_FLOAT, rnn_prepare, rnn_run },
 };
 
 const struct op_family op_family_cuda_rnn = {

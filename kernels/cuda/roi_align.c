@@ -43,7 +43,7 @@ static int roi_align_prepare(struct op_call *c, size_t *workspace)
 	ret = cpu_roi_align_read(c->node, &ra);
 	if (ret < 0)
 		return ret;
-	if (sfx == NULL || !op_dtype_in(x->dtype, OP_DTS_FLOAT))
+	if (sfx == NULL || !op_dtype_in(x->dtype, CUDA_DTS_FLOAT))
 		return cep__set_error(CEP_EDTYPE, "RoiAlign: no cuda kernel for %s",
 				      cep_dtype_name(x->dtype));
 	p->r.rois = c->out[0].dims[0];
@@ -83,7 +83,7 @@ static int roi_align_run(struct op_call *c)
 
 static const struct op_kernel kernels[] = {
 	{ "", "RoiAlign", 10, 21, BACKEND_CUDA, ROI_F16, roi_align_prepare, roi_align_run },
-	{ "", "RoiAlign", 22, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_FLOAT, roi_align_prepare,
+	{ "", "RoiAlign", 22, OP_OPSET_MAX, BACKEND_CUDA, CUDA_DTS_FLOAT, roi_align_prepare,
 	  roi_align_run },
 };
 

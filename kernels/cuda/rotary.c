@@ -34,7 +34,7 @@ static int rope_prepare(struct op_call *c, size_t *workspace)
 	memset(p, 0, sizeof(*p));
 	cpu_rope_inputs(c->node, &p->ix);
 	sfx = cuda_dtype_suffix(c->in[p->ix.x].dtype);
-	if (sfx == NULL || !op_dtype_in(c->in[p->ix.x].dtype, OP_DTS_FLOAT))
+	if (sfx == NULL || !op_dtype_in(c->in[p->ix.x].dtype, CUDA_DTS_FLOAT))
 		return cep__set_error(CEP_EDTYPE, "RotaryEmbedding: no cuda kernel for %s",
 				      cep_dtype_name(c->in[p->ix.x].dtype));
 	ret = cpu_rope_read(c->node, c->in, c->n_in, &p->g);
@@ -63,8 +63,8 @@ static int rope_run(struct op_call *c)
 }
 
 static const struct op_kernel kernels[] = {
-	{ "", "RotaryEmbedding", 23, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_FLOAT, rope_prepare, rope_run },
-	{ "com.microsoft", "RotaryEmbedding", 1, 1, BACKEND_CUDA, OP_DTS_FLOAT, rope_prepare,
+	{ "", "RotaryEmbedding", 23, OP_OPSET_MAX, BACKEND_CUDA, CUDA_DTS_FLOAT, rope_prepare, rope_run },
+	{ "com.microsoft", "RotaryEmbedding", 1, 1, BACKEND_CUDA, CUDA_DTS_FLOAT, rope_prepare,
 	  rope_run },
 };
 

@@ -58,7 +58,7 @@ static int sdpa_prepare(struct op_call *c, size_t *workspace)
 
 	*workspace = 0;
 	memset(p, 0, sizeof(*p));
-	if (sfx == NULL || !op_dtype_in(c->in[SDPA_IN_Q].dtype, OP_DTS_FLOAT))
+	if (sfx == NULL || !op_dtype_in(c->in[SDPA_IN_Q].dtype, CUDA_DTS_FLOAT))
 		return cep__set_error(CEP_EDTYPE, "Attention: no cuda kernel for %s",
 				      cep_dtype_name(c->in[SDPA_IN_Q].dtype));
 	ret = cpu_sdpa_read(c->node, c->in, c->n_in, &p->g);
@@ -151,7 +151,7 @@ static int sdpa_run(struct op_call *c)
 }
 
 static const struct op_kernel kernels[] = {
-	{ "", "Attention", 23, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_FLOAT, sdpa_prepare, sdpa_run },
+	{ "", "Attention", 23, OP_OPSET_MAX, BACKEND_CUDA, CUDA_DTS_FLOAT, sdpa_prepare, sdpa_run },
 };
 
 const struct op_family op_family_cuda_sdpa = {

@@ -175,14 +175,14 @@ static int compress_run(struct op_call *c)
 
 /* The reference kernels' sets: bfloat16 joined NonZero at 13, Compress at
  * 28. */
-#define SELECT_NO_BF16 (OP_DTS_ALL & ~OP_DT(CEP_DTYPE_BFLOAT16))
+#define SELECT_NO_BF16 (CUDA_DTS_ALL & ~OP_DT(CEP_DTYPE_BFLOAT16))
 
 static const struct op_kernel kernels[] = {
 	{ "", "NonZero", 9, 12, BACKEND_CUDA, SELECT_NO_BF16, nonzero_prepare, nonzero_run },
-	{ "", "NonZero", 13, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_ALL, nonzero_prepare,
+	{ "", "NonZero", 13, OP_OPSET_MAX, BACKEND_CUDA, CUDA_DTS_ALL, nonzero_prepare,
 	  nonzero_run },
 	{ "", "Compress", 9, 27, BACKEND_CUDA, SELECT_NO_BF16, compress_prepare, compress_run },
-	{ "", "Compress", 28, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_ALL, compress_prepare,
+	{ "", "Compress", 28, OP_OPSET_MAX, BACKEND_CUDA, CUDA_DTS_ALL, compress_prepare,
 	  compress_run },
 };
 

@@ -53,7 +53,7 @@ static int softmax_prepare(struct op_call *c, size_t *workspace, const char *ker
 	int ret, nv = 0;
 
 	*workspace = 0;
-	if (sfx == NULL || !op_dtype_in(t->dtype, OP_DTS_FLOAT))
+	if (sfx == NULL || !op_dtype_in(t->dtype, CUDA_DTS_FLOAT))
 		return cep__set_error(CEP_EDTYPE, "%s: no cuda kernel for %s", c->node->op_type,
 				      cep_dtype_name(t->dtype));
 	ret = op_softmax_blocks(c->node, t, &p->sm.outer, &p->sm.n, &p->sm.inner);
@@ -102,9 +102,9 @@ static int lsm_prepare(struct op_call *c, size_t *ws) { return softmax_prepare(c
 
 static const struct op_kernel kernels[] = {
 	{ "", "Softmax", 1, 12, BACKEND_CUDA, SOFTMAX_DTS_7, sm_prepare, softmax_run },
-	{ "", "Softmax", 13, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_FLOAT, sm_prepare, softmax_run },
+	{ "", "Softmax", 13, OP_OPSET_MAX, BACKEND_CUDA, CUDA_DTS_FLOAT, sm_prepare, softmax_run },
 	{ "", "LogSoftmax", 1, 12, BACKEND_CUDA, SOFTMAX_DTS_7, lsm_prepare, softmax_run },
-	{ "", "LogSoftmax", 13, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_FLOAT, lsm_prepare, softmax_run },
+	{ "", "LogSoftmax", 13, OP_OPSET_MAX, BACKEND_CUDA, CUDA_DTS_FLOAT, lsm_prepare, softmax_run },
 };
 
 const struct op_family op_family_cuda_softmax = {

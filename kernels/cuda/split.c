@@ -119,7 +119,7 @@ static int split_run(struct op_call *c)
 }
 
 static const struct op_kernel kernels[] = {
-	{ "", "Split", 1, 1, BACKEND_CUDA, OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_FLOAT16),
+	{ "", "Split", 1, 1, BACKEND_CUDA, OP_DTS_FLOAT & ~OP_DT(CEP_DTYPE_BFLOAT16),
 	  split_prepare, split_run },
 	{ "", "Split", 2, 12, BACKEND_CUDA, OP_DTS_ALL & ~OP_DT(CEP_DTYPE_BFLOAT16), split_prepare,
 	  split_run },

@@ -6,7 +6,7 @@
  * (so its value never needs to be on the host), and a size that differs
  * from the planned one is latched into the fault record. Elements move as
  * raw units of their size. Launcher: kernels/cuda/split.c. Kernels:
- * split_<bytes> (an int64 split input, or none) and split_<bytes>_<f32|f16>
+ * split_<bytes> (an int64 split input, or none) and split_<bytes>_<f32|f16|f64>
  * (opset 1's split input, of the data's float type).
  */
 #include "common.cuh"
@@ -69,3 +69,4 @@ SPLIT_KERNEL(u64, 8)
 
 SPLIT1_KERNEL(u16, 2, f16, f16)
 SPLIT1_KERNEL(u32, 4, float, f32)
+SPLIT1_KERNEL(u64, 8, double, f64)

@@ -53,7 +53,7 @@ static int trig_run(struct op_call *c)
 	{ "", op, since, until, BACKEND_CUDA, dts, trig_prepare, trig_run }
 /* float and float16, bfloat16 from opset 22 (kernels/cpu/trig.c). */
 #define TRIG_KERNELS(op, since) \
-	TRIG_KERNEL(op, since, 21, F32_F16), TRIG_KERNEL(op, 22, OP_OPSET_MAX, OP_DTS_FLOAT)
+	TRIG_KERNEL(op, since, 21, F32_F16), TRIG_KERNEL(op, 22, OP_OPSET_MAX, CUDA_DTS_FLOAT)
 
 static const struct op_kernel kernels[] = {
 	TRIG_KERNELS("Sin", 7),

@@ -53,17 +53,17 @@ static int unary_run(struct op_call *c)
 	{ "", op, since, until, BACKEND_CUDA, dts, unary_prepare, unary_run }
 /* float and float16, bfloat16 from opset 13 (kernels/cpu/math.c). */
 #define UNARY_FLOAT(op) \
-	UNARY_KERNEL(op, 1, 12, F32_F16), UNARY_KERNEL(op, 13, OP_OPSET_MAX, OP_DTS_FLOAT)
+	UNARY_KERNEL(op, 1, 12, F32_F16), UNARY_KERNEL(op, 13, OP_OPSET_MAX, CUDA_DTS_FLOAT)
 
 static const struct op_kernel kernels[] = {
 	UNARY_KERNEL("Relu", 1, 6, F32_F16),
-	UNARY_KERNEL("Relu", 7, OP_OPSET_MAX, OP_DTS_FLOAT | SIGNED),
+	UNARY_KERNEL("Relu", 7, OP_OPSET_MAX, CUDA_DTS_FLOAT | SIGNED),
 	UNARY_KERNEL("Sigmoid", 1, 6, F32_F16),
-	UNARY_KERNEL("Sigmoid", 7, OP_OPSET_MAX, OP_DTS_FLOAT),
+	UNARY_KERNEL("Sigmoid", 7, OP_OPSET_MAX, CUDA_DTS_FLOAT),
 	UNARY_KERNEL("Tanh", 1, 6, F32_F16),
-	UNARY_KERNEL("Tanh", 7, OP_OPSET_MAX, OP_DTS_FLOAT),
+	UNARY_KERNEL("Tanh", 7, OP_OPSET_MAX, CUDA_DTS_FLOAT),
 	UNARY_KERNEL("Exp", 1, 6, F32_F16),
-	UNARY_KERNEL("Exp", 7, OP_OPSET_MAX, OP_DTS_FLOAT),
+	UNARY_KERNEL("Exp", 7, OP_OPSET_MAX, CUDA_DTS_FLOAT),
 	UNARY_FLOAT("Sqrt"),
 	UNARY_FLOAT("Reciprocal"),
 	UNARY_FLOAT("Log"),
@@ -71,15 +71,15 @@ static const struct op_kernel kernels[] = {
 	UNARY_FLOAT("Ceil"),
 	UNARY_KERNEL("Neg", 1, 5, F32_F16),
 	UNARY_KERNEL("Neg", 6, 12, F32_F16 | SIGNED),
-	UNARY_KERNEL("Neg", 13, OP_OPSET_MAX, OP_DTS_FLOAT | SIGNED),
+	UNARY_KERNEL("Neg", 13, OP_OPSET_MAX, CUDA_DTS_FLOAT | SIGNED),
 	UNARY_KERNEL("Abs", 1, 5, F32_F16),
-	UNARY_KERNEL("Abs", 6, 12, F32_F16 | OP_DTS_INT),
-	UNARY_KERNEL("Abs", 13, OP_OPSET_MAX, OP_DTS_FLOAT | OP_DTS_INT),
-	UNARY_KERNEL("Erf", 9, 12, F32_F16 | OP_DTS_INT),
-	UNARY_KERNEL("Erf", 13, OP_OPSET_MAX, OP_DTS_FLOAT),
+	UNARY_KERNEL("Abs", 6, 12, F32_F16 | CUDA_DTS_INT),
+	UNARY_KERNEL("Abs", 13, OP_OPSET_MAX, CUDA_DTS_FLOAT | CUDA_DTS_INT),
+	UNARY_KERNEL("Erf", 9, 12, F32_F16 | CUDA_DTS_INT),
+	UNARY_KERNEL("Erf", 13, OP_OPSET_MAX, CUDA_DTS_FLOAT),
 	/* Round came at 11, bfloat16 at 22. */
 	UNARY_KERNEL("Round", 11, 21, F32_F16),
-	UNARY_KERNEL("Round", 22, OP_OPSET_MAX, OP_DTS_FLOAT),
+	UNARY_KERNEL("Round", 22, OP_OPSET_MAX, CUDA_DTS_FLOAT),
 };
 
 const struct op_family op_family_cuda_unary = {

@@ -130,11 +130,11 @@ static int unique_run(struct op_call *c)
 }
 
 /* The reference kernel's sets: bfloat16 came at 28. */
-#define UNIQUE_NO_BF16 (OP_DTS_ALL & ~OP_DT(CEP_DTYPE_BFLOAT16))
+#define UNIQUE_NO_BF16 (CUDA_DTS_ALL & ~OP_DT(CEP_DTYPE_BFLOAT16))
 
 static const struct op_kernel kernels[] = {
 	{ "", "Unique", 11, 27, BACKEND_CUDA, UNIQUE_NO_BF16, unique_prepare, unique_run },
-	{ "", "Unique", 28, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_ALL, unique_prepare, unique_run },
+	{ "", "Unique", 28, OP_OPSET_MAX, BACKEND_CUDA, CUDA_DTS_ALL, unique_prepare, unique_run },
 };
 
 const struct op_family op_family_cuda_unique = {

@@ -102,7 +102,7 @@ static int unpool_run(struct op_call *c)
 
 static const struct op_kernel kernels[] = {
 	{ "", "MaxUnpool", 9, 21, BACKEND_CUDA, UNPOOL_F16, unpool_prepare, unpool_run },
-	{ "", "MaxUnpool", 22, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_FLOAT, unpool_prepare,
+	{ "", "MaxUnpool", 22, OP_OPSET_MAX, BACKEND_CUDA, CUDA_DTS_FLOAT, unpool_prepare,
 	  unpool_run },
 };
 

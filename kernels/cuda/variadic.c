@@ -104,15 +104,15 @@ static int mean_prepare(struct op_call *c, size_t *ws) { return variadic_prepare
 
 static const struct op_kernel kernels[] = {
 	VAR_KERNEL("Min", 1, 11, F32_F16, min_prepare),
-	VAR_KERNEL("Min", 12, 12, F32_F16 | OP_DTS_INT, min_prepare),
-	VAR_KERNEL("Min", 13, OP_OPSET_MAX, OP_DTS_NUMERIC, min_prepare),
+	VAR_KERNEL("Min", 12, 12, F32_F16 | CUDA_DTS_INT, min_prepare),
+	VAR_KERNEL("Min", 13, OP_OPSET_MAX, CUDA_DTS_NUMERIC, min_prepare),
 	VAR_KERNEL("Max", 1, 11, F32_F16, max_prepare),
-	VAR_KERNEL("Max", 12, 12, F32_F16 | OP_DTS_INT, max_prepare),
-	VAR_KERNEL("Max", 13, OP_OPSET_MAX, OP_DTS_NUMERIC, max_prepare),
+	VAR_KERNEL("Max", 12, 12, F32_F16 | CUDA_DTS_INT, max_prepare),
+	VAR_KERNEL("Max", 13, OP_OPSET_MAX, CUDA_DTS_NUMERIC, max_prepare),
 	VAR_KERNEL("Sum", 1, 12, F32_F16, sum_prepare),
-	VAR_KERNEL("Sum", 13, OP_OPSET_MAX, OP_DTS_FLOAT, sum_prepare),
+	VAR_KERNEL("Sum", 13, OP_OPSET_MAX, CUDA_DTS_FLOAT, sum_prepare),
 	VAR_KERNEL("Mean", 1, 12, F32_F16, mean_prepare),
-	VAR_KERNEL("Mean", 13, OP_OPSET_MAX, OP_DTS_FLOAT, mean_prepare),
+	VAR_KERNEL("Mean", 13, OP_OPSET_MAX, CUDA_DTS_FLOAT, mean_prepare),
 	/* com.microsoft BiasAdd: Sum of X, bias and skip, as on the host. */
 	{ OP_DOMAIN_MS, "BiasAdd", 1, OP_MS_OPSET_MAX, BACKEND_CUDA, F32_F16, sum_prepare,
 	  variadic_run },

@@ -21,9 +21,11 @@ writes outputs without a copy through the socket. Arrays that are views of
 one of the client's regions (Region.array()) are passed by reference to
 submit(): nothing is copied at all.
 
-Element types: the numpy types of cudaep.DTYPES; bfloat16 is ml_dtypes'
-(ml_dtypes.bfloat16, as onnx and jax hold it). float8 and other types that
-cudaep does not store are refused with a TypeError naming the tensor.
+Element types: the numpy types of cudaep.DTYPES; bfloat16 and the float8
+types are ml_dtypes' (ml_dtypes.bfloat16, float8_e4m3fn, float8_e4m3fnuz,
+float8_e5m2, float8_e5m2fnuz, as onnx and jax hold them). Types that cudaep
+does not store (float8_e8m0fnu, the 4-bit types, ...) are refused with a
+TypeError naming the tensor.
 
 Errors: a failure the daemon or the library reports raises cudaep.Error
 (.code, .name, .detail: the daemon's message); those about the caller's
@@ -175,6 +177,10 @@ _DTYPES = {
 }
 if ml_dtypes is not None:
     _DTYPES[16] = ml_dtypes.bfloat16
+    _DTYPES[17] = ml_dtypes.float8_e4m3fn
+    _DTYPES[18] = ml_dtypes.float8_e4m3fnuz
+    _DTYPES[19] = ml_dtypes.float8_e5m2
+    _DTYPES[20] = ml_dtypes.float8_e5m2fnuz
 _ORT_TYPES = {
     1: "float", 2: "uint8", 3: "int8", 4: "uint16", 5: "int16", 6: "int32", 7: "int64",
     8: "string", 9: "bool", 10: "float16", 11: "double", 12: "uint32", 13: "uint64",
@@ -326,10 +332,11 @@ def _dtype_code(what, dt):
     code = _CODES.get(dt)
     if code is not None:
         return code
-    if dt.name.startswith(("float8", "float6", "float4")):
-        why = "cudaep stores no %s type (cast it to float16, bfloat16 or float32)" % dt.name
-    elif dt.name == "bfloat16":
+    if dt.name == "bfloat16":
         why = "its numpy type is not ml_dtypes', which cudaep holds bfloat16 as"
+    elif dt.kind == "V" and dt.name.startswith(("float", "int", "uint")):
+        # ml_dtypes' other types: float8_e8m0fnu, float4_e2m1fn, int4, ...
+        why = "cudaep stores no %s type (cast it to float16, bfloat16 or float32)" % dt.name
     else:
         why = "cudaep stores %s" % ", ".join(d.name for d in DTYPES)
     raise TypeError("cudaep: %s has dtype %s, which cudaep cannot hold: %s" % (what, dt, why))
@@ -365,7 +372,8 @@ def _shape_of(t):
 def _output_dtype(name, code):
     dt = _DTYPES.get(code)
     if dt is None:
-        extra = " (install ml_dtypes to receive bfloat16)" if code == 16 else ""
+        extra = " (install ml_dtypes to receive %s)" % _ORT_TYPES[code] \
+            if 16 <= code <= 20 else ""
         raise _error(EDTYPE, "output %r has dtype %d, which numpy cannot hold%s"
                      % (name, code, extra))
     return dt

@@ -187,6 +187,40 @@ def test_int64_bool_float16_inputs_from_files(daemon, tmp_path):
     np.testing.assert_array_equal(np.load(tmp_path / "out_emb.npy"), want["emb"])
 
 
+def test_float64_and_the_other_integer_widths_from_files(daemon, tmp_path):
+    """Each of float64, int16, uint16, uint32 and uint64 read from a .npy
+    file, added to itself in the model and written back to one."""
+    types = {"d": np.float64, "s": np.int16, "h": np.uint16, "w": np.uint32, "q": np.uint64}
+    n = helper.make_node
+    graph = helper.make_graph(
+        [n("Add", [k, k], ["y" + k]) for k in types], "wide",
+        [helper.make_tensor_value_info(k, helper.np_dtype_to_tensor_dtype(np.dtype(t)), [2, 3])
+         for k, t in types.items()],
+        [helper.make_tensor_value_info("y" + k, helper.np_dtype_to_tensor_dtype(np.dtype(t)),
+                                       [2, 3]) for k, t in types.items()])
+    path = str(tmp_path / "wide.onnx")
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)]), path)
+    rng = np.random.default_rng(5)
+    feeds = {"d": rng.standard_normal((2, 3)),
+             "s": rng.integers(-20000, 20000, (2, 3)).astype(np.int16),
+             "h": rng.integers(0, 65536, (2, 3)).astype(np.uint16),
+             "w": rng.integers(0, 2 ** 32, (2, 3), dtype=np.uint64).astype(np.uint32),
+             "q": rng.integers(0, 2 ** 63, (2, 3), dtype=np.uint64) * np.uint64(3)}
+    args = ["-s", daemon, path, "--iters", "1"]
+    for k, a in feeds.items():
+        np.save(tmp_path / (k + ".npy"), a)
+        args += ["--input", "%s=%s" % (k, tmp_path / (k + ".npy")),
+                 "--output", "y%s=%s" % (k, tmp_path / ("y" + k + ".npy"))]
+    p = ok(*args)
+    got = results(p.stdout)
+    for k, t in types.items():
+        y = np.load(tmp_path / ("y" + k + ".npy"))
+        assert y.dtype == np.dtype(t) and y.shape == (2, 3), k
+        np.testing.assert_array_equal(y, feeds[k] + feeds[k])  # wrapping as numpy's
+        assert got["y" + k][:2] == (np.dtype(t).name, (2, 3))
+        assert_checksum(got["y" + k], y, rtol=1e-9)
+
+
 def test_random_inputs_honour_dtypes_ranges_and_seed(daemon, tmp_path):
     path = mixed(str(tmp_path / "mixed.onnx"))
     outs = {n: tmp_path / (n + ".npy") for n in ("twice", "masked", "hf", "f1")}

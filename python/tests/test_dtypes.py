@@ -2,8 +2,11 @@
 bfloat16 tensors go in and come out as ml_dtypes.bfloat16 arrays, through
 run(), run(copy=False), submit() (copied and in place in a region) and
 InferenceSession.run(), with values checked against float32 references
-computed here; float8 arrays, which cudaep does not store, are refused
-with a TypeError naming the tensor and its dtype before anything is sent."""
+computed here; the four float8 types go in and out as ml_dtypes' arrays
+and Cast to and from them (saturate either way) is ml_dtypes' conversion;
+arrays of the types cudaep does not store (float8_e8m0fnu, float4, int4)
+are refused with a TypeError naming the tensor and its dtype before
+anything is sent."""
 import ml_dtypes
 import numpy as np
 import onnx
@@ -15,6 +18,10 @@ import cudaep
 BF16 = ml_dtypes.bfloat16
 FLOAT8 = [ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e4m3fnuz, ml_dtypes.float8_e5m2,
           ml_dtypes.float8_e5m2fnuz]
+F8_ONNX = [TensorProto.FLOAT8E4M3FN, TensorProto.FLOAT8E4M3FNUZ, TensorProto.FLOAT8E5M2,
+           TensorProto.FLOAT8E5M2FNUZ]
+# ml_dtypes' types that cudaep does not store.
+UNSTORED = [ml_dtypes.float8_e8m0fnu, ml_dtypes.float4_e2m1fn, ml_dtypes.int4]
 
 
 def bf16_model(path, w):
@@ -78,9 +85,11 @@ def inputs(rng, n):
     return x, f
 
 
-def test_bfloat16_is_a_dtype_of_the_client():
+def test_bfloat16_and_float8_are_dtypes_of_the_client():
     assert np.dtype(BF16) in cudaep.DTYPES
     for t in FLOAT8:
+        assert np.dtype(t) in cudaep.DTYPES
+    for t in UNSTORED:
         assert np.dtype(t) not in cudaep.DTYPES
 
 
@@ -138,19 +147,19 @@ def test_bfloat16_through_inference_session(daemon, tmp_path):
         np.testing.assert_array_equal(bits(y), bits((x.astype(np.float32) * w).astype(BF16)))
 
 
-def test_float8_arrays_are_refused_naming_the_tensor(daemon, tmp_path):
+def test_unstored_types_are_refused_naming_the_tensor(daemon, tmp_path):
     rng = np.random.default_rng()
     w = rng.standard_normal(8).astype(np.float32)
     path = bf16_model(str(tmp_path / "bf16.onnx"), w)
     x, f = inputs(rng, 2)
     with cudaep.connect(daemon) as c, c.load(path) as s, c.region(1 << 12) as r:
         sess = cudaep.InferenceSession(path, client=c)
-        for t in FLOAT8:
+        for t in UNSTORED:
             name = np.dtype(t).name
-            x8 = x.astype(np.float32).astype(t)
-            for call in (lambda: s.run({"x": x8, "f": f}),
-                         lambda: s.submit({"x": x8, "f": f}),
-                         lambda: sess.run(None, {"x": x8, "f": f})):
+            xu = x.astype(np.float32).astype(t)
+            for call in (lambda: s.run({"x": xu, "f": f}),
+                         lambda: s.submit({"x": xu, "f": f}),
+                         lambda: sess.run(None, {"x": xu, "f": f})):
                 with pytest.raises(TypeError) as e:
                     call()
                 assert not isinstance(e.value, cudaep.Error), "refused before it is sent"
@@ -159,19 +168,78 @@ def test_float8_arrays_are_refused_naming_the_tensor(daemon, tmp_path):
             with pytest.raises(TypeError) as e:
                 s.submit({"x": x, "f": f}, outputs={"y": r.array(t, (2, 8))})
             assert "output 'y'" in str(e.value) and name in str(e.value)
+        # A float8 array where the model takes bfloat16 is the daemon's
+        # EDTYPE, a stored type of the wrong kind.
+        with pytest.raises(cudaep.InvalidType) as e:
+            s.run({"x": x.astype(np.float32).astype(FLOAT8[0]), "f": f})
+        assert "'x'" in str(e.value) and "float8e4m3fn" in str(e.value)
         # Nothing reached the daemon: the session runs on.
         check_outputs(s.run({"x": x, "f": f}), x, f, w)
         sess.close()
         c.ping()
 
 
-def test_a_float8_model_is_unsupported(daemon, tmp_path):
+def _f8_model(path, saturate):
+    """x (float32, [n]) -> y_T = Cast(x, T, saturate) for each float8 type
+    T, and each back: z_T = Cast(y_T, float); and the float8 inputs
+    e_T cast to float32, f_T."""
+    n = helper.make_node
+    nodes, ins, outs = [], [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n"])], []
+    for t, k in zip(FLOAT8, F8_ONNX):
+        tag = np.dtype(t).name
+        nodes += [n("Cast", ["x"], ["y_" + tag], to=k, saturate=saturate),
+                  n("Cast", ["y_" + tag], ["z_" + tag], to=TensorProto.FLOAT),
+                  n("Cast", ["e_" + tag], ["f_" + tag], to=TensorProto.FLOAT)]
+        ins.append(helper.make_tensor_value_info("e_" + tag, k, ["n"]))
+        outs += [helper.make_tensor_value_info("y_" + tag, k, ["n"]),
+                 helper.make_tensor_value_info("z_" + tag, TensorProto.FLOAT, ["n"]),
+                 helper.make_tensor_value_info("f_" + tag, TensorProto.FLOAT, ["n"])]
+    model = helper.make_model(helper.make_graph(nodes, "f8", ins, outs),
+                              opset_imports=[helper.make_opsetid("", 19)])
+    onnx.checker.check_model(model)
+    onnx.save(model, path)
+    return path
+
+
+def test_float8_through_cast_is_ml_dtypes_conversion(daemon, tmp_path):
+    rng = np.random.default_rng()
+    x = np.concatenate([rng.standard_normal(200).astype(np.float32) * 30,
+                        np.array([0, -0.0, 1e-9, 448, 449, 500, 1e10, np.inf, -np.inf, np.nan,
+                                  57344, 61440, -70000], np.float32)])
+    with cudaep.connect(daemon) as c:
+        for saturate in (1, 0):
+            with c.load(_f8_model(str(tmp_path / ("f8_%d.onnx" % saturate)), saturate)) as s:
+                assert s.inputs[1].dtype is FLOAT8[0] or \
+                    np.dtype(s.inputs[1].dtype) == np.dtype(FLOAT8[0])
+                assert s.inputs[1].type == "tensor(float8e4m3fn)"
+                feed = {"x": x}
+                for t in FLOAT8:
+                    # Every code of the type, NaNs included, as an input.
+                    feed["e_" + np.dtype(t).name] = np.arange(256, dtype=np.uint8).view(t)[
+                        np.arange(x.size) % 256]
+                out = s.run(feed)
+                for t in FLOAT8:
+                    tag = np.dtype(t).name
+                    big = float(ml_dtypes.finfo(t).max)
+                    src = np.where(np.isnan(x), x, np.clip(x, -big, big)) if saturate else x
+                    with np.errstate(over="ignore", invalid="ignore"):
+                        want = src.astype(t)
+                    y = out["y_" + tag]
+                    assert y.dtype == np.dtype(t)
+                    np.testing.assert_array_equal(y.view(np.uint8), want.view(np.uint8),
+                                                  err_msg="%s saturate=%d" % (tag, saturate))
+                    np.testing.assert_array_equal(out["z_" + tag], want.astype(np.float32))
+                    np.testing.assert_array_equal(out["f_" + tag],
+                                                  feed["e_" + tag].astype(np.float32))
+
+
+def test_a_float4_model_is_unsupported(daemon, tmp_path):
     graph = helper.make_graph(
-        [helper.make_node("Cast", ["x"], ["y"], to=TensorProto.FLOAT)], "f8",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT8E4M3FN, [4])],
+        [helper.make_node("Cast", ["x"], ["y"], to=TensorProto.FLOAT)], "f4",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT4E2M1, [4])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])])
-    path = str(tmp_path / "f8.onnx")
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)]), path)
+    path = str(tmp_path / "f4.onnx")
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 23)]), path)
     with cudaep.connect(daemon) as c:
         with pytest.raises(cudaep.Error) as e:
             c.load(path)

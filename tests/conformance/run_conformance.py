@@ -114,9 +114,9 @@ def compare(name, got, want, rtol, atol):
         return "output %r is %s, expected %s" % (name, got.dtype, want.dtype)
     if got.shape != want.shape:
         return "output %r has shape %s, expected %s" % (name, got.shape, want.shape)
-    if want.dtype.name == "bfloat16":
-        # ml_dtypes' bfloat16 (kind "V"): compared as the float32 values it
-        # holds exactly, with the case's tolerance.
+    if want.dtype.name == "bfloat16" or want.dtype.name.startswith("float8"):
+        # ml_dtypes' bfloat16 and float8 types (kind "V"): compared as the
+        # float32 values they hold exactly, with the case's tolerance.
         ok = np.isclose(got.astype(np.float32), want.astype(np.float32), rtol=rtol, atol=atol,
                         equal_nan=True)
     elif want.dtype.kind in "fc":

@@ -120,7 +120,8 @@ static CU_UNUSED unsigned rnd(unsigned *seed)
 
 /* Fills t with random values: floats mostly in [-4, 4] with zeros,
  * infinities, NaN, huge and subnormal values among them when specials is
- * set; integers over their whole range with extremes and zeros; bools. */
+ * set (float64 with bits below float32's, so that a computation in float
+ * shows); integers over their whole range with extremes and zeros; bools. */
 static CU_UNUSED void fill_random(struct op_tensor *t, unsigned *seed, bool specials)
 {
 	static const float special_f[] = { 0.0f, -0.0f, INFINITY, -INFINITY, NAN, 1e30f,
@@ -132,7 +133,15 @@ static CU_UNUSED void fill_random(struct op_tensor *t, unsigned *seed, bool spec
 	for (i = 0; i < n; i++) {
 		unsigned r = rnd(seed);
 
-		if (cpu_is_float(t->dtype)) {
+		if (t->dtype == CEP_DTYPE_FLOAT64) {
+			double v = (double)(((uint64_t)rnd(seed) << 24) ^ rnd(seed)) * 0x1p-45 - 4.0;
+
+			if (specials && r % 97 < 6)
+				v = special_f[(r >> 16) % (sizeof(special_f) / sizeof(special_f[0]))];
+			if (specials && r % 97 == 6)
+				v = r & 1 ? 1e300 : -4.9e-324;
+			((double *)t->data)[i] = v;
+		} else if (cpu_is_float(t->dtype)) {
 			float v = ((float)(r % 65536) / 8192.0f) - 4.0f;
 
 			if (specials && r % 97 < 6)
@@ -324,8 +333,8 @@ static CU_UNUSED int64_t compare_tensor(const char *what, const struct op_tensor
 
 	for (i = 0; i < n; i++) {
 		if (cpu_is_float(ref->dtype)) {
-			double r = cpu_load_f(ref->data, ref->dtype, i);
-			double g = cpu_load_f(got, ref->dtype, i);
+			double r = cpu_load_d(ref->data, ref->dtype, i);
+			double g = cpu_load_d(got, ref->dtype, i);
 			double d = fabs(r - g);
 
 			if (isnan(r) && isnan(g))
@@ -349,10 +358,10 @@ static CU_UNUSED int64_t compare_tensor(const char *what, const struct op_tensor
 	printf("  %-44s %9lld elements  max abs %.3g  max rel %.3g%s\n", what, (long long)n,
 	       max_abs, max_rel, bad ? "  MISMATCH" : "");
 	if (bad)
-		printf("    first mismatch at %lld: want %.9g (%lld), got %.9g (%lld)\n",
-		       (long long)first, (double)cpu_load_f(ref->data, ref->dtype, first),
+		printf("    first mismatch at %lld: want %.17g (%lld), got %.17g (%lld)\n",
+		       (long long)first, cpu_load_d(ref->data, ref->dtype, first),
 		       (long long)cpu_load_i(ref->data, ref->dtype, first),
-		       (double)cpu_load_f(got, ref->dtype, first),
+		       cpu_load_d(got, ref->dtype, first),
 		       (long long)cpu_load_i(got, ref->dtype, first));
 	fflush(stdout);
 	return bad;
@@ -360,11 +369,14 @@ static CU_UNUSED int64_t compare_tensor(const char *what, const struct op_tensor
 
 /* The tolerance of a float type: float32 results differ from the host's
  * only in the last bits of transcendental functions; float16 and bfloat16
- * results, rounded from those, by at most one unit of their last place. */
+ * results, rounded from those, by at most one unit of their last place;
+ * float64 ones, computed in double on both sides, only by the order of a
+ * sum (far below what a float32 computation would miss by). */
 static CU_UNUSED void tolerance(cep_dtype t, double *rtol, double *atol)
 {
-	*atol = 1e-6;
-	*rtol = t == CEP_DTYPE_BFLOAT16 ? 1e-2 : t == CEP_DTYPE_FLOAT16 ? 1.5e-3 : 1e-5;
+	*atol = t == CEP_DTYPE_FLOAT64 ? 1e-12 : 1e-6;
+	*rtol = t == CEP_DTYPE_BFLOAT16 ? 1e-2 : t == CEP_DTYPE_FLOAT16 ? 1.5e-3
+	      : t == CEP_DTYPE_FLOAT64 ? 1e-12 : 1e-5;
 }
 
 /* ---------------------------------------------------- calls with scratch */

@@ -238,12 +238,13 @@ Test(model, unsupported_input_type)
 {
 	struct onnxb *b = onnxb_new(13);
 
-	onnxb_input(b, "x", CEP_DTYPE_FLOAT64, "2");
+	/* 14 is complex64. */
+	onnxb_input(b, "x", (cep_dtype)14, "2");
 	onnxb_output(b, "y", 0, NULL);
 	onnxb_node(b, "Relu", "x", "y");
 	cr_assert_eq(load(b, -1), CEP_EUNSUPPORTED);
 	cr_assert_str_eq(cep_last_error(),
-			 "graph input 'x' has type float64, which cudaep does not support");
+			 "graph input 'x' has type complex64, which cudaep does not support");
 }
 
 Test(model, graph_output_undefined_or_mistyped)

@@ -175,7 +175,7 @@ Test(ops_elem, neg_and_abs_of_integers_wrap)
 	free(out.data);
 	assert_refused(run1("Neg", 13, &in, 1, &out), CEP_EUNSUPPORTED,
 		       "Neg: dtype uint8 is not supported on the host backend "
-		       "(supported: float32, float16, bfloat16, int64, int32, int8)");
+		       "(supported: float32, float16, bfloat16, float64, int64, int32, int16, int8)");
 }
 
 Test(ops_elem, math_types_follow_each_opset)
@@ -186,7 +186,7 @@ Test(ops_elem, math_types_follow_each_opset)
 
 	assert_refused(run1("Floor", 12, &in, 1, &out), CEP_EUNSUPPORTED,
 		       "Floor: dtype bfloat16 is not supported on the host backend "
-		       "(supported: float32, float16)");
+		       "(supported: float32, float16, float64)");
 	cr_assert_eq(run1("Floor", 13, &in, 1, &out), 0, "%s", cep_last_error());
 	cr_assert_eq(out.dtype, CEP_DTYPE_BFLOAT16);
 	cr_assert_eq(cpu_bf16_to_f32(((uint16_t *)out.data)[0]), 2.0f);
@@ -202,12 +202,12 @@ Test(ops_elem, math_types_follow_each_opset)
 	free(out.data);
 	assert_refused(run1("Erf", 13, &in, 1, &out), CEP_EUNSUPPORTED,
 		       "Erf: dtype int32 is not supported on the host backend "
-		       "(supported: float32, float16, bfloat16)");
+		       "(supported: float32, float16, bfloat16, float64)");
 	assert_refused(run1("Erf", 8, &in, 1, &out), CEP_EUNSUPPORTED,
 		       "Erf: opset 8 is not supported (supported 9-28)");
 	assert_refused(run1("Sqrt", 13, &in, 1, &out), CEP_EUNSUPPORTED,
 		       "Sqrt: dtype int32 is not supported on the host backend "
-		       "(supported: float32, float16, bfloat16)");
+		       "(supported: float32, float16, bfloat16, float64)");
 }
 
 Test(ops_elem, math_on_float16_and_empty_tensors)
@@ -342,14 +342,14 @@ Test(ops_elem, activations_in_half_types)
 
 	assert_refused(run1("LeakyRelu", 15, &in, 1, &out), CEP_EUNSUPPORTED,
 		       "LeakyRelu: dtype bfloat16 is not supported on the host backend "
-		       "(supported: float32, float16)");
+		       "(supported: float32, float16, float64)");
 	cr_assert_eq(run1("LeakyRelu", 16, &in, 1, &out), 0, "%s", cep_last_error());
 	cr_assert_eq(((uint16_t *)out.data)[0], cpu_f32_to_bf16(-2.0f * 0.01f));
 	cr_assert_eq(((uint16_t *)out.data)[2], h[2]);
 	free(out.data);
 	assert_refused(run1("Softplus", 21, &in, 1, &out), CEP_EUNSUPPORTED,
 		       "Softplus: dtype bfloat16 is not supported on the host backend "
-		       "(supported: float32, float16)");
+		       "(supported: float32, float16, float64)");
 	cr_assert_eq(run1("HardSwish", 22, &in, 1, &out), 0, "%s", cep_last_error());
 	cr_assert_eq(cpu_bf16_to_f32(((uint16_t *)out.data)[2]), 8.0f);
 	free(out.data);
@@ -397,7 +397,7 @@ Test(ops_elem, prelu_takes_integers_from_opset_9)
 
 	assert_refused(run1("PRelu", 8, in, 2, &out), CEP_EUNSUPPORTED,
 		       "PRelu: dtype int32 is not supported on the host backend "
-		       "(supported: float32, float16)");
+		       "(supported: float32, float16, float64)");
 	cr_assert_eq(run1("PRelu", 9, in, 2, &out), 0, "%s", cep_last_error());
 	cr_assert_eq(((int32_t *)out.data)[0], -12);
 	cr_assert_eq(((int32_t *)out.data)[1], -3);
@@ -480,7 +480,7 @@ Test(ops_elem, clip_of_integers_from_opset_12)
 
 	assert_refused(run1("Clip", 11, in, 3, &out), CEP_EUNSUPPORTED,
 		       "Clip: dtype int8 is not supported on the host backend "
-		       "(supported: float32, float16)");
+		       "(supported: float32, float16, float64)");
 	cr_assert_eq(run1("Clip", 12, in, 3, &out), 0, "%s", cep_last_error());
 	cr_assert_eq(((int8_t *)out.data)[0], -4);
 	cr_assert_eq(((int8_t *)out.data)[1], -3);
@@ -582,7 +582,7 @@ Test(ops_elem, comparison_types_follow_each_opset)
 	in[0] = in[1] = tensor(CEP_DTYPE_INT32, 1, d1, i);
 	assert_refused(run1("Less", 8, in, 2, &out), CEP_EUNSUPPORTED,
 		       "Less: dtype int32 is not supported on the host backend "
-		       "(supported: float32, float16)");
+		       "(supported: float32, float16, float64)");
 	cr_assert_eq(run1("Less", 9, in, 2, &out), 0);
 	free(out.data);
 	assert_refused(run1("GreaterOrEqual", 11, in, 2, &out), CEP_EUNSUPPORTED,
@@ -590,7 +590,8 @@ Test(ops_elem, comparison_types_follow_each_opset)
 	in[0] = in[1] = tensor(CEP_DTYPE_BFLOAT16, 1, d1, h);
 	assert_refused(run1("LessOrEqual", 15, in, 2, &out), CEP_EUNSUPPORTED,
 		       "LessOrEqual: dtype bfloat16 is not supported on the host backend "
-		       "(supported: float32, float16, int64, int32, int8, uint8)");
+		       "(supported: float32, float16, float64, int64, int32, int16, int8, "
+		       "uint64, uint32, uint16, uint8)");
 	cr_assert_eq(run1("LessOrEqual", 16, in, 2, &out), 0);
 	cr_assert_eq(((uint8_t *)out.data)[0], 1);
 	free(out.data);
@@ -661,7 +662,8 @@ Test(ops_elem, where_moves_every_element_width)
 	in[2] = tensor(CEP_DTYPE_BFLOAT16, 1, d2, hy);
 	assert_refused(run1("Where", 15, in, 3, &out), CEP_EUNSUPPORTED,
 		       "Where: dtype bfloat16 is not supported on the host backend "
-		       "(supported: float32, float16, int64, int32, int8, uint8, bool)");
+		       "(supported: float32, float16, float64, int64, int32, int16, int8, "
+		       "uint64, uint32, uint16, uint8, bool)");
 	cr_assert_eq(run1("Where", 16, in, 3, &out), 0, "%s", cep_last_error());
 	cr_assert_eq(((uint16_t *)out.data)[0], 3);
 	cr_assert_eq(((uint16_t *)out.data)[1], 2);
@@ -739,7 +741,7 @@ Test(ops_elem, min_max_of_integers_and_nan)
 
 	assert_refused(run1("Max", 11, in, 2, &out), CEP_EUNSUPPORTED,
 		       "Max: dtype int8 is not supported on the host backend "
-		       "(supported: float32, float16)");
+		       "(supported: float32, float16, float64)");
 	cr_assert_eq(run1("Max", 12, in, 2, &out), 0, "%s", cep_last_error());
 	cr_assert_eq(((int8_t *)out.data)[0], 0);
 	cr_assert_eq(((int8_t *)out.data)[1], 127);
@@ -751,7 +753,7 @@ Test(ops_elem, min_max_of_integers_and_nan)
 	free(out.data);
 	assert_refused(run1("Sum", 13, in, 2, &out), CEP_EUNSUPPORTED,
 		       "Sum: dtype int8 is not supported on the host backend "
-		       "(supported: float32, float16, bfloat16)");
+		       "(supported: float32, float16, bfloat16, float64)");
 	in[0] = tensor(CEP_DTYPE_FLOAT32, 1, d2, fa);
 	in[1] = tensor(CEP_DTYPE_FLOAT32, 1, d2, fb);
 	cr_assert_eq(run1("Max", 13, in, 2, &out), 0);
@@ -856,7 +858,7 @@ Test(ops_elem, pow_exponent_types_follow_each_opset)
 	in[1] = tensor(CEP_DTYPE_BFLOAT16, 1, d3, eb);
 	assert_refused(run1("Pow", 14, in, 2, &out), CEP_EDTYPE,
 		       "Pow: the exponent is bfloat16, expected one of float32, float16, "
-		       "int64, int32, int8, uint8");
+		       "float64, int64, int32, int16, int8, uint64, uint32, uint16, uint8");
 	cr_assert_eq(run1("Pow", 15, in, 2, &out), 0, "%s", cep_last_error());
 	cr_assert_eq(((float *)out.data)[2], 0.125f);
 	free(out.data);
@@ -892,7 +894,7 @@ Test(ops_elem, pow_of_integers_is_exact_and_wraps)
 	in[1] = tensor(CEP_DTYPE_INT32, 1, d2, e);
 	assert_refused(run1("Pow", 11, in, 2, &out), CEP_EUNSUPPORTED,
 		       "Pow: dtype int32 is not supported on the host backend "
-		       "(supported: float32, float16)");
+		       "(supported: float32, float16, float64)");
 }
 
 Test(ops_elem, mod_of_integers_floors_or_truncates)

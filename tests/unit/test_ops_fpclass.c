@@ -181,7 +181,7 @@ Test(ops_fpclass, types_and_refusals)
 
 	assert_refused(run("IsInf", 19, NULL, 0, &in, &out), CEP_EUNSUPPORTED,
 		       "IsInf: dtype float16 is not supported on the host backend "
-		       "(supported: float32)");
+		       "(supported: float32, float64)");
 	cr_assert_eq(run("IsInf", 20, NULL, 0, &in, &out), 0, "%s", cep_last_error());
 	cr_assert_eq(((uint8_t *)out.data)[0], 1);
 	free(out.data);
@@ -190,7 +190,7 @@ Test(ops_fpclass, types_and_refusals)
 	in.dtype = CEP_DTYPE_BFLOAT16;
 	assert_refused(run("IsNaN", 12, NULL, 0, &in, &out), CEP_EUNSUPPORTED,
 		       "IsNaN: dtype bfloat16 is not supported on the host backend "
-		       "(supported: float32, float16)");
+		       "(supported: float32, float16, float64)");
 	cr_assert_eq(run("IsNaN", 13, NULL, 0, &in, &out), 0, "%s", cep_last_error());
 	free(out.data);
 	assert_refused(run("IsInf", 9, NULL, 0, &in, &out), CEP_EUNSUPPORTED,
@@ -202,7 +202,7 @@ Test(ops_fpclass, types_and_refusals)
 	in = oh_tensor(CEP_DTYPE_INT32, 1, d1, i32);
 	assert_refused(run("IsNaN", 20, NULL, 0, &in, &out), CEP_EUNSUPPORTED,
 		       "IsNaN: dtype int32 is not supported on the host backend "
-		       "(supported: float32, float16, bfloat16)");
+		       "(supported: float32, float16, bfloat16, float64)");
 }
 
 /* -------------------------------------------------------- half sessions */

@@ -46,7 +46,8 @@ Test(ops_matrix, eyelike_diagonals)
 }
 
 /* The dtype attribute names the output's type, whatever the input's;
- * bfloat16 is a type from opset 22; without it the input's type. */
+ * bfloat16 is a type from opset 22; without it the input's type. float8
+ * is stored but not an EyeLike type; complex64 is not stored. */
 Test(ops_matrix, eyelike_types)
 {
 	int32_t x[4] = { 0 };
@@ -54,6 +55,8 @@ Test(ops_matrix, eyelike_types)
 	struct op_attr to_bool = oh_int("dtype", CEP_DTYPE_BOOL);
 	struct op_attr to_bf16 = oh_int("dtype", CEP_DTYPE_BFLOAT16);
 	struct op_attr to_f64 = oh_int("dtype", CEP_DTYPE_FLOAT64);
+	struct op_attr to_f8 = oh_int("dtype", CEP_DTYPE_FLOAT8E4M3FN);
+	struct op_attr to_c64 = oh_int("dtype", 14 /* complex64 */);
 	struct op_tensor in = oh_tensor(CEP_DTYPE_INT32, 2, DIMS(2, 2), x), out;
 
 	cr_assert_eq(oh_run("EyeLike", 9, NULL, 0, &in, 1, &out, 1), 0, "%s", cep_last_error());
@@ -75,8 +78,19 @@ Test(ops_matrix, eyelike_types)
 		     cep_last_error());
 	cr_assert_eq(((uint16_t *)out.data)[0], 0x3f80);
 	free(out.data);
-	cr_assert_eq(oh_run("EyeLike", 22, &to_f64, 1, &in, 1, &out, 1), CEP_EUNSUPPORTED);
-	cr_assert_str_eq(cep_last_error(), "EyeLike: dtype 11 (float64) is not a type cudaep "
+	cr_assert_eq(oh_run("EyeLike", 9, &to_f64, 1, &in, 1, &out, 1), 0, "%s",
+		     cep_last_error());
+	cr_assert_eq(out.dtype, CEP_DTYPE_FLOAT64);
+	cr_assert_eq(((double *)out.data)[0], 1.0);
+	cr_assert_eq(((double *)out.data)[1], 0.0);
+	cr_assert_eq(((double *)out.data)[2], 0.0);
+	cr_assert_eq(((double *)out.data)[3], 1.0);
+	free(out.data);
+	cr_assert_eq(oh_run("EyeLike", 22, &to_f8, 1, &in, 1, &out, 1), CEP_EMODEL);
+	cr_assert_str_eq(cep_last_error(), "EyeLike: dtype 17 (float8e4m3fn) is not one of its "
+			 "output types");
+	cr_assert_eq(oh_run("EyeLike", 22, &to_c64, 1, &in, 1, &out, 1), CEP_EUNSUPPORTED);
+	cr_assert_str_eq(cep_last_error(), "EyeLike: dtype 14 (undefined) is not a type cudaep "
 			 "stores");
 	in = oh_tensor(CEP_DTYPE_BFLOAT16, 2, DIMS(2, 2), bf);
 	cr_assert_eq(oh_run("EyeLike", 21, NULL, 0, &in, 1, &out, 1), CEP_EUNSUPPORTED);
@@ -214,6 +228,25 @@ Test(ops_matrix, det_edges_and_half_types)
 	cr_assert_eq(oh_run("Det", 22, NULL, 0, &in, 1, &out, 1), 0, "%s", cep_last_error());
 	cr_assert_eq(cpu_load_f(out.data, CEP_DTYPE_BFLOAT16, 0), -2.0f);
 	free(out.data);
+}
+
+/* float64 is eliminated in double and stored without a float32 step, at
+ * opset 11 as at 22: [[1, 1], [1, 1 + 1e-10]] keeps the 1e-10 that
+ * float32 would lose. */
+Test(ops_matrix, det_float64)
+{
+	double a[4] = { 1.0, 1.0, 1.0, 1.0 + 1e-10 }, want = (1.0 + 1e-10) - 1.0;
+	struct op_tensor in = oh_tensor(CEP_DTYPE_FLOAT64, 2, DIMS(2, 2), a), out;
+	int opset;
+
+	for (opset = 11; opset <= 22; opset += 11) {
+		cr_assert_eq(oh_run("Det", opset, NULL, 0, &in, 1, &out, 1), 0, "%s",
+			     cep_last_error());
+		cr_assert_eq(out.dtype, CEP_DTYPE_FLOAT64);
+		cr_assert_eq(((double *)out.data)[0], want, "opset %d: %.17g", opset,
+			     ((double *)out.data)[0]);
+		free(out.data);
+	}
 }
 
 Test(ops_matrix, det_refusals)

@@ -13,7 +13,9 @@
  * even, checked against the neighbouring half values) at half the bytes.
  * Graph outputs that are constants keep float32, a Cast to a float32
  * output keeps its target (integers above 2048 stay exact), and
- * ConstantOfShape makes half values. Models are cached by bytes and
+ * ConstantOfShape makes half values; float64 tensors, and the Casts
+ * between them and float32, stay as they are, so the float64 part gives
+ * the fp32 session's bits. Models are cached by bytes and
  * precision: fp32 and tf32 sessions share one, two fp16 sessions share
  * another, whose weights the account shows at half the bytes. A session
  * opens only a model loaded for its precision and backend kind. Long
@@ -405,6 +407,94 @@ Test(precision, outputs_that_are_constants_or_casts_keep_float32)
 		cr_assert_float_eq(out[4][i], xi + 1.5f, 2e-3f * (fabsf(xi) + 1.5f));
 		cr_assert_float_eq(out[5][i], xi, 1e-3f * fabsf(xi));
 		cr_assert_eq(out[6][i], xi, "the input returned as it came");
+	}
+	engine_session_free(s);
+	engine_model_unref(m);
+	backend_free(be);
+}
+
+/* x [4] (float32) and z [4] (float64) ->
+ *   xd = Cast(x, to double), m = xd * cd (cd a float64 initializer; an
+ *   output too),
+ *   y = Cast(m, to float) + x (float32),
+ *   zz = Sqrt(z) (float64). */
+static uint8_t *f64_model(const double *cd, size_t *len)
+{
+	struct onnxb *b = onnxb_new(17);
+
+	onnxb_input(b, "x", CEP_DTYPE_FLOAT32, "4");
+	onnxb_input(b, "z", CEP_DTYPE_FLOAT64, "4");
+	onnxb_output(b, "y", CEP_DTYPE_FLOAT32, "4");
+	onnxb_output(b, "zz", CEP_DTYPE_FLOAT64, "4");
+	onnxb_output(b, "m", CEP_DTYPE_FLOAT64, "4");
+	onnxb_init(b, "cd", CEP_DTYPE_FLOAT64, "4", cd);
+	onnxb_attr_int(onnxb_node(b, "Cast", "x", "xd"), "to", CEP_DTYPE_FLOAT64);
+	onnxb_node(b, "Mul", "xd,cd", "m");
+	onnxb_attr_int(onnxb_node(b, "Cast", "m", "mf"), "to", CEP_DTYPE_FLOAT32);
+	onnxb_node(b, "Add", "mf,x", "y");
+	onnxb_node(b, "Sqrt", "z", "zz");
+	return onnxb_finish(b, len);
+}
+
+/* float64 stays float64 in a half session: its constants, values and
+ * nodes as they were, the Casts between it and float32 reading and making
+ * float32 (so xd is x exactly, not x rounded to half), and only the
+ * float32 Add in half. */
+Test(precision, float64_tensors_and_the_casts_that_reach_them_stay_as_they_are)
+{
+	const double cd[4] = { 0.1, 1.0 / 3.0, -2.5e-8, 1e3 };
+	float x[4] = { 1.0009765625f, -3.14159f, 0.3f, 2.0f }, y[4];
+	double z[4] = { 2.0, 0.01, 1e-300, 9.0 }, zz[4], mv[4];
+	int64_t dims[1] = { 4 };
+	struct engine_model_options mo = { .precision = CEP_PRECISION_FP16 };
+	struct engine_session_options so = { .precision = CEP_PRECISION_FP16 };
+	struct engine_input in[2] = {
+		{ "x", CEP_DTYPE_FLOAT32, 1, dims, x, sizeof(x) },
+		{ "z", CEP_DTYPE_FLOAT64, 1, dims, z, sizeof(z) },
+	};
+	struct engine_output o[3] = { { .name = "y", .data = y, .capacity = sizeof(y) },
+				      { .name = "zz", .data = zz, .capacity = sizeof(zz) },
+				      { .name = "m", .data = mv, .capacity = sizeof(mv) } };
+	struct engine_precision_stats st;
+	struct backend *be = host_new(0);
+	struct model *h;
+	engine_model *m;
+	engine_session *s;
+	uint8_t *buf;
+	size_t len;
+	int v, i;
+
+	buf = f64_model(cd, &len);
+	/* The converted graph: every float64 value as it was. */
+	cr_assert_eq(model_load(buf, len, -1, &h), 0, "%s", cep_last_error());
+	cr_assert_eq(precision_model_convert(h, CEP_DTYPE_FLOAT16, BACKEND_HOST, &st), 0, "%s",
+		     cep_last_error());
+	cr_assert_eq(st.float_nodes, 2, "the two Casts stay float32");
+	for (v = 0; v < h->g.n_values; v++) {
+		const char *name = h->g.values[v].name;
+
+		if (strcmp(name, "xd") == 0 || strcmp(name, "m") == 0 || strcmp(name, "zz") == 0 ||
+		    strcmp(name, "cd") == 0)
+			cr_assert_eq(h->g.values[v].t.dtype, CEP_DTYPE_FLOAT64, "'%s'", name);
+		if (strcmp(name, "mf") == 0)
+			cr_assert_eq(h->g.values[v].t.dtype, CEP_DTYPE_FLOAT32);
+		if (strcmp(name, "cd") == 0)
+			cr_assert_eq(memcmp(h->g.values[v].t.data, cd, sizeof(cd)), 0);
+	}
+	model_free(h);
+	/* And a run: the float64 path gives the fp32 session's bits. */
+	cr_assert_eq(engine_model_load_as(buf, len, -1, &mo, &m), 0, "%s", cep_last_error());
+	free(buf);
+	cr_assert_eq(engine_session_new(m, be, &so, &s), 0, "%s", cep_last_error());
+	cr_assert_eq(eu_run(s, in, 2, o, 3), 0, "%s", cep_last_error());
+	cr_assert_eq(o[0].dtype, CEP_DTYPE_FLOAT32);
+	cr_assert_eq(o[1].dtype, CEP_DTYPE_FLOAT64);
+	for (i = 0; i < 4; i++) {
+		float mf = (float)((double)x[i] * cd[i]);
+
+		cr_assert_eq(zz[i], sqrt(z[i]), "zz[%d]", i);
+		cr_assert_eq(mv[i], (double)x[i] * cd[i], "m[%d]: x was not rounded to half", i);
+		cr_assert_float_eq(y[i], mf + x[i], 2e-3f * (fabsf(mf) + fabsf(x[i])), "y[%d]", i);
 	}
 	engine_session_free(s);
 	engine_model_unref(m);

@@ -35,16 +35,23 @@ Test(registry, refusals_say_exactly_why)
 	cr_assert_str_eq(cep_last_error(), "unknown op Foo in domain ai.onnx");
 	cr_assert_eq(op_schema_find("", "MatMul", 30, &s), CEP_EUNSUPPORTED);
 	cr_assert_str_eq(cep_last_error(), "MatMul: opset 30 is not supported (supported 1-28)");
+	/* uint16 is a type of Add from opset 14 on. */
 	cr_assert_eq(op_schema_find("", "Add", 14, &s), 0);
-	cr_assert_eq(op_kernel_find(s, 14, BACKEND_HOST, CEP_DTYPE_UINT16, &k), CEP_EUNSUPPORTED);
+	cr_assert_eq(op_kernel_find(s, 14, BACKEND_HOST, CEP_DTYPE_UINT16, &k), 0);
+	cr_assert_eq(op_kernel_find(s, 13, BACKEND_HOST, CEP_DTYPE_UINT16, &k), CEP_EUNSUPPORTED);
 	cr_assert_null(k);
 	cr_assert_str_eq(cep_last_error(), "Add: dtype uint16 is not supported on the host backend "
-					   "(supported: float32, float16, bfloat16, int64, int32, int8, "
-					   "uint8)");
-	cr_assert_eq(op_kernel_find(s, 14, BACKEND_CUDA, CEP_DTYPE_UINT16, &k), CEP_EUNSUPPORTED);
+					   "(supported: float32, float16, bfloat16, float64, int64, "
+					   "int32, int8, uint64, uint32, uint8)");
+	cr_assert_eq(op_kernel_find(s, 13, BACKEND_CUDA, CEP_DTYPE_UINT16, &k), CEP_EUNSUPPORTED);
 	cr_assert_str_eq(cep_last_error(), "Add: dtype uint16 is not supported on the cuda backend "
-					   "(supported: float32, float16, bfloat16, int64, int32, int8, "
-					   "uint8)");
+					   "(supported: float32, float16, bfloat16, float64, int64, "
+					   "int32, int8, uint64, uint32, uint8)");
+	/* A device kernel that lacks a type the host takes says so. */
+	cr_assert_eq(op_schema_find("", "Softmax", 13, &s), 0);
+	cr_assert_eq(op_kernel_find(s, 13, BACKEND_CUDA, CEP_DTYPE_FLOAT64, &k), CEP_EUNSUPPORTED);
+	cr_assert_str_eq(cep_last_error(), "Softmax: dtype float64 is not supported on the cuda "
+					   "backend (supported: float32, float16, bfloat16)");
 	/* Shape is always folded or evaluated on the host: no device kernel. */
 	cr_assert_eq(op_schema_find("", "Shape", 15, &s), 0);
 	cr_assert_eq(op_kernel_find(s, 15, BACKEND_CUDA, CEP_DTYPE_FLOAT32, &k), CEP_EUNSUPPORTED);
@@ -88,7 +95,8 @@ Test(registry, dtype_sets_print_in_a_readable_order)
 	char buf[128];
 
 	op_dtypes_format(OP_DTS_ALL, buf, sizeof(buf));
-	cr_assert_str_eq(buf, "float32, float16, bfloat16, int64, int32, int8, uint8, bool");
+	cr_assert_str_eq(buf, "float32, float16, bfloat16, float64, int64, int32, int16, int8, "
+			      "uint64, uint32, uint16, uint8, bool");
 	op_dtypes_format(0, buf, sizeof(buf));
 	cr_assert_str_eq(buf, "");
 	cr_assert(op_domain_equal("", "ai.onnx"));

@@ -566,6 +566,54 @@ static float bf16_to_float(uint16_t b)
 	return f;
 }
 
+/* The exponent and mantissa widths and bias of a float8 type; false for
+ * another type. */
+static bool f8_shape(cep_dtype t, int *ebits, int *mbits, int *bias)
+{
+	switch (t) {
+	case CEP_DTYPE_FLOAT8E4M3FN: *ebits = 4; *mbits = 3; *bias = 7; return true;
+	case CEP_DTYPE_FLOAT8E4M3FNUZ: *ebits = 4; *mbits = 3; *bias = 8; return true;
+	case CEP_DTYPE_FLOAT8E5M2: *ebits = 5; *mbits = 2; *bias = 15; return true;
+	case CEP_DTYPE_FLOAT8E5M2FNUZ: *ebits = 5; *mbits = 2; *bias = 16; return true;
+	default: return false;
+	}
+}
+
+/* A float8 code as a double: NaN and the infinities by each type's
+ * rules (S.1111.111 of e4m3fn, 0x80 of the fnuz types, IEEE's for e5m2). */
+static double f8_to_double(uint8_t c, cep_dtype t)
+{
+	int eb, mb, bias, e, m, emax;
+	bool uz = t == CEP_DTYPE_FLOAT8E4M3FNUZ || t == CEP_DTYPE_FLOAT8E5M2FNUZ;
+	double v;
+
+	f8_shape(t, &eb, &mb, &bias);
+	e = (c >> mb) & ((1 << eb) - 1);
+	m = c & ((1 << mb) - 1);
+	emax = (1 << eb) - 1;
+	if (uz && c == 0x80)
+		return NAN;
+	if (t == CEP_DTYPE_FLOAT8E5M2 && e == emax)
+		return m ? NAN : (c & 0x80 ? -INFINITY : INFINITY);
+	if (t == CEP_DTYPE_FLOAT8E4M3FN && e == emax && m == (1 << mb) - 1)
+		return NAN;
+	v = e ? ldexp((double)(m | 1 << mb), e - bias - mb) : ldexp((double)m, 1 - bias - mb);
+	return c & 0x80 ? -v : v;
+}
+
+/* The float8 code of k in [0, 7], which every float8 type holds exactly. */
+static uint8_t f8_small(unsigned k, cep_dtype t)
+{
+	int eb, mb, bias, e = 0;
+
+	f8_shape(t, &eb, &mb, &bias);
+	if (k == 0)
+		return 0;
+	while ((2u << e) <= k)
+		e++;
+	return (uint8_t)((unsigned)(e + bias) << mb | (k - (1u << e)) << mb >> e);
+}
+
 /* splitmix64: small, fast, and every seed (0 included) gives a good
  * stream. */
 static uint64_t rng_next(uint64_t *s)
@@ -613,6 +661,12 @@ int run_elem_fill(void *data, cep_dtype dtype, size_t n, uint64_t *rng)
 			break;
 		case CEP_DTYPE_BOOL:
 			p[i] = (unsigned char)(v & 1);
+			break;
+		case CEP_DTYPE_FLOAT8E4M3FN:
+		case CEP_DTYPE_FLOAT8E4M3FNUZ:
+		case CEP_DTYPE_FLOAT8E5M2:
+		case CEP_DTYPE_FLOAT8E5M2FNUZ:
+			p[i] = f8_small((unsigned)(v & 7), dtype);
 			break;
 		case CEP_DTYPE_UINT8:
 		case CEP_DTYPE_INT8:
@@ -677,6 +731,10 @@ static bool elem_get(const unsigned char *p, cep_dtype dtype, size_t i,
 	case CEP_DTYPE_INT32: *out = v.i32; return true;
 	case CEP_DTYPE_UINT64: *out = (double)v.u64; return true;
 	case CEP_DTYPE_INT64: *out = (double)v.i64; return true;
+	case CEP_DTYPE_FLOAT8E4M3FN:
+	case CEP_DTYPE_FLOAT8E4M3FNUZ:
+	case CEP_DTYPE_FLOAT8E5M2:
+	case CEP_DTYPE_FLOAT8E5M2FNUZ: *out = f8_to_double(p[i], dtype); return true;
 	case CEP_DTYPE_UNDEFINED: break;
 	}
 	return false;
