@@ -20,9 +20,15 @@ OUT=${OUT:-$ROOT/gpu-out}
 mkdir -p "$OUT"
 export LD_LIBRARY_PATH="$ROOT/.device-libs:$B/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export CUDAEP_BUILD_DIR="$B" CUDAEP_TEST_GPU=1
-# pack.sh ships the test binaries compressed.
-if [ -f "$B/tests.tar.gz" ] && [ ! -d "$B/tests" ]; then
-	tar -C "$B" -xzf "$B/tests.tar.gz" || exit 1
+# pack.sh ships the test binaries compressed with xz (Python's lzma
+# unpacks them where the machine has no xz).
+if [ -f "$B/tests.tar.xz" ] && [ ! -d "$B/tests" ]; then
+	if command -v xz > /dev/null 2>&1; then
+		tar -C "$B" -xJf "$B/tests.tar.xz" || exit 1
+	else
+		python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' \
+			"$B/tests.tar.xz" "$B" || exit 1
+	fi
 fi
 SUMMARY=$OUT/summary.txt
 : > "$SUMMARY"
