@@ -15,6 +15,7 @@
  */
 #include "engine/engine.h"
 #include "gpu/backend.h"
+#include "kernels/cpu/qtypes.h"
 #include "onnx.pb-c.h"
 
 #include <dirent.h>
@@ -152,6 +153,11 @@ static double load_d(const void *p, cep_dtype t, size_t i)
 	case CEP_DTYPE_UINT32: return ((const uint32_t *)p)[i];
 	case CEP_DTYPE_UINT64: return (double)((const uint64_t *)p)[i];
 	case CEP_DTYPE_BOOL: return ((const uint8_t *)p)[i] != 0;
+	case CEP_DTYPE_FLOAT8E4M3FN:
+	case CEP_DTYPE_FLOAT8E4M3FNUZ:
+	case CEP_DTYPE_FLOAT8E5M2:
+	case CEP_DTYPE_FLOAT8E5M2FNUZ:
+		return qtype_f8_decode(qtype_f8_of(t), ((const uint8_t *)p)[i]);
 	default: return NAN;
 	}
 }
@@ -179,7 +185,9 @@ static int compare(const struct tensor *want, const struct engine_output *got,
 		return -1;
 	}
 	exact = !(want->dtype == CEP_DTYPE_FLOAT32 || want->dtype == CEP_DTYPE_FLOAT16 ||
-		  want->dtype == CEP_DTYPE_BFLOAT16 || want->dtype == CEP_DTYPE_FLOAT64);
+		  want->dtype == CEP_DTYPE_BFLOAT16 || want->dtype == CEP_DTYPE_FLOAT64 ||
+		  want->dtype == CEP_DTYPE_FLOAT8E4M3FN || want->dtype == CEP_DTYPE_FLOAT8E4M3FNUZ ||
+		  want->dtype == CEP_DTYPE_FLOAT8E5M2 || want->dtype == CEP_DTYPE_FLOAT8E5M2FNUZ);
 	n = want->bytes / cep_dtype_size(want->dtype);
 	for (size_t i = 0; i < n; i++) {
 		double a = load_d(got->data, got->dtype, i);
