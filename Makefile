@@ -148,13 +148,25 @@ BENCH_BIN := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 
 ALL := $(CUDAEPD) $(CUDAEPCTL) $(CUDAEPRUN) $(CLIENT_SO) $(CLIENT_A) $(CLIENT_PC)
 
+# The prebuilt device kernels (gpu/cuda/kpack.h): every kernels/cuda source
+# compiled by NVRTC for each architecture of KPACK_ARCHS (empty: sm_80, 86,
+# 89, 90, 100 and 120, those of them the toolkit has) plus PTX for the
+# newest, by tools/cudaep-kpack on every core. `make`, `make run`, `make
+# install` and `make gpu-pack` build it; `make test` does not need it (CI
+# has no GPU), so it costs CI nothing. The daemon finds it at
+# lib/cudaep/kernels.pack beside its bin/ directory (config kernel_pack).
+KPACK_TOOL  := $(BUILD)/tools/cudaep-kpack
+KPACK       := $(LIB)/cudaep/kernels.pack
+KPACK_ARCHS ?=
+KPACK_FLAGS := $(if $(KPACK_ARCHS),--arch $(KPACK_ARCHS))
+
 .PHONY: all deps run test test-callgraph test-unit test-integration test-python test-gpu \
         test-conformance conformance-update \
         fuzz fuzz-build bench install clean
 .DEFAULT_GOAL := all
 .SECONDARY:
 
-all: $(ALL)
+all: $(ALL) $(KPACK)
 
 # ---------------------------------------------------------------- deps
 
@@ -257,6 +269,16 @@ $(CUDAEPD_FAULT): $(call obj,daemon/main.c) $(FAULT_OBJ) \
 	$(call say,LD,$@)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(DAEMON_LIBS)
+
+$(KPACK_TOOL): $(call obj,tools/cudaep-kpack/cudaep-kpack.c) $(CORE_A)
+	$(call say,LD,$@)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(DAEMON_LIBS)
+
+# Rebuilt when a kernel source or the tool (NVRTC's options) changes.
+$(KPACK): $(KPACK_TOOL) $(CUDA_KSRC)
+	@mkdir -p $(@D)
+	$(Q)$(KPACK_TOOL) $(KPACK_FLAGS) $@
 
 $(CUDAEPCTL): $(call obj,$(CTL_SRC)) $(CLIENT_A)
 	$(call say,LD,$@)
@@ -384,8 +406,18 @@ test-gpu: $(TEST_PREREQ)
 # Builds everything the GPU machine runs and packs it (tests/gpu/pack.sh):
 # then `run` with carry [".gpu-build", ".device-libs"] and
 # `sh tests/gpu/run.sh PART...`.
-gpu-pack: $(ALL) $(UNIT_BIN) $(INTEG_BIN) $(ENGINE_CONF) $(BENCH_BIN) $(CUDAEPD_FAULT)
-	$(Q)sh tests/gpu/pack.sh $(BUILD)
+# The GPU machine's daemon gets a prebuilt set of its own architecture
+# only (GPU_KPACK_ARCHS), which keeps the pack small enough to carry.
+GPU_KPACK_ARCHS ?= 90
+GPU_KPACK := $(BUILD)/kpack-gpu/kernels.pack
+
+$(GPU_KPACK): $(KPACK_TOOL) $(CUDA_KSRC)
+	@mkdir -p $(@D)
+	$(Q)$(KPACK_TOOL) --arch $(GPU_KPACK_ARCHS) --ptx none $@
+
+gpu-pack: $(ALL) $(UNIT_BIN) $(INTEG_BIN) $(ENGINE_CONF) $(BENCH_BIN) $(CUDAEPD_FAULT) \
+          $(GPU_KPACK)
+	$(Q)sh tests/gpu/pack.sh $(BUILD) $(GPU_KPACK)
 
 # ---------------------------------------------------------------- fuzzing
 
@@ -458,7 +490,7 @@ bench: deps $(ALL) $(BENCH_BIN)
 
 # ---------------------------------------------------------------- run, install
 
-run: deps $(ALL)
+run: deps $(ALL) $(KPACK)
 	exec $(CUDAEPD) $(RUN_ARGS)
 
 # make install [PREFIX=/usr/local] [DESTDIR=staging-dir]: programs, the
@@ -486,12 +518,14 @@ CONF_DIR   = $(DESTDIR)$(SYSCONFDIR)/cudaep
 
 .PHONY: uninstall test-ops test-systemd gpu-pack
 
-install: $(ALL)
+install: $(ALL) $(KPACK)
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR) \
+	  $(DESTDIR)$(LIBDIR)/cudaep \
 	  $(DESTDIR)$(SYSTEMDUNITDIR) $(DESTDIR)$(SYSUSERSDIR) $(DESTDIR)$(TMPFILESDIR) $(CONF_DIR) \
 	  $(sort $(foreach m,$(MAN_PAGES),$(DESTDIR)$(MANDIR)/man$(subst .,,$(suffix $(m)))))
 	install -m 0755 $(CUDAEPD) $(CUDAEPCTL) $(CUDAEPRUN) $(DESTDIR)$(BINDIR)/
 	install -m 0644 $(CLIENT_A) $(DESTDIR)$(LIBDIR)/
+	install -m 0644 $(KPACK) $(DESTDIR)$(LIBDIR)/cudaep/kernels.pack
 	install -m 0755 $(CLIENT_SO) $(DESTDIR)$(LIBDIR)/libcudaep-client.so.$(CEP_VER)
 	ln -sf libcudaep-client.so.$(CEP_VER) $(DESTDIR)$(LIBDIR)/libcudaep-client.so.0
 	ln -sf libcudaep-client.so.0 $(DESTDIR)$(LIBDIR)/libcudaep-client.so
@@ -522,6 +556,7 @@ uninstall:
 	  $(foreach m,$(MAN_PAGES),$(DESTDIR)$(MANDIR)/man$(subst .,,$(suffix $(m)))/$(notdir $(m))) \
 	  $(addprefix $(DESTDIR)$(SYSTEMDUNITDIR)/,$(UNITS)) \
 	  $(DESTDIR)$(SYSUSERSDIR)/cudaep.conf $(DESTDIR)$(TMPFILESDIR)/cudaep.conf \
+	  $(DESTDIR)$(LIBDIR)/cudaep/kernels.pack \
 	  $(CONF_DIR)/cudaepd.conf.example
 
 # The systemd units (systemd-analyze verify), the tree make install lays

@@ -36,6 +36,7 @@ enum key_type {
 	KEY_BACKEND,
 	KEY_ORDINAL,
 	KEY_DIR,
+	KEY_PACK,    /* an absolute file, "" (the default) or "none" */
 	KEY_USEC,    /* microseconds, 0 to CONFIG_BATCH_WINDOW_MAX_US */
 	KEY_BATCH,   /* a count, 1 to CONFIG_BATCH_MAX */
 };
@@ -121,6 +122,12 @@ static const struct config_key config_keys[] = {
 	  "directory of compiled kernels, kept across restarts; empty: "
 	  "/var/cache/cudaep for root, else $XDG_CACHE_HOME/cudaep or "
 	  "~/.cache/cudaep" },
+	{ "kernel_pack", KEY_PACK, FIELD(kernel_pack), 0, "",
+	  "the prebuilt device kernels `make` compiles for every architecture "
+	  "and `make install` installs; empty: lib/cudaep/kernels.pack beside "
+	  "the daemon's bin/ directory; none: compile every kernel on first "
+	  "use; must belong to root or the daemon's user and be writable by "
+	  "no one else, or it is not used" },
 	{ "batch_window_us", KEY_USEC, FIELD(batch_window_us), 0, "100",
 	  "microseconds a run of a batching session (SessionOptions.batching) "
 	  "waits for runs of other batching sessions of the same model, "
@@ -139,7 +146,7 @@ static const char *const key_metavar[] = {
 	[KEY_SIZE] = "SIZE", [KEY_LIMIT] = "SIZE", [KEY_MSEC] = "MS",
 	[KEY_MODE] = "MODE", [KEY_GROUP] = "GROUP",
 	[KEY_BACKEND] = "NAME", [KEY_ORDINAL] = "N", [KEY_DIR] = "DIR",
-	[KEY_USEC] = "US", [KEY_BATCH] = "N",
+	[KEY_PACK] = "FILE", [KEY_USEC] = "US", [KEY_BATCH] = "N",
 };
 
 static int say(char *err, size_t errlen, const char *fmt, ...)
@@ -400,6 +407,13 @@ static int key_apply(struct config *cfg, const struct config_key *k,
 			return say(err, errlen, "'%s' is not a device number "
 				   "(0, 1, ...)", value);
 		return 0;
+	case KEY_PACK:
+		if (strcmp(value, "none") == 0) {
+			strcpy(field, value);
+			return 0;
+		}
+		/* Else a path, checked as a directory is. */
+		/* fall through */
 	case KEY_DIR:
 		if (value[0] != '\0' && value[0] != '/')
 			return say(err, errlen, "'%s' is not an absolute path",

@@ -73,6 +73,8 @@ struct config {
 	int backend;                         /* enum config_backend */
 	int device;                          /* CUDA device ordinal, >= 0 */
 	char cache_dir[CONFIG_DIR_MAX];      /* kernel cache; "" = the default */
+	char kernel_pack[CONFIG_DIR_MAX];    /* prebuilt kernels; "" = the
+	                                      * default, "none" = none */
 	uint32_t batch_window_us;            /* how long a run of a batching
 	                                      * session waits for others, us;
 	                                      * 0: only those already there */

@@ -210,7 +210,8 @@ int dispatch__kernels(struct req *r)
 		if (e[i].name == NULL)
 			return out_of_arena("kernels");
 		e[i].arch = (uint32_t)k[i].arch;
-		e[i].origin = (char *)(k[i].origin == BACKEND_KERNEL_DISK ? "disk" : "compiled");
+		e[i].origin = (char *)(k[i].origin == BACKEND_KERNEL_PREBUILT ? "prebuilt"
+				       : k[i].origin == BACKEND_KERNEL_DISK ? "disk" : "compiled");
 		e[i].compile_us = ns_to_us(k[i].compile_ns);
 		e[i].load_us = ns_to_us(k[i].load_ns);
 		e[i].image_bytes = k[i].image_bytes;
@@ -223,12 +224,16 @@ int dispatch__kernels(struct req *r)
 	rep->compiles = t.compiles;
 	rep->compile_us = ns_to_us(t.compile_ns);
 	rep->disk_loads = t.disk_hits;
+	rep->prebuilt_loads = t.prebuilt_hits;
+	rep->prebuilt_rejects = t.prebuilt_rejects;
 	rep->memory_hits = t.mem_hits;
 	rep->disk_writes = t.disk_writes;
 	rep->disk_rejects = t.disk_rejects;
 	rep->disk_errors = t.disk_errors;
 	rep->cache_dir = text_copy(r, t.cache_dir, CEP_MAX_CACHE_DIR);
-	if (rep->cache_dir == NULL)
+	rep->kernel_pack = text_copy(r, t.pack, CEP_MAX_CACHE_DIR);
+	rep->kernel_pack_note = text_copy(r, t.pack_note, CEP_MAX_CACHE_DIR);
+	if (rep->cache_dir == NULL || rep->kernel_pack == NULL || rep->kernel_pack_note == NULL)
 		return out_of_arena("kernels");
 	return 0;
 }

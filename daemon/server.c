@@ -74,6 +74,8 @@ int server_backend_open(const struct config *cfg, const char *driver_lib,
 	backend_cuda_config_init(&cc);
 	cc.device = cfg->device;
 	cc.cache_dir = cfg->cache_dir[0] != '\0' ? cfg->cache_dir : NULL;
+	cc.kernel_pack = strcmp(cfg->kernel_pack, "none") == 0 ? ""
+			 : cfg->kernel_pack[0] != '\0' ? cfg->kernel_pack : NULL;
 	cc.pool_bytes = cfg->pool_bytes;
 	cc.driver_lib = driver_lib;
 	cep__clear_error();
@@ -704,6 +706,7 @@ int server_reload(struct server *s)
 	RELOAD_FIXED(backend, "backend");
 	RELOAD_FIXED(device, "device");
 	RELOAD_FIXED(cache_dir, "cache_dir");
+	RELOAD_FIXED(kernel_pack, "kernel_pack");
 	RELOAD_FIXED(pool_bytes, "pool_bytes");
 	RELOAD_FIXED(batch_max, "batch_max");
 	s->cfg.batch_window_us = nc.batch_window_us;

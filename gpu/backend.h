@@ -100,6 +100,7 @@ enum backend_caps {
 enum backend_kernel_origin {
 	BACKEND_KERNEL_COMPILED = 0, /* compiled (NVRTC) by this process */
 	BACKEND_KERNEL_DISK = 1,     /* read from the on-disk kernel cache */
+	BACKEND_KERNEL_PREBUILT = 2, /* from the prebuilt set made at `make` */
 };
 
 /* One module of device kernels a backend loaded: the compiled form of
@@ -122,11 +123,15 @@ struct backend_kernel_totals {
 	                         * modules included) */
 	uint64_t compile_ns;    /* ns spent in those compiles */
 	uint64_t mem_hits;      /* lookups answered by a loaded module */
+	uint64_t prebuilt_hits; /* modules loaded from the prebuilt set */
+	uint64_t prebuilt_rejects; /* its images refused (compiled instead) */
 	uint64_t disk_hits;     /* images read from the cache directory */
 	uint64_t disk_writes;   /* images written to it */
 	uint64_t disk_rejects;  /* files there that were corrupt or foreign */
 	uint64_t disk_errors;   /* reads or writes that failed */
 	char cache_dir[256];    /* the cache directory, cut; "" for none */
+	char pack[256];         /* the prebuilt set's file, cut; "" for none */
+	char pack_note[256];    /* why it is not used, cut; "" when it is */
 };
 
 struct backend;
@@ -389,6 +394,9 @@ struct backend_cuda_config {
 	                          * (nvrtc_cache_dir_default()); "": none */
 	const char *driver_lib;  /* NULL: libcuda.so.1 */
 	const char *nvrtc_lib;   /* NULL: the search of nvrtc_lib_open() */
+	const char *kernel_pack; /* the prebuilt kernels (gpu/cuda/kpack.h);
+	                          * NULL: backend_cuda_pack_default(); "":
+	                          * none, every kernel compiles on first use */
 	const char *cudnn_lib;   /* NULL: the search of cudnn_lib_open();
 	                          * opened when a plan first convolves, so a
 	                          * path that does not load refuses Conv
@@ -401,6 +409,13 @@ struct backend_cuda_config {
 /* Fills cfg with the defaults: device 0, the default cache directory, the
  * libraries found where they usually are. */
 void backend_cuda_config_init(struct backend_cuda_config *cfg);
+
+/* Where the prebuilt kernels are when none is configured, into buf (len
+ * bytes): lib/cudaep/kernels.pack beside the program's bin/ directory
+ * (/usr/local/bin/cudaepd: /usr/local/lib/cudaep/kernels.pack; in the
+ * build tree build/lib/cudaep/kernels.pack). 0, CEP_ENOENT or
+ * CEP_ENAMETOOLONG. */
+int backend_cuda_pack_default(char *buf, size_t len);
 
 /*
  * Opens the CUDA backend on cfg->device: loads the driver and NVRTC with

@@ -8,16 +8,20 @@
  */
 #include "gpu/cuda/backend_cuda_priv.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "alloc/arena.h"
 #include "alloc/provider.h"
 #include "client/cudaep.h"
 #include "common/error.h"
+#include "common/log.h"
 #include "gpu/cuda/cublaslt.h"
 #include "gpu/cuda/cudnn.h"
+#include "gpu/cuda/kpack.h"
 #include "gpu/cuda/nvrtc.h"
 
 /* Releases everything of cc. lost: the context is unusable (a sticky
@@ -33,6 +37,7 @@ static void cuda_ctx_close(struct cuda_ctx *cc, bool lost)
 		cudnn_free(cc->dnn.lib);
 		nvrtc_cache_free(cc->kernels);
 	}
+	kpack_close(cc->pack);
 	pthread_mutex_destroy(&cc->blas.lock);
 	pthread_mutex_destroy(&cc->dnn.lock);
 	nvrtc_lib_free(cc->nvrtc);
@@ -99,17 +104,105 @@ static int cuda_ctx_device(struct cuda_ctx *cc, char *name, size_t name_len,
 	return ret;
 }
 
-/* The kernel cache, in the configured directory or the default one. */
+int backend_cuda_pack_default(char *buf, size_t len)
+{
+	char exe[1024];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	char *slash;
+
+	if (n <= 0)
+		return cep__set_error(CEP_ENOENT, "no prebuilt kernels: /proc/self/exe: %s",
+				      n < 0 ? strerror(errno) : "empty");
+	exe[n] = '\0';
+	/* .../bin/cudaepd -> .../lib/cudaep/kernels.pack */
+	slash = strrchr(exe, '/');
+	if (slash != NULL)
+		*slash = '\0';
+	slash = strrchr(exe, '/');
+	if (slash != NULL)
+		*slash = '\0';
+	n = snprintf(buf, len, "%s/lib/cudaep/kernels.pack", exe);
+	return n < 0 || (size_t)n >= len
+	       ? cep__set_error(CEP_ENAMETOOLONG, "no prebuilt kernels: the path is too long")
+	       : 0;
+}
+
+/* The prebuilt kernels, from the configured file or the one installed
+ * beside the program. Not having them is not an error: kernels are then
+ * compiled on first use, and the note says why. */
+static void cuda_ctx_pack(struct cuda_ctx *cc, const struct backend_cuda_config *cfg)
+{
+	uint32_t archs[16];
+	size_t n, i, at;
+	int ret;
+
+	cc->pack_note[0] = '\0';
+	if (cfg->kernel_pack != NULL)
+		snprintf(cc->pack_path, sizeof(cc->pack_path), "%s", cfg->kernel_pack);
+	else if (backend_cuda_pack_default(cc->pack_path, sizeof(cc->pack_path)) < 0)
+		cc->pack_path[0] = '\0';
+	if (cc->pack_path[0] == '\0') {
+		snprintf(cc->pack_note, sizeof(cc->pack_note), "no prebuilt kernels configured");
+		return;
+	}
+	ret = kpack_open(cc->pack_path, &cc->pack);
+	if (ret < 0) {
+		snprintf(cc->pack_note, sizeof(cc->pack_note), "%s", cep_last_error());
+		cc->pack = NULL;
+		cep__clear_error();
+		return;
+	}
+	n = kpack_archs(cc->pack, KPACK_CUBIN, archs, sizeof(archs) / sizeof(archs[0]));
+	for (i = 0; i < n && i < sizeof(archs) / sizeof(archs[0]); i++)
+		if (archs[i] / 10 == (uint32_t)cc->arch / 10 && archs[i] <= (uint32_t)cc->arch)
+			break;
+	if (i == n || i == sizeof(archs) / sizeof(archs[0])) {
+		at = (size_t)snprintf(cc->pack_note, sizeof(cc->pack_note),
+				      "%s has no CUBIN for sm_%d (it has", cc->pack_path, cc->arch);
+		for (i = 0; i < n && i < sizeof(archs) / sizeof(archs[0]) &&
+			    at < sizeof(cc->pack_note); i++)
+			at += (size_t)snprintf(cc->pack_note + at, sizeof(cc->pack_note) - at,
+					       " sm_%u", archs[i]);
+		if (at < sizeof(cc->pack_note))
+			snprintf(cc->pack_note + at, sizeof(cc->pack_note) - at,
+				 "): its PTX or compiles are used");
+	}
+}
+
+/* Says in the log where the kernels will come from: a user waiting for a
+ * first run wants to know whether it compiles. */
+static void cuda_ctx_pack_say(const struct cuda_ctx *cc)
+{
+	if (cc->pack == NULL)
+		log_notice("kernels: %s; each kernel source is compiled by NVRTC on first "
+			   "use (seconds each; then kept in the cache directory)", cc->pack_note);
+	else if (cc->pack_note[0] != '\0')
+		log_notice("kernels: %s", cc->pack_note);
+	else
+		log_info("kernels: prebuilt set %s (%zu images, built by NVRTC %u.%u)",
+			 cc->pack_path, kpack_count(cc->pack), kpack_builder(cc->pack) / 1000,
+			 kpack_builder(cc->pack) % 1000 / 10);
+}
+
+/* The kernel cache, in the configured directory or the default one, over
+ * the prebuilt kernels when there are some. */
 static int cuda_ctx_kernels(struct cuda_ctx *cc, const struct backend_cuda_config *cfg)
 {
 	char dir[1024] = "";
+	int ret;
 
 	if (cfg->cache_dir != NULL)
 		snprintf(dir, sizeof(dir), "%s", cfg->cache_dir);
 	else if (nvrtc_cache_dir_default(dir, sizeof(dir)) < 0)
 		dir[0] = '\0'; /* no home: kernels are cached in memory only */
 	cep__clear_error();
-	return nvrtc_cache_new(cc->nvrtc, cc->drv, cc->arch, dir, &cc->kernels);
+	ret = nvrtc_cache_new(cc->nvrtc, cc->drv, cc->arch, dir, &cc->kernels);
+	if (ret < 0)
+		return ret;
+	cuda_ctx_pack(cc, cfg);
+	cuda_ctx_pack_say(cc);
+	nvrtc_cache_use_pack(cc->kernels, cc->pack);
+	return 0;
 }
 
 void backend_cuda_config_init(struct backend_cuda_config *cfg)

@@ -138,7 +138,9 @@ static int cuda_kernels(struct backend *be, struct backend_kernel *out, size_t m
 	for (i = 0; i < *n && i < max; i++) {
 		snprintf(out[i].name, sizeof(out[i].name), "%s", mods[i].name);
 		out[i].arch = cc->arch;
-		out[i].origin = mods[i].from_disk ? BACKEND_KERNEL_DISK : BACKEND_KERNEL_COMPILED;
+		out[i].origin = mods[i].origin == NVRTC_PREBUILT ? BACKEND_KERNEL_PREBUILT
+				: mods[i].origin == NVRTC_DISK ? BACKEND_KERNEL_DISK
+							       : BACKEND_KERNEL_COMPILED;
 		out[i].compile_ns = mods[i].compile_ns;
 		out[i].load_ns = mods[i].load_ns;
 		out[i].image_bytes = mods[i].image_bytes;
@@ -149,12 +151,17 @@ static int cuda_kernels(struct backend *be, struct backend_kernel *out, size_t m
 	totals->compiles = st.compiles;
 	totals->compile_ns = st.compile_ns;
 	totals->mem_hits = st.mem_hits;
+	totals->prebuilt_hits = st.prebuilt_hits;
+	totals->prebuilt_rejects = st.prebuilt_rejects;
 	totals->disk_hits = st.disk_hits;
 	totals->disk_writes = st.disk_writes;
 	totals->disk_rejects = st.disk_rejects;
 	totals->disk_errors = st.disk_errors;
 	snprintf(totals->cache_dir, sizeof(totals->cache_dir), "%s",
 		 nvrtc_cache_dir(cc->kernels));
+	snprintf(totals->pack, sizeof(totals->pack), "%.255s",
+		 cc->pack != NULL ? cc->pack_path : "");
+	snprintf(totals->pack_note, sizeof(totals->pack_note), "%.255s", cc->pack_note);
 	return 0;
 }
 

@@ -76,6 +76,10 @@ struct cuda_ctx {
 	int prio_least, prio_greatest;     /* the context's stream priorities */
 	struct nvrtc_lib *nvrtc;           /* owned */
 	struct nvrtc_cache *kernels;       /* owned */
+	struct kpack *pack;                /* owned: the prebuilt kernels, or
+	                                    * NULL when none could be used */
+	char pack_path[512];               /* where they were looked for */
+	char pack_note[600];               /* why none is used; "" if one is */
 	struct alloc_provider *prov;       /* owned */
 	struct arena *arena;               /* owned; device memory */
 	char desc[256];                    /* what iface.device shows */

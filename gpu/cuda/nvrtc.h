@@ -2,12 +2,16 @@
  * nvrtc.h — NVRTC loaded at run time, and the cache of compiled kernels.
  *
  * Device kernels ship as CUDA C++ sources embedded in the binary (the .cu
- * files of kernels/cuda) and are compiled here, once, for the architecture
- * of the device the daemon runs on. A cache answers in three tiers:
- * modules already loaded in memory (keyed by a hash of the source, its
- * headers and the compile options, never by a name), CUBIN images in a
- * cache directory on disk (so a restarted daemon starts warm), and NVRTC
- * itself. Every compile, hit and millisecond is counted.
+ * files of kernels/cuda). `make` compiles them all ahead of time into the
+ * prebuilt set (gpu/cuda/kpack.h, by tools/cudaep-kpack), installed with
+ * the daemon; whatever that set lacks (another architecture, a source
+ * edited since, a driver too old for its images) is compiled here, once,
+ * for the architecture of the device the daemon runs on. A cache answers
+ * in four tiers: modules already loaded in memory (keyed by a hash of the
+ * source, its headers and the compile options, never by a name), the
+ * prebuilt set, CUBIN images in a cache directory on disk (so a restarted
+ * daemon starts warm), and NVRTC itself. Every compile, hit and
+ * millisecond is counted.
  *
  * Like the driver (gpu/cuda/cuda_driver.h), NVRTC is opened with dlopen so one
  * binary runs where the toolkit is absent; the few NVRTC types used are
@@ -35,6 +39,7 @@
 #include <cuda.h>
 
 struct cuda_driver;
+struct kpack;
 struct nvrtc_lib;
 struct nvrtc_cache;
 
@@ -81,10 +86,28 @@ const char *nvrtc_lib_path(const struct nvrtc_lib *lib);
 int nvrtc_compile(struct nvrtc_lib *lib, const struct nvrtc_source *src, int arch,
 		  void **image, size_t *size);
 
+/* nvrtc_compile() to PTX for compute_<arch> instead: *image is the PTX
+ * text with its terminating NUL (counted in *size), as the driver loads
+ * it on any later architecture. */
+int nvrtc_compile_ptx(struct nvrtc_lib *lib, const struct nvrtc_source *src, int arch,
+		      void **image, size_t *size);
+
 /* The options every compile for arch uses, space separated, into buf (len
  * bytes): "--gpu-architecture=sm_90 -default-device --std=c++17". They are
  * part of every cache key. */
 void nvrtc_options(int arch, char *buf, size_t len);
+
+/* The same for a PTX compile: "--gpu-architecture=compute_90 ...". */
+void nvrtc_options_ptx(int arch, char *buf, size_t len);
+
+/* The architectures lib can compile for, ascending (52, ..., 90, 100,
+ * 120), into out (max of them); returns how many there are, 0 when the
+ * library cannot say (before NVRTC 11.2). */
+int nvrtc_lib_archs(struct nvrtc_lib *lib, int *out, int max);
+
+/* The hash that keys src everywhere (memory, prebuilt set, disk): of its
+ * text and of every header's name and text. */
+uint64_t nvrtc_source_hash(const struct nvrtc_source *src);
 
 /* ----------------------------------------------------------------- the cache */
 
@@ -93,6 +116,9 @@ struct nvrtc_stats {
 	uint64_t compiles;      /* sources NVRTC compiled */
 	uint64_t compile_ns;    /* ns spent in those compiles */
 	uint64_t mem_hits;      /* lookups answered by a loaded module */
+	uint64_t prebuilt_hits; /* modules loaded from the prebuilt set */
+	uint64_t prebuilt_rejects; /* its images the driver refused or whose
+	                         * hash was wrong (then compiled instead) */
 	uint64_t disk_hits;     /* images read from the cache directory */
 	uint64_t disk_writes;   /* images written to it */
 	uint64_t disk_rejects;  /* files there that were corrupt or foreign */
@@ -112,6 +138,18 @@ struct nvrtc_stats {
  */
 int nvrtc_cache_new(struct nvrtc_lib *lib, const struct cuda_driver *drv, int arch,
 		    const char *dir, struct nvrtc_cache **out);
+
+/*
+ * Gives the cache the prebuilt set p (which must outlive the cache; NULL
+ * takes it away). A module is then taken from p when p holds an image of
+ * its source for the cache's architecture: the CUBIN built for it, else
+ * one built for an earlier architecture of the same major version (which
+ * the driver runs: sm_80 on sm_86), else the newest PTX for an earlier
+ * architecture (which the driver compiles: a device newer than every
+ * CUBIN). An image the driver refuses is counted (prebuilt_rejects) and
+ * the next tier is used. Call before the first lookup.
+ */
+void nvrtc_cache_use_pack(struct nvrtc_cache *c, struct kpack *p);
 
 /* Unloads every module (the context they were loaded in must be current
  * on the calling thread) and frees the cache. Accepts NULL. */
@@ -140,10 +178,17 @@ int nvrtc_cache_function(struct nvrtc_cache *c, const struct nvrtc_source *src,
 /* Copies the counters into *out. */
 void nvrtc_cache_stats(struct nvrtc_cache *c, struct nvrtc_stats *out);
 
+/* Where a module's image came from. */
+enum nvrtc_origin {
+	NVRTC_COMPILED = 0,     /* compiled by this process */
+	NVRTC_DISK = 1,         /* read from the cache directory */
+	NVRTC_PREBUILT = 2,     /* taken from the prebuilt set */
+};
+
 /* A module the cache loaded, as nvrtc_cache_modules() reports it. */
 struct nvrtc_module_info {
 	char name[48];          /* its source's name, cut */
-	bool from_disk;         /* read from the cache directory, else compiled */
+	enum nvrtc_origin origin;
 	uint64_t compile_ns;    /* in NVRTC; 0 when read from disk */
 	uint64_t load_ns;       /* from the lookup that missed to the loaded
 	                         * module, reading or compiling included */

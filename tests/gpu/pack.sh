@@ -1,5 +1,5 @@
 #!/bin/sh
-# pack.sh [BUILD] — gathers what tests/gpu/run.sh needs on the GPU machine,
+# pack.sh [BUILD [KPACK]] — gathers what tests/gpu/run.sh needs on the GPU machine,
 # which has no build dependencies: the programs, the client library, the
 # unit, integration and engine-conformance test binaries (stripped) into
 # .gpu-build/, and the shared libraries they load into .device-libs/ (both
@@ -7,6 +7,7 @@
 #   run  carry [".gpu-build", ".device-libs"]  command "sh tests/gpu/run.sh"
 set -eu
 B=${1:-build}
+K=${2:-}
 D=.gpu-build
 rm -rf "$D" .device-libs
 mkdir -p "$D/bin" "$D/lib" "$D/tests/unit" "$D/tests/integration" "$D/tests/conformance" "$D/bench"
@@ -27,4 +28,10 @@ find "$D" -type f -perm -u+x -exec strip --strip-unneeded {} + 2>/dev/null || tr
 # device tool may carry); run.sh unpacks them.
 tar -C "$D" -cf - tests | xz -6 -T2 > "$D/tests.tar.xz"
 rm -rf "$D/tests"
+# The prebuilt kernels, where the daemon looks for them
+# (lib/cudaep/kernels.pack beside bin/), compressed likewise.
+if [ -n "$K" ] && [ -f "$K" ]; then
+	mkdir -p "$D/lib/cudaep"
+	xz -6 -T2 < "$K" > "$D/lib/cudaep/kernels.pack.xz"
+fi
 du -sh "$D" .device-libs

@@ -4,7 +4,8 @@
 # Parts (default: unit integration conformance): unit, integration (the
 # same suites as CI with CUDAEP_TEST_GPU=1: GPU tests run, daemons use the
 # CUDA backend), conformance (the ONNX node cases generated from the
-# machine's onnx, through a CUDA daemon, next to the host backend's), rtt,
+# machine's onnx, through a CUDA daemon, next to the host backend's; conformance-cuda: the CUDA
+# daemon's alone), rtt,
 # warm (bench/warm_counters.py: the daemon's counters over warm runs of
 # ResNet-50), datapath (bench/datapath: the trivial model's round trip next to the
 # driver floor, H2D from a region), models (bench/models.py), profile (bench/profile over ResNet-50 and
@@ -29,6 +30,15 @@ if [ -f "$B/tests.tar.xz" ] && [ ! -d "$B/tests" ]; then
 		python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' \
 			"$B/tests.tar.xz" "$B" || exit 1
 	fi
+fi
+if [ -f "$B/lib/cudaep/kernels.pack.xz" ] && [ ! -f "$B/lib/cudaep/kernels.pack" ]; then
+	if command -v xz > /dev/null 2>&1; then
+		xz -dc "$B/lib/cudaep/kernels.pack.xz" > "$B/lib/cudaep/kernels.pack" || exit 1
+	else
+		python3 -c 'import lzma, sys; open(sys.argv[2], "wb").write(lzma.open(sys.argv[1]).read())' \
+			"$B/lib/cudaep/kernels.pack.xz" "$B/lib/cudaep/kernels.pack" || exit 1
+	fi
+	chmod 0644 "$B/lib/cudaep/kernels.pack"
 fi
 SUMMARY=$OUT/summary.txt
 : > "$SUMMARY"
@@ -68,11 +78,13 @@ for part in "$@"; do
 	unit) suite unit "$B"/tests/unit/test_* ;;
 	integration) suite integration "$B"/tests/integration/test_* ;;
 	test_*) suite "$part" "$B"/tests/*/"$part" ;;
-	conformance)
+	conformance|conformance-cuda)
 		python3 tests/conformance/gen_cases.py "$OUT/cases" > "$OUT/gen_cases.log" 2>&1
-		for be in cuda host; do
+		backends="cuda host"
+		[ "$part" = conformance ] || backends=cuda
+		for be in $backends; do
 			python3 tests/conformance/run_conformance.py "$OUT/cases" --backend $be \
-				--expected tests/conformance/expected_pass.txt \
+				--expected tests/conformance/expected_pass.txt --verbose \
 				> "$OUT/conformance-$be.log" 2>&1
 			note "conformance $be: $(grep '^conformance:' "$OUT/conformance-$be.log" | tail -1)"
 		done

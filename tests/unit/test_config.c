@@ -382,7 +382,7 @@ Test(config, example_file_documents_the_defaults)
 	}
 	fclose(in);
 	fclose(out);
-	cr_assert_eq(keys, 23, "the example sets %d keys", keys);
+	cr_assert_eq(keys, 24, "the example sets %d keys", keys);
 	config_init(&want);
 	config_init(&got);
 	cr_assert_eq(config_load_file(&got, path, line, sizeof(line)), 0, "%s",

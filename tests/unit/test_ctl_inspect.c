@@ -90,7 +90,9 @@ static enum fake_action scripted(struct fake_daemon *f, const cudaep_v1_Request 
 		k->disk_loads = 1;
 		k->memory_hits = 17;
 		k->disk_writes = 1;
+		k->prebuilt_loads = 3;
 		NAME(k->cache_dir, "/var/cache/cudaep");
+		NAME(k->kernel_pack, "/usr/lib/cudaep/kernels.pack");
 		return FAKE_REPLY;
 	}
 	return fake_default(f, req, fds, nfds, resp);
@@ -165,12 +167,16 @@ Test(ctl_inspect, kernels_of_a_cuda_daemon, .init = start, .fini = stop)
 		"compiles:1\n"
 		"compile_us:1250000\n"
 		"compile_us_human:1.2s\n"
+		"prebuilt_loads:3\n"
+		"prebuilt_rejects:0\n"
 		"disk_loads:1\n"
 		"memory_hits:17\n"
 		"disk_writes:1\n"
 		"disk_rejects:0\n"
 		"disk_errors:0\n"
 		"cache_dir:/var/cache/cudaep\n"
+		"kernel_pack:/usr/lib/cudaep/kernels.pack\n"
+		"kernel_pack_note:\n"
 		"\n"
 		"# Modules\n"
 		"NAME        ARCH  ORIGIN    COMPILE   LOAD      SIZE\n"
@@ -180,8 +186,9 @@ Test(ctl_inspect, kernels_of_a_cuda_daemon, .init = start, .fini = stop)
 	cr_assert_eq(r.status, 0, "%s", r.err);
 	cr_expect_str_eq(r.out,
 		"{\"backend\":\"cuda\",\"device_kernels\":true,\"arch\":90,\"compiles\":1,"
-		"\"compile_us\":1250000,\"disk_loads\":1,\"memory_hits\":17,\"disk_writes\":1,"
+		"\"compile_us\":1250000,\"prebuilt_loads\":3,\"prebuilt_rejects\":0,\"disk_loads\":1,\"memory_hits\":17,\"disk_writes\":1,"
 		"\"disk_rejects\":0,\"disk_errors\":0,\"cache_dir\":\"/var/cache/cudaep\","
+		"\"kernel_pack\":\"/usr/lib/cudaep/kernels.pack\",\"kernel_pack_note\":\"\","
 		"\"kernels\":[{\"name\":\"binary\",\"arch\":90,\"origin\":\"compiled\","
 		"\"compile_us\":1250000,\"load_us\":1262000,\"image_bytes\":46080},"
 		"{\"name\":\"activation\",\"arch\":90,\"origin\":\"disk\",\"compile_us\":0,"

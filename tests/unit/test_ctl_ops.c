@@ -96,6 +96,18 @@ static enum fake_action scripted(struct fake_daemon *f,
 		se->sessions[0].runs = 42;
 		NAME(se->sessions[0].name, rogue_name);
 		return FAKE_REPLY;
+	case cudaep_v1_Request_kernels_tag:
+		/* A CUDA daemon's kernel counters. */
+		resp->which_body = cudaep_v1_Response_kernels_tag;
+		NAME(resp->body.kernels.backend, "cuda");
+		resp->body.kernels.device_kernels = true;
+		resp->body.kernels.total = 12;
+		resp->body.kernels.compiles = 2;
+		resp->body.kernels.compile_us = 3500000;
+		resp->body.kernels.prebuilt_loads = 10;
+		resp->body.kernels.prebuilt_rejects = 1;
+		resp->body.kernels.disk_loads = 4;
+		return FAKE_REPLY;
 	case cudaep_v1_Request_memory_tag:
 		resp->which_body = cudaep_v1_Response_memory_tag;
 		mem->entries_count = 1;
@@ -163,6 +175,15 @@ Test(ctl_ops, metrics_families_help_and_types, .init = start, .fini = stop)
 	expect_line(r.out, "# HELP cudaep_sessions_peak highest value of "
 			   "cudaep_sessions since the daemon started");
 	expect_line(r.out, "cudaep_sessions_peak 5");
+	/* Where the device kernels came from. */
+	expect_line(r.out, "# TYPE cudaep_kernels_compiled_total counter");
+	expect_line(r.out, "cudaep_kernels_compiled_total 2");
+	expect_line(r.out, "cudaep_kernels_compile_seconds_total 3.500000");
+	expect_line(r.out, "cudaep_kernels_prebuilt_loads_total 10");
+	expect_line(r.out, "cudaep_kernels_prebuilt_rejects_total 1");
+	expect_line(r.out, "cudaep_kernels_disk_loads_total 4");
+	expect_line(r.out, "# TYPE cudaep_kernels_modules gauge");
+	expect_line(r.out, "cudaep_kernels_modules 12");
 }
 
 Test(ctl_ops, metrics_labels_are_escaped, .init = start, .fini = stop)

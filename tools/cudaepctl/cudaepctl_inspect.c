@@ -26,7 +26,9 @@ _Static_assert(FIELD_COUNT(cudaep_v1_GraphsReply, graphs) == CEP_MAX_GRAPHS &&
 	       "proto/cudaep.options and proto/cep_limits.h disagree on GraphsReply");
 _Static_assert(FIELD_COUNT(cudaep_v1_KernelsReply, kernels) == CEP_MAX_LIST &&
 		       FIELD_SIZE(cudaep_v1_KernelEntry, name) == CEP_MAX_KERNEL_NAME &&
-		       FIELD_SIZE(cudaep_v1_KernelsReply, cache_dir) == CEP_MAX_CACHE_DIR,
+		       FIELD_SIZE(cudaep_v1_KernelsReply, cache_dir) == CEP_MAX_CACHE_DIR &&
+		       FIELD_SIZE(cudaep_v1_KernelsReply, kernel_pack) == CEP_MAX_CACHE_DIR &&
+		       FIELD_SIZE(cudaep_v1_KernelsReply, kernel_pack_note) == CEP_MAX_CACHE_DIR,
 	       "proto/cudaep.options and proto/cep_limits.h disagree on KernelsReply");
 
 /* ----------------------------------------------------------------- graphs */
@@ -115,12 +117,16 @@ static const struct ctl_field kernel_fields[] = {
 	CTL_FIELD(cudaep_v1_KernelsReply, arch, CTL_TYPE_U32, CTL_FMT_PLAIN),
 	CTL_FIELD(cudaep_v1_KernelsReply, compiles, CTL_TYPE_U64, CTL_FMT_PLAIN),
 	CTL_FIELD(cudaep_v1_KernelsReply, compile_us, CTL_TYPE_U64, CTL_FMT_USEC),
+	CTL_FIELD(cudaep_v1_KernelsReply, prebuilt_loads, CTL_TYPE_U64, CTL_FMT_PLAIN),
+	CTL_FIELD(cudaep_v1_KernelsReply, prebuilt_rejects, CTL_TYPE_U64, CTL_FMT_PLAIN),
 	CTL_FIELD(cudaep_v1_KernelsReply, disk_loads, CTL_TYPE_U64, CTL_FMT_PLAIN),
 	CTL_FIELD(cudaep_v1_KernelsReply, memory_hits, CTL_TYPE_U64, CTL_FMT_PLAIN),
 	CTL_FIELD(cudaep_v1_KernelsReply, disk_writes, CTL_TYPE_U64, CTL_FMT_PLAIN),
 	CTL_FIELD(cudaep_v1_KernelsReply, disk_rejects, CTL_TYPE_U64, CTL_FMT_PLAIN),
 	CTL_FIELD(cudaep_v1_KernelsReply, disk_errors, CTL_TYPE_U64, CTL_FMT_PLAIN),
 	CTL_FIELD(cudaep_v1_KernelsReply, cache_dir, CTL_TYPE_STR, CTL_FMT_PLAIN),
+	CTL_FIELD(cudaep_v1_KernelsReply, kernel_pack, CTL_TYPE_STR, CTL_FMT_PLAIN),
+	CTL_FIELD(cudaep_v1_KernelsReply, kernel_pack_note, CTL_TYPE_STR, CTL_FMT_PLAIN),
 };
 
 /* The first three of kernel_fields: all a backend without device kernels

@@ -51,6 +51,7 @@ struct metrics_replies {
 	cudaep_v1_Response stats;
 	cudaep_v1_Response clients;
 	cudaep_v1_Response sessions;
+	cudaep_v1_Response kernels;
 };
 
 static const char *help_find(const struct metrics_help *table, size_t n,
@@ -303,6 +304,40 @@ static void metrics_sessions(FILE *f, const cudaep_v1_SessionsReply *r)
 	}
 }
 
+/* The kernel cache's counters: where the device kernels came from. A
+ * backend without device kernels has none to show. */
+static void metrics_kernels(FILE *f, const cudaep_v1_KernelsReply *k)
+{
+	static const struct {
+		const char *metric, *type, *help;
+	} fam[] = {
+		{"cudaep_kernels_compiled_total", "counter",
+		 "kernel sources NVRTC compiled in this daemon"},
+		{"cudaep_kernels_compile_seconds_total", "counter",
+		 "seconds spent compiling them"},
+		{"cudaep_kernels_prebuilt_loads_total", "counter",
+		 "kernel modules loaded from the prebuilt set made at make"},
+		{"cudaep_kernels_prebuilt_rejects_total", "counter",
+		 "prebuilt images the driver refused (compiled instead)"},
+		{"cudaep_kernels_disk_loads_total", "counter",
+		 "kernel images read from the cache directory"},
+		{"cudaep_kernels_modules", "gauge", "kernel modules loaded"},
+	};
+
+	if (!k->device_kernels)
+		return;
+	for (size_t i = 0; i < N_OF(fam); i++) {
+		prom_family(f, fam[i].metric, fam[i].type, fam[i].help);
+		if (i == 1)
+			fprintf(f, "%s %.6f\n", fam[i].metric, (double)k->compile_us / 1e6);
+		else
+			fprintf(f, "%s %" PRIu64 "\n", fam[i].metric,
+				i == 0 ? k->compiles : i == 2 ? k->prebuilt_loads
+					: i == 3 ? k->prebuilt_rejects : i == 4 ? k->disk_loads
+										 : k->total);
+	}
+}
+
 static void metrics_write(FILE *f, const struct metrics_replies *r)
 {
 	const cudaep_v1_StatsReply *st = &r->stats.body.stats;
@@ -314,6 +349,7 @@ static void metrics_write(FILE *f, const struct metrics_replies *r)
 		metrics_gauge(f, &st->gauges[i]);
 	metrics_clients(f, &r->clients.body.clients);
 	metrics_sessions(f, &r->sessions.body.sessions);
+	metrics_kernels(f, &r->kernels.body.kernels);
 }
 
 /* -------------------------------------------------------------- command */
@@ -347,7 +383,9 @@ int ctl_cmd_metrics(struct ctl *ctl, int argc, char **argv)
 	    ctl_call(ctl, "metrics", cudaep_v1_Request_clients_tag,
 		     cudaep_v1_Response_clients_tag, &r->clients) != 0 ||
 	    ctl_call(ctl, "metrics", cudaep_v1_Request_sessions_tag,
-		     cudaep_v1_Response_sessions_tag, &r->sessions) != 0)
+		     cudaep_v1_Response_sessions_tag, &r->sessions) != 0 ||
+	    ctl_call(ctl, "metrics", cudaep_v1_Request_kernels_tag,
+		     cudaep_v1_Response_kernels_tag, &r->kernels) != 0)
 		goto out;
 	mem = open_memstream(&text, &len);
 	if (mem == NULL) {

@@ -1,0 +1,287 @@
+/*
+ * cudaep-kpack — builds the prebuilt set of device kernels (gpu/cuda/kpack.h)
+ * at `make`: every embedded source of kernels/cuda compiled by NVRTC into
+ * a CUBIN for each architecture asked for, and into PTX for the newest,
+ * which the driver compiles for any later device. Needs NVRTC (the CUDA
+ * toolkit), not a GPU.
+ *
+ *   cudaep-kpack [--arch 80,86,...] [--ptx ARCH|none] [--jobs N] [--only NAME,...] OUT
+ *
+ * Architectures NVRTC cannot compile for are left out with a note. Each
+ * image done is reported on stderr with its time, so a long build says
+ * what it is doing. Exit status 0, 1 when a source did not compile (its
+ * log is printed), 2 for bad usage.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <xxhash.h>
+
+#include "client/cudaep.h"
+#include "common/error.h"
+#include "gpu/cuda/cuda_kernels.h"
+#include "gpu/cuda/kpack.h"
+#include "gpu/cuda/nvrtc.h"
+
+/* What `make` builds for when not told: the architectures of the GPUs
+ * people serve from (Ampere to Blackwell), where the toolkit has them. */
+static const int default_archs[] = { 80, 86, 89, 90, 100, 120 };
+
+#define ARCHS_MAX 32
+
+struct job {
+	struct nvrtc_source src;
+	int arch;
+	bool ptx;
+	void *image;
+	size_t bytes;
+	double seconds;
+	int err;
+	char why[600];
+};
+
+struct build {
+	struct nvrtc_lib *lib;
+	struct job *jobs;
+	size_t n_jobs;
+	size_t next, done;        /* under lock */
+	pthread_mutex_t lock;
+	double t0;
+};
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void *worker(void *arg)
+{
+	struct build *b = arg;
+	struct job *j;
+	double t;
+
+	for (;;) {
+		pthread_mutex_lock(&b->lock);
+		j = b->next < b->n_jobs ? &b->jobs[b->next++] : NULL;
+		pthread_mutex_unlock(&b->lock);
+		if (j == NULL)
+			return NULL;
+		t = now_s();
+		j->err = j->ptx ? nvrtc_compile_ptx(b->lib, &j->src, j->arch, &j->image, &j->bytes)
+				: nvrtc_compile(b->lib, &j->src, j->arch, &j->image, &j->bytes);
+		j->seconds = now_s() - t;
+		if (j->err < 0)
+			snprintf(j->why, sizeof(j->why), "%s", cep_last_error());
+		pthread_mutex_lock(&b->lock);
+		b->done++;
+		fprintf(stderr, "  KPACK   [%3zu/%zu] %s_%d %-20s %5.1f s%s\n", b->done, b->n_jobs,
+			j->ptx ? "compute" : "sm", j->arch, j->src.name, j->seconds,
+			j->err < 0 ? "  FAILED" : "");
+		pthread_mutex_unlock(&b->lock);
+	}
+}
+
+/* Parses "80,86,90" into out; returns the count, -1 when malformed. */
+static int parse_archs(const char *s, int *out, int max)
+{
+	int n = 0;
+	char *end;
+	long v;
+
+	while (*s != '\0') {
+		errno = 0;
+		v = strtol(s, &end, 10);
+		if (end == s || errno != 0 || v < 30 || v > 1000 || n == max)
+			return -1;
+		out[n++] = (int)v;
+		s = *end == ',' ? end + 1 : end;
+		if (*end != ',' && *end != '\0')
+			return -1;
+	}
+	return n;
+}
+
+static bool listed(const char *list, const char *name)
+{
+	size_t n = strlen(name);
+	const char *p = list;
+
+	while ((p = strstr(p, name)) != NULL) {
+		if ((p == list || p[-1] == ',') && (p[n] == ',' || p[n] == '\0'))
+			return true;
+		p += n;
+	}
+	return false;
+}
+
+static int usage(void)
+{
+	fprintf(stderr, "usage: cudaep-kpack [--arch 80,86,...] [--ptx ARCH|none] [--jobs N] "
+		"[--only NAME,...] OUT\n");
+	return 2;
+}
+
+/* Keeps those of want[] that lib compiles for; says which it drops. */
+static int supported(struct nvrtc_lib *lib, const int *want, int n_want, int *out)
+{
+	int have[128], n_have = nvrtc_lib_archs(lib, have, 128), n = 0, i, k;
+
+	for (i = 0; i < n_want; i++) {
+		for (k = 0; k < n_have && k < 128 && have[k] != want[i]; k++)
+			;
+		if (n_have > 0 && (k == n_have || k == 128)) {
+			fprintf(stderr, "cudaep-kpack: NVRTC %d.%d cannot compile for sm_%d; "
+				"left out\n", nvrtc_lib_version(lib) / 1000,
+				nvrtc_lib_version(lib) % 1000 / 10, want[i]);
+			continue;
+		}
+		out[n++] = want[i];
+	}
+	return n;
+}
+
+int main(int argc, char **argv)
+{
+	int want[ARCHS_MAX], archs[ARCHS_MAX], n_want = 0, n_archs, ptx = -1, jobs = 0, i, a;
+	const char *out = NULL, *only = NULL;
+	struct kpack_image *images = NULL;
+	struct build b = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	pthread_t threads[64];
+	char opts[256];
+	int failed = 0, ret;
+	size_t k, total = 0;
+
+	memcpy(want, default_archs, sizeof(default_archs));
+	n_want = (int)(sizeof(default_archs) / sizeof(default_archs[0]));
+	for (i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--arch") == 0 && i + 1 < argc) {
+			n_want = parse_archs(argv[++i], want, ARCHS_MAX);
+			if (n_want <= 0)
+				return usage();
+		} else if (strcmp(argv[i], "--ptx") == 0 && i + 1 < argc) {
+			i++;
+			ptx = strcmp(argv[i], "none") == 0 ? 0 : atoi(argv[i]);
+			if (ptx < 0 || (ptx > 0 && ptx < 30))
+				return usage();
+		} else if (strcmp(argv[i], "--jobs") == 0 && i + 1 < argc) {
+			jobs = atoi(argv[++i]);
+			if (jobs <= 0)
+				return usage();
+		} else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
+			only = argv[++i];
+		} else if (argv[i][0] == '-' || out != NULL) {
+			return usage();
+		} else {
+			out = argv[i];
+		}
+	}
+	if (out == NULL)
+		return usage();
+	if (nvrtc_lib_open(NULL, &b.lib) < 0) {
+		fprintf(stderr, "cudaep-kpack: %s\n", cep_last_error());
+		return 1;
+	}
+	n_archs = supported(b.lib, want, n_want, archs);
+	if (ptx < 0) /* PTX of the newest, for the devices after it */
+		for (i = 0; i < n_archs; i++)
+			ptx = archs[i] > ptx ? archs[i] : ptx;
+	if (jobs == 0) {
+		long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+		jobs = n > 0 ? (int)n : 1;
+	}
+	if (jobs > 64)
+		jobs = 64;
+	b.jobs = calloc((size_t)cuda_source_count * (size_t)(n_archs + 1), sizeof(*b.jobs));
+	if (b.jobs == NULL) {
+		fprintf(stderr, "cudaep-kpack: out of memory\n");
+		return 1;
+	}
+	for (k = 0; k < (size_t)cuda_source_count; k++) {
+		struct nvrtc_source src;
+
+		if (cuda_source_get(cuda_sources[k].name, &src) < 0)
+			continue; /* a header: compiled into every source */
+		if (only != NULL && !listed(only, src.name))
+			continue;
+		for (a = 0; a <= n_archs; a++) {
+			if (a == n_archs && ptx <= 0)
+				break;
+			b.jobs[b.n_jobs].src = src;
+			b.jobs[b.n_jobs].arch = a < n_archs ? archs[a] : ptx;
+			b.jobs[b.n_jobs].ptx = a == n_archs;
+			b.n_jobs++;
+		}
+	}
+	fprintf(stderr, "  KPACK   %zu images: %s for", b.n_jobs, out);
+	for (a = 0; a < n_archs; a++)
+		fprintf(stderr, " sm_%d", archs[a]);
+	if (ptx > 0)
+		fprintf(stderr, " + PTX compute_%d", ptx);
+	fprintf(stderr, " with NVRTC %d.%d on %d threads\n", nvrtc_lib_version(b.lib) / 1000,
+		nvrtc_lib_version(b.lib) % 1000 / 10, jobs);
+	b.t0 = now_s();
+	for (i = 0; i < jobs; i++) {
+		if (pthread_create(&threads[i], NULL, worker, &b) != 0) {
+			jobs = i;
+			break;
+		}
+	}
+	if (jobs == 0)
+		worker(&b);
+	for (i = 0; i < jobs; i++)
+		pthread_join(threads[i], NULL);
+	images = calloc(b.n_jobs ? b.n_jobs : 1, sizeof(*images));
+	if (images == NULL) {
+		fprintf(stderr, "cudaep-kpack: out of memory\n");
+		return 1;
+	}
+	for (k = 0; k < b.n_jobs; k++) {
+		struct job *j = &b.jobs[k];
+
+		if (j->err < 0) {
+			fprintf(stderr, "cudaep-kpack: %s\n", j->why);
+			failed = 1;
+			continue;
+		}
+		snprintf(images[k].name, sizeof(images[k].name), "%s", j->src.name);
+		images[k].src_hash = nvrtc_source_hash(&j->src);
+		if (j->ptx)
+			nvrtc_options_ptx(j->arch, opts, sizeof(opts));
+		else
+			nvrtc_options(j->arch, opts, sizeof(opts));
+		images[k].opt_hash = XXH3_64bits(opts, strlen(opts));
+		images[k].arch = (uint32_t)j->arch;
+		images[k].kind = j->ptx ? KPACK_PTX : KPACK_CUBIN;
+		images[k].data = j->image;
+		images[k].bytes = j->bytes;
+		total += j->bytes;
+	}
+	if (failed) {
+		fprintf(stderr, "cudaep-kpack: %s not written: a kernel did not compile\n", out);
+		return 1;
+	}
+	ret = kpack_write(out, images, b.n_jobs, (uint32_t)nvrtc_lib_version(b.lib));
+	if (ret < 0) {
+		fprintf(stderr, "cudaep-kpack: %s\n", cep_last_error());
+		return 1;
+	}
+	fprintf(stderr, "  KPACK   wrote %s: %zu images, %.1f MiB, in %.0f s\n", out, b.n_jobs,
+		(double)total / (1 << 20), now_s() - b.t0);
+	for (k = 0; k < b.n_jobs; k++)
+		free(b.jobs[k].image);
+	free(b.jobs);
+	free(images);
+	nvrtc_lib_free(b.lib);
+	return 0;
+}
