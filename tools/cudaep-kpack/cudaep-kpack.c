@@ -7,9 +7,11 @@
  *
  *   cudaep-kpack [--arch 80,86,...] [--ptx ARCH|none] [--jobs N] [--only NAME,...] OUT
  *
- * Architectures NVRTC cannot compile for are left out with a note. Each
- * image done is reported on stderr with its time, so a long build says
- * what it is doing. Exit status 0, 1 when a source did not compile (its
+ * Architectures NVRTC cannot compile for are left out with a note. An
+ * image the OUT already there holds under the same key (source, headers,
+ * architecture, options) is kept rather than compiled again, so editing
+ * one kernel rebuilds that kernel only. Each image done is reported on
+ * stderr with its time, so a long build says what it is doing. Exit status 0, 1 when a source did not compile (its
  * log is printed), 2 for bad usage.
  */
 #include <errno.h>
@@ -40,6 +42,8 @@ struct job {
 	struct nvrtc_source src;
 	int arch;
 	bool ptx;
+	uint64_t opt_hash;
+	bool kept;                /* taken from the previous pack */
 	void *image;
 	size_t bytes;
 	double seconds;
@@ -68,6 +72,7 @@ static void *worker(void *arg)
 {
 	struct build *b = arg;
 	struct job *j;
+	char label[24];
 	double t;
 
 	for (;;) {
@@ -76,17 +81,19 @@ static void *worker(void *arg)
 		pthread_mutex_unlock(&b->lock);
 		if (j == NULL)
 			return NULL;
+		if (j->kept)
+			continue;
 		t = now_s();
 		j->err = j->ptx ? nvrtc_compile_ptx(b->lib, &j->src, j->arch, &j->image, &j->bytes)
 				: nvrtc_compile(b->lib, &j->src, j->arch, &j->image, &j->bytes);
 		j->seconds = now_s() - t;
 		if (j->err < 0)
 			snprintf(j->why, sizeof(j->why), "%s", cep_last_error());
+		snprintf(label, sizeof(label), "%s_%d", j->ptx ? "compute" : "sm", j->arch);
 		pthread_mutex_lock(&b->lock);
 		b->done++;
-		fprintf(stderr, "  KPACK   [%3zu/%zu] %s_%d %-20s %5.1f s%s\n", b->done, b->n_jobs,
-			j->ptx ? "compute" : "sm", j->arch, j->src.name, j->seconds,
-			j->err < 0 ? "  FAILED" : "");
+		fprintf(stderr, "  KPACK   [%3zu/%zu] %-11s %-20s %5.1f s%s\n", b->done, b->n_jobs,
+			label, j->src.name, j->seconds, j->err < 0 ? "  FAILED" : "");
 		pthread_mutex_unlock(&b->lock);
 	}
 }
@@ -159,7 +166,8 @@ int main(int argc, char **argv)
 	pthread_t threads[64];
 	char opts[256];
 	int failed = 0, ret;
-	size_t k, total = 0;
+	size_t k, total = 0, kept = 0;
+	struct kpack *old = NULL;
 
 	memcpy(want, default_archs, sizeof(default_archs));
 	n_want = (int)(sizeof(default_archs) / sizeof(default_archs[0]));
@@ -230,6 +238,34 @@ int main(int argc, char **argv)
 		fprintf(stderr, " + PTX compute_%d", ptx);
 	fprintf(stderr, " with NVRTC %d.%d on %d threads\n", nvrtc_lib_version(b.lib) / 1000,
 		nvrtc_lib_version(b.lib) % 1000 / 10, jobs);
+	/* What the previous pack has under the same key is kept. */
+	if (kpack_open(out, &old) < 0)
+		old = NULL;
+	for (k = 0; k < b.n_jobs; k++) {
+		struct job *j = &b.jobs[k];
+		struct kpack_image prev;
+
+		if (j->ptx)
+			nvrtc_options_ptx(j->arch, opts, sizeof(opts));
+		else
+			nvrtc_options(j->arch, opts, sizeof(opts));
+		j->opt_hash = XXH3_64bits(opts, strlen(opts));
+		if (old == NULL || !kpack_find(old, nvrtc_source_hash(&j->src), (uint32_t)j->arch,
+					       j->ptx ? KPACK_PTX : KPACK_CUBIN, j->opt_hash, &prev))
+			continue;
+		j->image = malloc(prev.bytes);
+		if (j->image == NULL)
+			continue;
+		memcpy(j->image, prev.data, prev.bytes);
+		j->bytes = prev.bytes;
+		j->kept = true;
+		kept++;
+	}
+	kpack_close(old);
+	if (kept > 0)
+		fprintf(stderr, "  KPACK   %zu of them unchanged in %s; %zu to compile\n", kept, out,
+			b.n_jobs - kept);
+	b.done = kept;
 	b.t0 = now_s();
 	for (i = 0; i < jobs; i++) {
 		if (pthread_create(&threads[i], NULL, worker, &b) != 0) {
@@ -256,11 +292,7 @@ int main(int argc, char **argv)
 		}
 		snprintf(images[k].name, sizeof(images[k].name), "%s", j->src.name);
 		images[k].src_hash = nvrtc_source_hash(&j->src);
-		if (j->ptx)
-			nvrtc_options_ptx(j->arch, opts, sizeof(opts));
-		else
-			nvrtc_options(j->arch, opts, sizeof(opts));
-		images[k].opt_hash = XXH3_64bits(opts, strlen(opts));
+		images[k].opt_hash = j->opt_hash;
 		images[k].arch = (uint32_t)j->arch;
 		images[k].kind = j->ptx ? KPACK_PTX : KPACK_CUBIN;
 		images[k].data = j->image;
