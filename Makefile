@@ -275,10 +275,27 @@ $(KPACK_TOOL): $(call obj,tools/cudaep-kpack/cudaep-kpack.c) $(CORE_A)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(DAEMON_LIBS)
 
-# Rebuilt when a kernel source or the tool (NVRTC's options) changes.
+# Rebuilt when a kernel source or the tool (NVRTC's options) changes; the
+# tool recompiles only the images whose source changed. Without NVRTC (no
+# CUDA toolkit) there is no set, and the daemon compiles on first use.
+KPACK_RUN = $(KPACK_TOOL) $(1) $@ || { rc=$$?; [ $$rc = 3 ] && \
+	echo "  KPACK   no NVRTC here: no prebuilt kernels"; [ $$rc = 3 ]; }
+
 $(KPACK): $(KPACK_TOOL) $(CUDA_KSRC)
 	@mkdir -p $(@D)
-	$(Q)$(KPACK_TOOL) $(KPACK_FLAGS) $@
+	$(Q)$(call KPACK_RUN,$(KPACK_FLAGS))
+
+# `make run` serves this machine's GPUs only, so it adds to the set just
+# their architectures (nvidia-smi's compute capabilities), keeping what
+# `make` built for others; without a GPU the host backend needs none.
+KPACK_NATIVE = $(shell nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | \
+                 tr -d '. ' | grep -E '^[0-9]+$$' | sort -u | paste -sd, -)
+
+.PHONY: kpack-native
+kpack-native: $(KPACK_TOOL)
+	$(Q)archs='$(KPACK_NATIVE)'; if [ -n "$$archs" ]; then mkdir -p $(dir $(KPACK)) && \
+	  { $(KPACK_TOOL) --arch "$$archs" --ptx none --add $(KPACK) || [ $$? = 3 ]; }; \
+	else echo "  KPACK   no GPU here: no prebuilt kernels needed"; fi
 
 $(CUDAEPCTL): $(call obj,$(CTL_SRC)) $(CLIENT_A)
 	$(call say,LD,$@)
@@ -490,7 +507,7 @@ bench: deps $(ALL) $(BENCH_BIN)
 
 # ---------------------------------------------------------------- run, install
 
-run: deps $(ALL) $(KPACK)
+run: deps $(ALL) kpack-native
 	exec $(CUDAEPD) $(RUN_ARGS)
 
 # make install [PREFIX=/usr/local] [DESTDIR=staging-dir]: programs, the
@@ -525,7 +542,7 @@ install: $(ALL) $(KPACK)
 	  $(sort $(foreach m,$(MAN_PAGES),$(DESTDIR)$(MANDIR)/man$(subst .,,$(suffix $(m)))))
 	install -m 0755 $(CUDAEPD) $(CUDAEPCTL) $(CUDAEPRUN) $(DESTDIR)$(BINDIR)/
 	install -m 0644 $(CLIENT_A) $(DESTDIR)$(LIBDIR)/
-	install -m 0644 $(KPACK) $(DESTDIR)$(LIBDIR)/cudaep/kernels.pack
+	if [ -f $(KPACK) ]; then install -m 0644 $(KPACK) $(DESTDIR)$(LIBDIR)/cudaep/kernels.pack; fi
 	install -m 0755 $(CLIENT_SO) $(DESTDIR)$(LIBDIR)/libcudaep-client.so.$(CEP_VER)
 	ln -sf libcudaep-client.so.$(CEP_VER) $(DESTDIR)$(LIBDIR)/libcudaep-client.so.0
 	ln -sf libcudaep-client.so.0 $(DESTDIR)$(LIBDIR)/libcudaep-client.so

@@ -203,6 +203,32 @@ int cep_ping(cep_client *c)
 	return ret;
 }
 
+int cep_kernel_stats_get(cep_client *c, cep_kernel_stats *out)
+{
+	const cudaep_v1_KernelsReply *k;
+	cudaep_v1_Request *req;
+	int ret;
+
+	if (c == NULL || out == NULL)
+		return cep__set_error(CEP_EINVAL, "cep_kernel_stats_get: NULL argument");
+	memset(out, 0, sizeof(*out));
+	pthread_mutex_lock(&c->conn.lock);
+	req = CEP__REQ(&c->conn, kernels);
+	ret = cep__conn_call(&c->conn, req, NULL, 0, c->conn.resp,
+			     cudaep_v1_Response_kernels_tag);
+	if (ret == 0 && c->conn.resp->body.kernels.device_kernels) {
+		k = &c->conn.resp->body.kernels;
+		out->arch = k->arch;
+		out->modules = k->total;
+		out->compiled = k->compiles;
+		out->compile_us = k->compile_us;
+		out->prebuilt = k->prebuilt_loads;
+		out->from_disk = k->disk_loads;
+	}
+	pthread_mutex_unlock(&c->conn.lock);
+	return ret;
+}
+
 int cep__call(cep_client *c, cudaep_v1_Request *req, const int *fds, int nfds,
 	      cudaep_v1_Response *resp)
 {

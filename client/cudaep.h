@@ -184,6 +184,24 @@ const char *cep_client_device(const cep_client *c);
 /* One no-op round trip to the daemon. Returns 0 or an error. */
 int cep_ping(cep_client *c);
 
+/* Where the daemon's device kernels have come from since it started:
+ * `cudaepctl kernels` lists them one by one. A backend without device
+ * kernels (the host backend) has all of these 0. */
+typedef struct cep_kernel_stats {
+  uint32_t arch;         /* the device's sm_<arch> (90 on an H200); 0: none */
+  uint64_t modules;      /* kernel modules loaded now */
+  uint64_t compiled;     /* kernel sources NVRTC compiled in the daemon */
+  uint64_t compile_us;   /* microseconds those compiles took */
+  uint64_t prebuilt;     /* modules taken from the prebuilt set */
+  uint64_t from_disk;    /* modules read from the kernel cache directory */
+} cep_kernel_stats;
+
+/* Fills *out with the daemon's kernel counters (one round trip). A
+ * program can compare them before and after a load and a first run to
+ * tell its user that compiling took the time (cudaep-run does). Returns 0
+ * or an error (CEP_EINVAL for NULL arguments). */
+int cep_kernel_stats_get(cep_client *c, cep_kernel_stats *out);
+
 /* ----------------------------------------------------------------- regions */
 
 /*

@@ -252,11 +252,40 @@ void kpack_close(struct kpack *p)
 	free(p);
 }
 
+bool kpack_get(struct kpack *p, size_t i, struct kpack_image *out)
+{
+	const struct kpack_entry *e;
+	unsigned char state;
+
+	if (i >= p->h->n_entries)
+		return false;
+	e = &p->e[i];
+	/* Checked once: a bad byte in the file never reaches the device.
+	 * Racing threads both hash; both agree. */
+	state = __atomic_load_n(&p->checked[i], __ATOMIC_ACQUIRE);
+	if (state == 0) {
+		state = XXH3_64bits(p->map + e->offset, e->bytes) == e->image_hash ? 1 : 2;
+		__atomic_store_n(&p->checked[i], state, __ATOMIC_RELEASE);
+	}
+	if (state != 1) {
+		__atomic_add_fetch(&p->rejects, 1, __ATOMIC_RELAXED);
+		return false;
+	}
+	memset(out, 0, sizeof(*out));
+	memcpy(out->name, e->name, sizeof(out->name));
+	out->src_hash = e->src_hash;
+	out->opt_hash = e->opt_hash;
+	out->arch = e->arch;
+	out->kind = e->kind;
+	out->data = p->map + e->offset;
+	out->bytes = e->bytes;
+	return true;
+}
+
 bool kpack_find(struct kpack *p, uint64_t src_hash, uint32_t arch, uint32_t kind,
 		uint64_t opt_hash, struct kpack_image *out)
 {
 	const struct kpack_entry *e;
-	unsigned char state;
 	size_t i;
 
 	for (i = 0; i < p->h->n_entries; i++) {
@@ -264,26 +293,8 @@ bool kpack_find(struct kpack *p, uint64_t src_hash, uint32_t arch, uint32_t kind
 		if (e->src_hash != src_hash || e->arch != arch || e->kind != kind ||
 		    e->opt_hash != opt_hash)
 			continue;
-		/* Checked once: a bad byte in the file never reaches the
-		 * device. Racing threads both hash; both agree. */
-		state = __atomic_load_n(&p->checked[i], __ATOMIC_ACQUIRE);
-		if (state == 0) {
-			state = XXH3_64bits(p->map + e->offset, e->bytes) == e->image_hash ? 1 : 2;
-			__atomic_store_n(&p->checked[i], state, __ATOMIC_RELEASE);
-		}
-		if (state != 1) {
-			__atomic_add_fetch(&p->rejects, 1, __ATOMIC_RELAXED);
-			continue;
-		}
-		memset(out, 0, sizeof(*out));
-		memcpy(out->name, e->name, sizeof(out->name));
-		out->src_hash = e->src_hash;
-		out->opt_hash = e->opt_hash;
-		out->arch = e->arch;
-		out->kind = e->kind;
-		out->data = p->map + e->offset;
-		out->bytes = e->bytes;
-		return true;
+		if (kpack_get(p, i, out))
+			return true;
 	}
 	return false;
 }

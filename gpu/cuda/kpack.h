@@ -84,6 +84,10 @@ void kpack_close(struct kpack *p);
 bool kpack_find(struct kpack *p, uint64_t src_hash, uint32_t arch, uint32_t kind,
 		uint64_t opt_hash, struct kpack_image *out);
 
+/* Image i (below kpack_count()) as kpack_find() would return it: false
+ * when its hash is wrong. */
+bool kpack_get(struct kpack *p, size_t i, struct kpack_image *out);
+
 /* The architectures the pack holds images of kind for, ascending, into
  * out (max of them); returns how many there are. */
 size_t kpack_archs(const struct kpack *p, uint32_t kind, uint32_t *out, size_t max);

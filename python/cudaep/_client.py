@@ -4,6 +4,7 @@ import collections.abc
 import ctypes
 import ctypes.util
 import errno as _errno
+import logging
 import math
 import numbers
 import os
@@ -11,12 +12,13 @@ import threading
 import numpy as np
 from ._lib import (
     EAGAIN, EBADF, ENOENT, ENOSPC, ENOTCONN, ETIMEDOUT, _DTYPES, _Fence, _ORT_TYPES,
-    _PRECISIONS, _PRIORITIES, _SessionOptions, _Tensor, _cep_client_backend,
+    _PRECISIONS, _PRIORITIES, _KernelStats, _SessionOptions, _Tensor, _cep_client_backend,
     _cep_client_device, _cep_client_id, _cep_close, _cep_connect, _cep_fence_poll,
     _cep_fence_wait, _cep_ping, _cep_region_data, _cep_region_free, _cep_region_new,
     _cep_region_size, _cep_run, _cep_run_submit, _cep_session_free, _cep_session_id,
     _cep_session_input, _cep_session_input_count, _cep_session_load,
-    _cep_session_load_fd, _cep_session_output, _cep_session_output_count, _vp)
+    _cep_session_load_fd, _cep_session_output, _cep_session_output_count,
+    _cep_kernel_stats_get, _vp)
 from ._errors import (
     ClosedError, Error, NoSuchFile, _as_input, _check, _dtype_code, _error,
     _output_dtype, _shape_of, _want_bool, _want_choice, _want_int, _want_mapping,
@@ -110,10 +112,13 @@ class Session:
     model's (cudaep.InvalidType otherwise); a value that is not an array
     yet (a list, a number) is made one of the model's dtype."""
 
-    def __init__(self, client, h, label):
+    def __init__(self, client, h, label, kernels_before=None):
         self._client = client
         self._h = h
         self._label = label
+        # The daemon's kernel counters before the load, until the first
+        # run has said what it cost in compiles.
+        self._kernels_before = kernels_before
         self.id = _cep_session_id(h)
         self.inputs = [TensorInfo(_cep_session_input(h, i).contents)
                        for i in range(_cep_session_input_count(h))]
@@ -203,8 +208,27 @@ class Session:
                 t = tout[i]
                 view = self._region.array(_output_dtype(n, t.dtype), _shape_of(t), outs[i])
                 result[n] = view.copy() if copy else view
+            if self._kernels_before is not None:
+                self._say_compiles()
             return result
         raise Error(ENOSPC, "outputs kept growing between attempts")
+
+    def _say_compiles(self):
+        """After the first run: a warning on the "cudaep" logger when the
+        daemon compiled kernels for this model, and for how long (a model
+        whose kernels are all prebuilt says nothing)."""
+        before, self._kernels_before = self._kernels_before, None
+        try:
+            after = self._client.kernel_stats()
+        except Error:
+            return
+        n = after["compiled"] - before["compiled"]
+        if after["arch"] and n > 0:
+            logging.getLogger("cudaep").warning(
+                "the daemon compiled %d kernel source%s for sm_%d in %.1f s for the first run "
+                "of %r (not in its prebuilt set; `cudaepctl kernels` lists them)", n,
+                "" if n == 1 else "s", after["arch"],
+                (after["compile_us"] - before["compile_us"]) / 1e6, self._label)
 
     def submit(self, feeds, outputs=None, output_names=None):
         """Queues a run and returns a Pending as soon as the daemon has
@@ -430,6 +454,16 @@ class Client:
     def ping(self):
         _check(_cep_ping(self._handle()))
 
+    def kernel_stats(self):
+        """The daemon's device-kernel counters, as a dict: arch (the
+        device's sm_<arch>, 0 on the host backend), modules (loaded now),
+        compiled and compile_us (NVRTC's compiles in the daemon and their
+        time), prebuilt (modules from the prebuilt set) and from_disk
+        (modules read from the kernel cache directory)."""
+        st = _KernelStats()
+        _check(_cep_kernel_stats_get(self._handle(), ctypes.byref(st)))
+        return {f: int(getattr(st, f)) for f, _ in _KernelStats._fields_}
+
     def region(self, nbytes):
         """A new shared-memory region of nbytes (an int >= 1)."""
         nbytes = _want_int("nbytes", nbytes, lo=1)
@@ -461,13 +495,23 @@ class Client:
         p = _want_path("path", path)
         opts = _options(name, precision, priority, memory_limit, batching)
         h = _vp()
+        before = self._kernels_now()
         rc = _cep_session_load(self._handle(), p, ctypes.byref(opts), ctypes.byref(h))
         if rc == ENOENT:
             e = NoSuchFile(rc)
             e.errno, e.strerror, e.filename = _errno.ENOENT, e.detail, os.fsdecode(p)
             raise e
         _check(rc)
-        return Session(self, h, name or os.path.basename(os.fsdecode(p)))
+        return Session(self, h, name or os.path.basename(os.fsdecode(p)), before)
+
+    def _kernels_now(self):
+        """kernel_stats() where the backend has device kernels, else None
+        (then a session's first run asks nothing more)."""
+        try:
+            st = self.kernel_stats()
+        except Error:
+            return None
+        return st if st["arch"] else None
 
     def load_bytes(self, model, name=None, precision="fp32", priority="normal",
                    memory_limit=0, batching=False):
@@ -479,6 +523,7 @@ class Client:
         opts = _options("<bytes>" if name is None else name, precision, priority,
                         memory_limit, batching)
         h = _vp()
+        before = self._kernels_now()
         fd = os.memfd_create("cudaep-model", os.MFD_CLOEXEC)
         try:
             view = memoryview(model).cast("B")
@@ -490,7 +535,7 @@ class Client:
                                         ctypes.byref(h)))
         finally:
             os.close(fd)
-        return Session(self, h, opts.name.decode())
+        return Session(self, h, opts.name.decode(), before)
 
     def close(self):
         """Closes the connection, and with it every region and session of

@@ -47,6 +47,17 @@ class _Fence(ctypes.Structure):
     _fields_ = [("client", ctypes.c_void_p), ("seq", ctypes.c_uint64)]
 
 
+class _KernelStats(ctypes.Structure):
+    _fields_ = [
+        ("arch", ctypes.c_uint32),
+        ("modules", ctypes.c_uint64),
+        ("compiled", ctypes.c_uint64),
+        ("compile_us", ctypes.c_uint64),
+        ("prebuilt", ctypes.c_uint64),
+        ("from_disk", ctypes.c_uint64),
+    ]
+
+
 class _SessionOptions(ctypes.Structure):
     _fields_ = [
         ("name", ctypes.c_char_p),
@@ -89,6 +100,7 @@ _cep_client_id = _fn("cep_client_id", ctypes.c_uint64, _vp)
 _cep_client_backend = _fn("cep_client_backend", ctypes.c_char_p, _vp)
 _cep_client_device = _fn("cep_client_device", ctypes.c_char_p, _vp)
 _cep_ping = _fn("cep_ping", _int, _vp)
+_cep_kernel_stats_get = _fn("cep_kernel_stats_get", _int, _vp, ctypes.POINTER(_KernelStats))
 _cep_region_new = _fn("cep_region_new", _int, _vp, _sz, ctypes.POINTER(_vp))
 _cep_region_data = _fn("cep_region_data", _vp, _vp)
 _cep_region_size = _fn("cep_region_size", _sz, _vp)

@@ -15,6 +15,17 @@ def test_connect_and_ping(daemon):
         c.ping()
 
 
+def test_kernel_stats_of_the_host_backend_are_zero(daemon):
+    # The host backend has no device kernels: every counter is 0, so a
+    # session's first run has nothing to say about compiling.
+    with cudaep.connect(daemon) as c:
+        st = c.kernel_stats()
+        assert set(st) == {"arch", "modules", "compiled", "compile_us", "prebuilt",
+                           "from_disk"}
+        assert c.backend == "host"
+        assert all(v == 0 for v in st.values()), st
+
+
 def test_no_daemon_names_the_socket(tmp_path):
     path = str(tmp_path / "nobody.sock")
     with pytest.raises(cudaep.Error) as e:

@@ -5,14 +5,20 @@
  * which the driver compiles for any later device. Needs NVRTC (the CUDA
  * toolkit), not a GPU.
  *
- *   cudaep-kpack [--arch 80,86,...] [--ptx ARCH|none] [--jobs N] [--only NAME,...] OUT
+ *   cudaep-kpack [--arch 80,86,...] [--ptx ARCH|none] [--jobs N] [--only NAME,...]
+ *                [--add] OUT
  *
  * Architectures NVRTC cannot compile for are left out with a note. An
  * image the OUT already there holds under the same key (source, headers,
  * architecture, options) is kept rather than compiled again, so editing
- * one kernel rebuilds that kernel only. Each image done is reported on
+ * one kernel rebuilds that kernel only; with --add, the images of other
+ * architectures OUT holds stay too, where their source is unchanged (so
+ * `make run`, which builds for this machine's GPUs, never takes away what
+ * `make` built for others). An OUT that would not change is only touched.
+ * Each image done is reported on
  * stderr with its time, so a long build says what it is doing. Exit status 0, 1 when a source did not compile (its
- * log is printed), 2 for bad usage.
+ * log is printed), 2 for bad usage, 3 when there is no NVRTC (no CUDA
+ * toolkit: the daemon then serves on the host backend or compiles later).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -23,6 +29,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <utime.h>
 
 #include <xxhash.h>
 
@@ -131,10 +138,49 @@ static bool listed(const char *list, const char *name)
 	return false;
 }
 
+/* With --add: appends to b's jobs, as kept, the images of old whose
+ * source is one of today's unchanged and whose architecture or kind no
+ * job has. Returns how many. */
+static size_t keep_others(struct build *b, struct kpack *old)
+{
+	size_t n = b->n_jobs, added = 0, i, k;
+	struct kpack_image img;
+	struct nvrtc_source src;
+
+	for (i = 0; i < kpack_count(old); i++) {
+		struct job *j;
+
+		if (!kpack_get(old, i, &img) || cuda_source_get(img.name, &src) < 0 ||
+		    nvrtc_source_hash(&src) != img.src_hash)
+			continue;
+		for (k = 0; k < n; k++)
+			if (strcmp(b->jobs[k].src.name, img.name) == 0 &&
+			    b->jobs[k].arch == (int)img.arch &&
+			    b->jobs[k].ptx == (img.kind == KPACK_PTX))
+				break;
+		if (k < n)
+			continue;
+		j = &b->jobs[b->n_jobs];
+		j->image = malloc(img.bytes);
+		if (j->image == NULL)
+			continue;
+		memcpy(j->image, img.data, img.bytes);
+		j->src = src;
+		j->arch = (int)img.arch;
+		j->ptx = img.kind == KPACK_PTX;
+		j->opt_hash = img.opt_hash;
+		j->bytes = img.bytes;
+		j->kept = true;
+		b->n_jobs++;
+		added++;
+	}
+	return added;
+}
+
 static int usage(void)
 {
 	fprintf(stderr, "usage: cudaep-kpack [--arch 80,86,...] [--ptx ARCH|none] [--jobs N] "
-		"[--only NAME,...] OUT\n");
+		"[--only NAME,...] [--add] OUT\n");
 	return 2;
 }
 
@@ -161,6 +207,7 @@ int main(int argc, char **argv)
 {
 	int want[ARCHS_MAX], archs[ARCHS_MAX], n_want = 0, n_archs, ptx = -1, jobs = 0, i, a;
 	const char *out = NULL, *only = NULL;
+	bool add = false;
 	struct kpack_image *images = NULL;
 	struct build b = { .lock = PTHREAD_MUTEX_INITIALIZER };
 	pthread_t threads[64];
@@ -187,6 +234,8 @@ int main(int argc, char **argv)
 				return usage();
 		} else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
 			only = argv[++i];
+		} else if (strcmp(argv[i], "--add") == 0) {
+			add = true;
 		} else if (argv[i][0] == '-' || out != NULL) {
 			return usage();
 		} else {
@@ -197,7 +246,7 @@ int main(int argc, char **argv)
 		return usage();
 	if (nvrtc_lib_open(NULL, &b.lib) < 0) {
 		fprintf(stderr, "cudaep-kpack: %s\n", cep_last_error());
-		return 1;
+		return 3;
 	}
 	n_archs = supported(b.lib, want, n_want, archs);
 	if (ptx < 0) /* PTX of the newest, for the devices after it */
@@ -210,7 +259,10 @@ int main(int argc, char **argv)
 	}
 	if (jobs > 64)
 		jobs = 64;
-	b.jobs = calloc((size_t)cuda_source_count * (size_t)(n_archs + 1), sizeof(*b.jobs));
+	if (kpack_open(out, &old) < 0)
+		old = NULL;
+	b.jobs = calloc((size_t)cuda_source_count * (size_t)(n_archs + 1) +
+			(old != NULL ? kpack_count(old) : 0), sizeof(*b.jobs));
 	if (b.jobs == NULL) {
 		fprintf(stderr, "cudaep-kpack: out of memory\n");
 		return 1;
@@ -239,8 +291,6 @@ int main(int argc, char **argv)
 	fprintf(stderr, " with NVRTC %d.%d on %d threads\n", nvrtc_lib_version(b.lib) / 1000,
 		nvrtc_lib_version(b.lib) % 1000 / 10, jobs);
 	/* What the previous pack has under the same key is kept. */
-	if (kpack_open(out, &old) < 0)
-		old = NULL;
 	for (k = 0; k < b.n_jobs; k++) {
 		struct job *j = &b.jobs[k];
 		struct kpack_image prev;
@@ -261,9 +311,16 @@ int main(int argc, char **argv)
 		j->kept = true;
 		kept++;
 	}
+	if (add && old != NULL)
+		kept += keep_others(&b, old);
+	if (old != NULL && kept == b.n_jobs && b.n_jobs == kpack_count(old)) {
+		kpack_close(old);
+		fprintf(stderr, "  KPACK   %s is up to date (%zu images)\n", out, b.n_jobs);
+		return utime(out, NULL) == 0 ? 0 : 1;
+	}
 	kpack_close(old);
 	if (kept > 0)
-		fprintf(stderr, "  KPACK   %zu of them unchanged in %s; %zu to compile\n", kept, out,
+		fprintf(stderr, "  KPACK   %zu images kept from %s; %zu to compile\n", kept, out,
 			b.n_jobs - kept);
 	b.done = kept;
 	b.t0 = now_s();

@@ -129,6 +129,29 @@ void run_print_model(const struct run *r)
 	fflush(stdout);
 }
 
+/* What the load and first run cost in kernels, on a backend that has
+ * device kernels: a first run that waited for NVRTC says so and for how
+ * long. */
+static void print_kernels(const struct run *r)
+{
+	const cep_kernel_stats *b = &r->k_before, *k = &r->k_after;
+	char a[32];
+
+	if (k->arch == 0)
+		return;
+	if (k->compiled > b->compiled)
+		printf("kernels: the daemon compiled %" PRIu64 " kernel source%s for sm_%u in %s "
+		       "(not in its prebuilt set; `cudaepctl kernels` lists them), %" PRIu64
+		       " from the prebuilt set, %" PRIu64 " from the disk cache\n",
+		       k->compiled - b->compiled, k->compiled - b->compiled == 1 ? "" : "s",
+		       k->arch, time_fmt(a, sizeof(a), (double)(k->compile_us - b->compile_us)),
+		       k->prebuilt - b->prebuilt, k->from_disk - b->from_disk);
+	else
+		printf("kernels: none compiled; %" PRIu64 " loaded from the prebuilt set, %" PRIu64
+		       " from the disk cache, the rest already loaded\n",
+		       k->prebuilt - b->prebuilt, k->from_disk - b->from_disk);
+}
+
 static void print_text(const struct run *r, const struct run_stats *st)
 {
 	char a[32], b[32], c[32], d[32], shape[256];
@@ -136,6 +159,7 @@ static void print_text(const struct run *r, const struct run_stats *st)
 	printf("first run: %s (includes planning; %lu warm-up run%s in all)\n",
 	       time_fmt(a, sizeof(a), r->first_us), r->opt.warmup,
 	       r->opt.warmup == 1 ? "" : "s");
+	print_kernels(r);
 	printf("latency: min %s, p50 %s, p99 %s, mean %s (%lu runs)\n",
 	       time_fmt(a, sizeof(a), st->min), time_fmt(b, sizeof(b), st->p50),
 	       time_fmt(c, sizeof(c), st->p99), time_fmt(d, sizeof(d), st->mean),
@@ -260,6 +284,13 @@ static void print_json(const struct run *r, const struct run_stats *st)
 	printf("],\n \"seed\": %" PRIu64 ", \"warmup\": %lu, \"iters\": %lu, ",
 	       r->opt.seed, r->opt.warmup, r->opt.iters);
 	json_num("first_run_us", r->first_us, ",\n");
+	if (r->k_after.arch != 0)
+		printf(" \"kernels\": {\"compiled\": %" PRIu64 ", \"compile_us\": %" PRIu64
+		       ", \"prebuilt\": %" PRIu64 ", \"from_disk\": %" PRIu64 "},\n",
+		       r->k_after.compiled - r->k_before.compiled,
+		       r->k_after.compile_us - r->k_before.compile_us,
+		       r->k_after.prebuilt - r->k_before.prebuilt,
+		       r->k_after.from_disk - r->k_before.from_disk);
 	printf(" \"latency_us\": {");
 	json_num("min", st->min, ", ");
 	json_num("p50", st->p50, ", ");

@@ -726,6 +726,15 @@ static int run_once(struct run *r, unsigned long n, double *us)
 	return 0;
 }
 
+/* The daemon's kernel counters after the first run: with those before
+ * the load, they say whether the model waited for kernels to compile.
+ * Only informative, so a daemon that cannot say is no error. */
+static void run_kernels_after(struct run *r)
+{
+	if (cep_kernel_stats_get(r->c, &r->k_after) != 0)
+		memset(&r->k_after, 0, sizeof(r->k_after));
+}
+
 static int run_loop(struct run *r)
 {
 	const struct run_opts *o = &r->opt;
@@ -739,11 +748,15 @@ static int run_loop(struct run *r)
 		ret = run_once(r, i + 1, i == 0 ? &r->first_us : &us);
 		if (ret != 0)
 			return ret;
+		if (i == 0)
+			run_kernels_after(r);
 	}
 	for (unsigned long i = 0; i < o->iters; i++) {
 		ret = run_once(r, o->warmup + i + 1, &r->lat_us[i]);
 		if (ret != 0)
 			return ret;
+		if (i == 0 && o->warmup == 0)
+			run_kernels_after(r);
 	}
 	return 0;
 }
@@ -789,6 +802,8 @@ static int run_main(struct run *r)
 	ret = cep_connect(o->socket, "cudaep-run", &r->c);
 	if (ret != 0)
 		return lib_fail(ret, NULL);
+	if (cep_kernel_stats_get(r->c, &r->k_before) != 0)
+		memset(&r->k_before, 0, sizeof(r->k_before));
 	t0 = now_us();
 	ret = cep_session_load(r->c, o->model, &so, &r->s);
 	r->load_us = now_us() - t0;

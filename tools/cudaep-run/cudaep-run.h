@@ -159,6 +159,8 @@ struct run {
 	cep_tensor tout[CEP_MAX_IO];
 	double load_us;
 	double first_us;
+	cep_kernel_stats k_before; /* the daemon's kernels before the load */
+	cep_kernel_stats k_after;  /* and after the first run */
 	double *lat_us;         /* (opt.iters) each timed run, then sorted */
 };
 
