@@ -18,7 +18,9 @@
  * driver API and nothing else: copy --bytes in from pinned memory, the same
  * Relu as a hand-written PTX kernel, copy out to pinned memory, the GPU
  * writes a fence word into pinned memory (cuStreamWriteValue64) that the
- * host spins on; one at a time.
+ * host spins on; one at a time. Then the same runs pipelined on one stream,
+ * 1 and 8 in flight, with and without a host function (cuLaunchHostFunc)
+ * after each, as cudaepd queues one to finish each run: runs/s.
  *
  * --bandwidth MiB: one client runs a model that reads MiB of float32 from
  * its region as rows of 256 and multiplies them by a 256 x 1 weight (one
@@ -289,7 +291,8 @@ static void run_bandwidth(const struct opts *o, const char *dir)
 	X(cuStreamCreate) X(cuMemAlloc_v2) X(cuMemHostAlloc) \
 	X(cuMemHostGetDevicePointer_v2) X(cuModuleLoadData) X(cuModuleGetFunction) \
 	X(cuMemcpyHtoDAsync_v2) X(cuMemcpyDtoHAsync_v2) X(cuLaunchKernel) \
-	X(cuStreamWriteValue64_v2) X(cuStreamSynchronize) X(cuGetErrorString)
+	X(cuStreamWriteValue64_v2) X(cuStreamSynchronize) X(cuGetErrorString) \
+	X(cuLaunchHostFunc)
 
 static struct {
 #define X(f) __typeof__(&f) f;
@@ -319,6 +322,48 @@ static const char relu_ptx[] =
 			return -1;                                             \
 		}                                                              \
 	} while (0)
+
+static void CUDA_CB floor_host_fn(void *arg)
+{
+	__atomic_add_fetch((uint64_t *)arg, 1, __ATOMIC_RELAXED);
+}
+
+/* The same run, k in flight on one stream, with or without a host
+ * function queued after each run's fence (as cudaepd queues one to finish
+ * every run): runs/s over o->runs runs. This is what shows whether the
+ * host function, which holds the stream until it has run on the driver's
+ * thread, is what keeps a pipelined client from going faster. */
+static int floor_pipelined(const struct opts *o, CUstream st, CUfunction fn, CUdeviceptr dx,
+			   CUdeviceptr dy, float *hx, float *hy, CUdeviceptr dfence,
+			   volatile uint64_t *hfence, uint64_t *base, int k, int host_fn)
+{
+	unsigned un = (unsigned)(o->bytes / sizeof(float));
+	uint64_t called = 0, t0, first = *base;
+	double s;
+
+	t0 = now_ns();
+	for (int i = 0; i < o->runs; i++) {
+		void *args[] = { &dx, &dy, &un };
+		uint64_t seq = first + (uint64_t)i + 1;
+
+		while (seq > (uint64_t)k && *hfence < seq - (uint64_t)k)
+			;
+		CK(drv.cuMemcpyHtoDAsync_v2(dx, hx, o->bytes, st));
+		CK(drv.cuLaunchKernel(fn, (un + 255) / 256, 1, 1, 256, 1, 1, 0, st, args, NULL));
+		CK(drv.cuMemcpyDtoHAsync_v2(hy, dy, o->bytes, st));
+		CK(drv.cuStreamWriteValue64_v2(st, dfence, seq, 0));
+		if (host_fn)
+			CK(drv.cuLaunchHostFunc(st, floor_host_fn, &called));
+	}
+	while (*hfence != first + (uint64_t)o->runs)
+		;
+	CK(drv.cuStreamSynchronize(st));
+	s = (double)(now_ns() - t0) / 1e9;
+	*base = first + (uint64_t)o->runs;
+	printf("floor   in process, %d in flight, %-30s %10.0f runs/s\n", k,
+	       host_fn ? "a host function per run:" : "no host function:", o->runs / s);
+	return 0;
+}
 
 static int floor_run(const struct opts *o)
 {
@@ -381,6 +426,16 @@ static int floor_run(const struct opts *o)
 	       pct_us(lat, (size_t)o->runs, 0.50), pct_us(lat, (size_t)o->runs, 0.99),
 	       bad ? "  WRONG OUTPUTS" : "");
 	free(lat);
+	{
+		uint64_t base = (uint64_t)total;
+		static const int ks[] = { 1, 8 };
+
+		for (size_t k = 0; k < sizeof(ks) / sizeof(ks[0]); k++)
+			for (int h = 0; h < 2; h++)
+				if (floor_pipelined(o, st, fn, dx, dy, hx, hy, dfence, hfence, &base,
+						    ks[k], h) < 0)
+					return -1;
+	}
 	return 0;
 }
 
