@@ -30,6 +30,7 @@
  * create a fresh one; the host-side state is freed all the same. */
 static void cuda_ctx_close(struct cuda_ctx *cc, bool lost)
 {
+	backend_cuda__done_stop(cc);
 	if (cc->ctx != NULL && backend_cuda__current(cc) == 0) {
 		if (cc->aux != NULL && !lost)
 			(void)CEP_CU_CHECK(cc->drv->cuStreamDestroy(cc->aux));
@@ -261,6 +262,9 @@ int backend_cuda_new_config(const struct backend_cuda_config *cfg, struct backen
 								0));
 	if (ret < 0)
 		goto blame;
+	ret = backend_cuda__done_start(cc);
+	if (ret < 0)
+		goto out;
 	ret = alloc_provider_cuda_new(cc->drv, cc->ordinal, &cc->prov);
 	if (ret < 0)
 		goto out;

@@ -144,6 +144,8 @@ static int cuda_stream_host_fn(struct backend *b, struct backend_stream *s,
 	ret = backend_cuda__current(cc);
 	if (ret < 0)
 		return ret;
+	if (cc->done != NULL)
+		return backend_cuda__done_queue(cc, s, fn, arg);
 	return CEP_CU_CHECK(cc->drv->cuLaunchHostFunc(s->stream, fn, arg));
 }
 

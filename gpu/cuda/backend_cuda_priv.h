@@ -15,9 +15,12 @@
  *	                       compiled functions, launches, cuBLASLt, cuDNN
  *	backend_cuda_lost.c    the lost context: health, reset, and the fault
  *	                       injection of test builds (CEP_FAULT_INJECT)
+ *	backend_cuda_done.c    host functions finished from events, by a
+ *	                       thread of the backend (experimental, opt-in)
  *
  * backend_cuda.c calls each of the others once, to fill in its part of
- * the seam; they call nothing of one another. Nothing here synchronizes
+ * the seam; they call nothing of one another but backend_cuda_done.c's
+ * backend_cuda__done_*(), which the host functions and syncs go through. Nothing here synchronizes
  * the whole device: every wait is on one stream or one event.
  */
 #ifndef CEP_GPU_CUDA_BACKEND_CUDA_PRIV_H
@@ -90,6 +93,9 @@ struct cuda_ctx {
 	char dnn_path[512];                /* the configured library; "": search */
 	bool write64;                      /* streams can write 64-bit values
 	                                    * (CAN_USE_64_BIT_STREAM_MEM_OPS) */
+	struct cuda_done *done;            /* owned: host functions finished
+	                                    * from events, or NULL (cuLaunch-
+	                                    * HostFunc; backend_cuda_done.c) */
 	CUstream aux;                      /* the backend's own stream, never
 	                                    * given out: health queries (and,
 	                                    * in test builds, injected faults) */
@@ -142,5 +148,15 @@ void backend_cuda__iface_lost(struct backend_iface *iface);
  * no context current on the calling thread. Our retain is not released
  * (backend_cuda_lost.c). */
 void backend_cuda__ctx_reset(struct cuda_ctx *cc);
+
+/* backend_cuda_done.c: host functions finished from events (with
+ * CUDAEP_EVENT_COMPLETION=1; else cc->done stays NULL and none of these
+ * but start and stop may be called). */
+struct cuda_done;
+int backend_cuda__done_start(struct cuda_ctx *cc);
+void backend_cuda__done_stop(struct cuda_ctx *cc);
+int backend_cuda__done_queue(struct cuda_ctx *cc, struct backend_stream *s,
+			     backend_host_fn fn, void *arg);
+void backend_cuda__done_drain(struct cuda_ctx *cc, struct backend_stream *s);
 
 #endif

@@ -91,6 +91,7 @@ static void cuda_stream_free(struct backend *b, struct backend_stream *s)
 	/* A lost context refuses every call; resetting it frees the stream
 	 * and its pinned record (cuda_ctx_close()). */
 	if (backend_lost(b) || backend_cuda__current(cc) < 0) {
+		backend_cuda__done_drain(cc, s);
 		arena_block_free(cc->arena, s->fault_block);
 		free(s);
 		return;
@@ -102,6 +103,7 @@ static void cuda_stream_free(struct backend *b, struct backend_stream *s)
 			cc->drv->cuGraphDestroy(graph);
 		/* Queued kernels may still write the fault record. */
 		(void)CEP_CU_CHECK(cc->drv->cuStreamSynchronize(s->stream));
+		backend_cuda__done_drain(cc, s);
 		(void)CEP_CU_CHECK(cc->drv->cuStreamDestroy(s->stream));
 	}
 	if (s->fault_host != NULL)
@@ -144,6 +146,8 @@ static int cuda_stream_sync(struct backend *b, struct backend_stream *s)
 			return ret;
 	}
 	ret = CEP_CU_CHECK(cc->drv->cuStreamSynchronize(s->stream));
+	/* The host functions queued before have run, as with cuLaunchHostFunc. */
+	backend_cuda__done_drain(cc, s);
 	if (ret < 0)
 		return ret;
 	s->armed = false;
