@@ -95,6 +95,12 @@ static int quant_attr_since(const struct op_node *node, const char *name, int si
 	return op_attr_check(node, name, OP_ATTR_INT);
 }
 
+/* Whether t is a scalar or a vector of one value. */
+static bool quant_one_value(const struct op_tensor *t)
+{
+	return t->rank == 0 || (t->rank == 1 && op_dim_fixed(t->dims[0]) && t->dims[0] == 1);
+}
+
 /* Names x's shape for messages. */
 static void quant_shape(const struct op_tensor *t, char *buf, size_t len)
 {
@@ -116,7 +122,11 @@ int cpu_quant_read(const struct op_node *node, const struct op_tensor *x,
 	if (block < 0)
 		return cep__set_error(CEP_EMODEL, "%s: block_size is %" PRId64
 				      "; it must be positive (or 0: no blocks)", node->op_type, block);
-	if (zp != NULL && op_tensor_present(zp) && zp->rank >= 0 && s->rank >= 0) {
+	/* The same shape, or one value each: a scalar scale and a [1] zero
+	 * point are both per tensor (ONNX's own float8 and 4-bit cases have
+	 * them, and its reference takes them). */
+	if (zp != NULL && op_tensor_present(zp) && zp->rank >= 0 && s->rank >= 0 &&
+	    !(quant_one_value(s) && quant_one_value(zp))) {
 		bool same = zp->rank == s->rank;
 
 		for (i = 0; same && i < s->rank; i++)
