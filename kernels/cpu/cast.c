@@ -41,8 +41,7 @@ static int cast_infer(struct op_infer *x)
 	if (code < 0 || code > 31 || !op_dtype_in(to, OP_DTS_STORED))
 		return cep__set_error(CEP_EUNSUPPORTED, "Cast: casting to type %lld is not supported "
 				      "(not a type cudaep stores)", (long long)code);
-	if ((to == CEP_DTYPE_BFLOAT16 && x->node->opset < 7) ||
-	    x->node->opset < cpu_cast_since(to) || x->node->opset < cpu_cast_since(x->in[0].dtype))
+	if (x->node->opset < cpu_cast_since(to) || x->node->opset < cpu_cast_since(x->in[0].dtype))
 		return cep__set_error(CEP_EMODEL, "Cast (opset %d): %s is not a type of this opset",
 				      x->node->opset, cep_dtype_name(x->node->opset < cpu_cast_since(to)
 								     ? to : x->in[0].dtype));

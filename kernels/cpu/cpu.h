@@ -136,10 +136,12 @@ static inline bool cpu_is_float(cep_dtype t)
 	       t == CEP_DTYPE_FLOAT4E2M1;
 }
 
-/* The opset from which Cast and CastLike take type t: 19 for float8, 21
- * for int4 and uint4, 23 for float4e2m1, 1 for the others. */
+/* The opset from which Cast and CastLike take type t: 7 for bfloat16, 19
+ * for float8, 21 for int4 and uint4, 23 for float4e2m1, 1 for the others. */
 static inline int cpu_cast_since(cep_dtype t)
 {
+	if (t == CEP_DTYPE_BFLOAT16)
+		return 7;
 	if (cpu_is_f8(t))
 		return 19;
 	if (t == CEP_DTYPE_INT4 || t == CEP_DTYPE_UINT4)
