@@ -100,7 +100,20 @@ const char *cep_last_error(void);
 
 /* --------------------------------------------------------------- constants */
 
-/* Element types; the values are ONNX's TensorProto.DataType. */
+/*
+ * Element types; the values are ONNX's TensorProto.DataType.
+ *
+ * The 4-bit types (uint4, int4, float4e2m1) are held one element per
+ * byte, in client regions as inside cudaep (as numpy's ml_dtypes.uint4,
+ * int4 and float4_e2m1fn arrays hold them: itemsize 1), so that
+ * cep_dtype_size() is 1 and a tensor's bytes are its element count. Only
+ * in model files are they packed two to a byte (the loader unpacks them).
+ * The element is in the byte's low nibble: an int4 in two's complement
+ * (-2 is 0x0e), a float4e2m1 as sign, 2 exponent and 1 mantissa bits.
+ * cudaep reads only the low nibble; it writes an int4 sign-extended into
+ * the whole byte (-2 as 0xfe, which ml_dtypes reads as -2 too), a uint4
+ * or float4e2m1 with the high nibble 0.
+ */
 typedef enum cep_dtype {
   CEP_DTYPE_UNDEFINED = 0,
   CEP_DTYPE_FLOAT32 = 1,
@@ -120,6 +133,9 @@ typedef enum cep_dtype {
   CEP_DTYPE_FLOAT8E4M3FNUZ = 18,
   CEP_DTYPE_FLOAT8E5M2 = 19,
   CEP_DTYPE_FLOAT8E5M2FNUZ = 20,
+  CEP_DTYPE_UINT4 = 21,          /* 4-bit types: a byte each, see above */
+  CEP_DTYPE_INT4 = 22,
+  CEP_DTYPE_FLOAT4E2M1 = 23,
 } cep_dtype;
 
 /* Bytes per element of dtype, 0 for CEP_DTYPE_UNDEFINED or unknown values. */

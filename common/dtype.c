@@ -14,7 +14,10 @@ size_t cep_dtype_size(cep_dtype dtype)
 	case CEP_DTYPE_FLOAT8E4M3FNUZ:
 	case CEP_DTYPE_FLOAT8E5M2:
 	case CEP_DTYPE_FLOAT8E5M2FNUZ:
-		return 1;
+	case CEP_DTYPE_UINT4:
+	case CEP_DTYPE_INT4:
+	case CEP_DTYPE_FLOAT4E2M1:
+		return 1;  /* the 4-bit types too: a byte each (client/cudaep.h) */
 	case CEP_DTYPE_UINT16:
 	case CEP_DTYPE_INT16:
 	case CEP_DTYPE_FLOAT16:
@@ -54,6 +57,9 @@ const char *cep_dtype_name(cep_dtype dtype)
 	case CEP_DTYPE_FLOAT8E4M3FNUZ: return "float8e4m3fnuz";
 	case CEP_DTYPE_FLOAT8E5M2: return "float8e5m2";
 	case CEP_DTYPE_FLOAT8E5M2FNUZ: return "float8e5m2fnuz";
+	case CEP_DTYPE_UINT4: return "uint4";
+	case CEP_DTYPE_INT4: return "int4";
+	case CEP_DTYPE_FLOAT4E2M1: return "float4e2m1";
 	case CEP_DTYPE_UNDEFINED: break;
 	}
 	return "undefined";

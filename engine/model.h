@@ -119,7 +119,8 @@ bool model__dtype_stored(int elem_type);
  * Loads a TensorProto (an initializer or a tensor attribute, `what` in
  * messages: "initializer 'w'") into t: dtype, rank, dims, and data (malloc,
  * the caller's; at least one byte), with its byte size in *bytes. External
- * data is read below dir_fd. Returns 0, CEP_EMODEL, CEP_EUNSUPPORTED,
+ * data is read below dir_fd. 4-bit tensors are unpacked to a byte each
+ * (client/cudaep.h). Returns 0, CEP_EMODEL, CEP_EUNSUPPORTED,
  * CEP_EACCES, CEP_ENOMEM or an I/O error.
  */
 int model__tensor_load(const struct Onnx__TensorProto *tp, int dir_fd, const char *what,

@@ -3,9 +3,10 @@
  * attributes) for the model loader (engine/model.h): raw_data, the typed
  * repeated fields, and external files opened strictly below the directory
  * the client passed (openat2 with RESOLVE_BENEATH, else a walk that follows
- * no symlink). A tensor's buffer is allocated only once the bytes that fill
- * it are known to be there, so a shape claimed in a file never decides an
- * allocation on its own.
+ * no symlink). The 4-bit types, packed two to a byte in the file, are
+ * unpacked to a byte each (client/cudaep.h). A tensor's buffer is
+ * allocated only once the bytes that fill it are known to be there, so a
+ * shape claimed in a file never decides an allocation on its own.
  */
 #include "engine/model.h"
 
@@ -31,9 +32,10 @@ const char *model__type_name(int t)
 	case 14: return "complex64";
 	case 15: return "complex128";
 	case 24: return "float8e8m0";
-	case 21: return "uint4";
-	case 22: return "int4";
-	case 23: return "float4";
+	case 25: return "uint2";
+	case 26: return "int2";
+	case 27: return "float6e2m3";
+	case 28: return "float6e3m2";
 	default: break;
 	}
 	return t >= 0 && t < 32 && cep_dtype_size((cep_dtype)t) ? cep_dtype_name((cep_dtype)t)
@@ -307,6 +309,100 @@ static int typed_load(const Onnx__TensorProto *tp, const char *what, cep_dtype t
 	return 0;
 }
 
+/* ----------------------------------------------------------- 4-bit data */
+
+/* The 4-bit types are packed two to a byte in a model file, element 2k in
+ * the low nibble of byte k (an odd count leaves the last high nibble
+ * unused), and held a byte each in memory (client/cudaep.h). */
+static bool dtype_4bit(cep_dtype t)
+{
+	return t == CEP_DTYPE_UINT4 || t == CEP_DTYPE_INT4 || t == CEP_DTYPE_FLOAT4E2M1;
+}
+
+/* Nibble v (the low 4 bits) as the byte cudaep holds it: an int4
+ * sign-extended, a uint4 or float4e2m1 as it is. */
+static unsigned char nibble_byte(cep_dtype t, unsigned v)
+{
+	v &= 0xfu;
+	return (unsigned char)(t == CEP_DTYPE_INT4 && v >= 8 ? v | 0xf0u : v);
+}
+
+/* Unpacks n elements of 4-bit type t from packed ((n + 1) / 2 bytes) into
+ * a new buffer of n bytes, *out. */
+static int unpack_4bit(const unsigned char *packed, cep_dtype t, int64_t n, const char *what,
+		       void **out)
+{
+	unsigned char *buf = malloc(n ? (size_t)n : 1);
+	int64_t i;
+
+	if (!buf)
+		return cep__set_error(CEP_ENOMEM, "%s: out of memory", what);
+	for (i = 0; i < n; i++)
+		buf[i] = nibble_byte(t, packed[i / 2] >> (i % 2 ? 4 : 0));
+	*out = buf;
+	return 0;
+}
+
+/*
+ * int32_data of a 4-bit tensor: ONNX's form has two elements in the low
+ * byte of each value, packed as raw_data is ((n + 1) / 2 values); one
+ * element in each value (n values), which some writers produce, is taken
+ * too. The counts differ for every n but 1, where both read alike.
+ */
+static int typed_load_4bit(const Onnx__TensorProto *tp, const char *what, cep_dtype t,
+			   int64_t numel, void **out)
+{
+	size_t have = tp->n_int32_data, packed = (size_t)(numel + 1) / 2, i;
+	unsigned char *buf;
+	int ret;
+
+	if (have != packed && have != (size_t)numel)
+		return cep__set_error(CEP_EMODEL, "%s has %zu int32_data values, its shape needs %zu "
+				      "(two %s elements to a value)", what, have, packed,
+				      cep_dtype_name(t));
+	buf = malloc(have ? have : 1);
+	if (!buf)
+		return cep__set_error(CEP_ENOMEM, "%s: out of memory", what);
+	for (i = 0; i < have; i++)
+		buf[i] = (unsigned char)tp->int32_data[i];
+	if (have == packed) {
+		ret = unpack_4bit(buf, t, numel, what, out);
+		free(buf);
+		return ret;
+	}
+	for (i = 0; i < have; i++)
+		buf[i] = nibble_byte(t, buf[i]);
+	*out = buf;
+	return 0;
+}
+
+/* The data of a 4-bit tensor of numel elements into t->data, unpacked. */
+static int tensor_load_4bit(const Onnx__TensorProto *tp, int dir_fd, const char *what,
+			    int64_t numel, struct op_tensor *t)
+{
+	size_t packed = (size_t)(numel + 1) / 2;
+	void *file = NULL;
+	int ret;
+
+	if (tp->has_data_location &&
+	    tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {
+		ret = external_load(tp, dir_fd, what, packed, &file);
+		if (ret == 0)
+			ret = unpack_4bit(file, t->dtype, numel, what, &t->data);
+		free(file);
+		return ret;
+	}
+	if (tp->has_raw_data) {
+		if (tp->raw_data.len != packed)
+			return cep__set_error(CEP_EMODEL, "%s: raw_data has %zu bytes, its shape needs "
+					      "%zu (%" PRId64 " %s elements, two to a byte)", what,
+					      tp->raw_data.len, packed, numel,
+					      cep_dtype_name(t->dtype));
+		return unpack_4bit(tp->raw_data.data, t->dtype, numel, what, &t->data);
+	}
+	return typed_load_4bit(tp, what, t->dtype, numel, &t->data);
+}
+
 int model__tensor_load(const Onnx__TensorProto *tp, int dir_fd, const char *what,
 		       struct op_tensor *t, size_t *bytes)
 {
@@ -345,6 +441,8 @@ int model__tensor_load(const Onnx__TensorProto *tp, int dir_fd, const char *what
 	}
 	size = (size_t)numel * cep_dtype_size(t->dtype);
 	*bytes = size;
+	if (dtype_4bit(t->dtype))
+		return tensor_load_4bit(tp, dir_fd, what, numel, t);
 	if (tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL)
 		return external_load(tp, dir_fd, what, size, &t->data);
 	if (tp->has_raw_data) {

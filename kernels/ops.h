@@ -110,8 +110,12 @@ void op_dims_format(const struct op_tensor *t, const char *const *syms,
  * kernel of them take (Cast, CastLike). */
 #define OP_DTS_FLOAT8 (OP_DT(CEP_DTYPE_FLOAT8E4M3FN) | OP_DT(CEP_DTYPE_FLOAT8E4M3FNUZ) | \
 		       OP_DT(CEP_DTYPE_FLOAT8E5M2) | OP_DT(CEP_DTYPE_FLOAT8E5M2FNUZ))
+/* The 4-bit types (a byte each, client/cudaep.h), which only Cast,
+ * CastLike, QuantizeLinear and DequantizeLinear take. */
+#define OP_DTS_INT4 (OP_DT(CEP_DTYPE_INT4) | OP_DT(CEP_DTYPE_UINT4))
+#define OP_DTS_4BIT (OP_DTS_INT4 | OP_DT(CEP_DTYPE_FLOAT4E2M1))
 /* Every element type the engine stores. */
-#define OP_DTS_STORED (OP_DTS_ALL | OP_DTS_FLOAT8)
+#define OP_DTS_STORED (OP_DTS_ALL | OP_DTS_FLOAT8 | OP_DTS_4BIT)
 
 /* Whether dtype is in the set. */
 static inline bool op_dtype_in(cep_dtype dtype, uint32_t set)

@@ -8,7 +8,11 @@
  * zero". The float8 types are types of Cast from opset 19, which brought
  * `saturate`: a value past a float8 type's range (an infinity included)
  * becomes its largest value of that sign with saturate=1 (the default),
- * else infinity (float8e5m2) or NaN (kernels/cpu/qtypes.h).
+ * else infinity (float8e5m2) or NaN (kernels/cpu/qtypes.h). int4 and
+ * uint4 came at 21 and float4e2m1 at 23 (a byte each, client/cudaep.h):
+ * an integer wraps into int4 or uint4, a float truncates and becomes 0
+ * when out of their range (as the reference implementation has it); to
+ * float4e2m1 rounds to nearest even and always saturates to +-6.
  *
  * `to` is a TensorProto.DataType number from opset 6, its name before
  * (kernels/legacy.h); bfloat16 is no type of those first opsets.
@@ -37,10 +41,10 @@ static int cast_infer(struct op_infer *x)
 	if (code < 0 || code > 31 || !op_dtype_in(to, OP_DTS_STORED))
 		return cep__set_error(CEP_EUNSUPPORTED, "Cast: casting to type %lld is not supported "
 				      "(not a type cudaep stores)", (long long)code);
-	if ((to == CEP_DTYPE_BFLOAT16 && x->node->opset < 7) ||
-	    (cpu_is_f8(to) && x->node->opset < 19))
+	if (x->node->opset < cpu_cast_since(to) || x->node->opset < cpu_cast_since(x->in[0].dtype))
 		return cep__set_error(CEP_EMODEL, "Cast (opset %d): %s is not a type of this opset",
-				      x->node->opset, cep_dtype_name(to));
+				      x->node->opset, cep_dtype_name(x->node->opset < cpu_cast_since(to)
+								     ? to : x->in[0].dtype));
 	ret = op_attr_check(x->node, "saturate", OP_ATTR_INT);
 	if (ret < 0)
 		return ret;

@@ -2,7 +2,8 @@
  * castlike.c — CastLike (opset 15): Cast to the element type of a second
  * input, whose values are never read. The conversions are Cast's
  * (cpu_convert() of kernels/cpu/cpu.h, see cast.c). The float8 types and
- * saturate came at 19, as they did to Cast; round_mode (24) concerns only
+ * saturate came at 19, as they did to Cast, int4 and uint4 at 21,
+ * float4e2m1 at 23; round_mode (24) concerns only
  * float8e8m0 targets, which cudaep does not store.
  */
 #include "kernels/cpu/cpu.h"
@@ -15,9 +16,10 @@ static int castlike_infer(struct op_infer *x)
 	if (!op_dtype_in(to, OP_DTS_STORED))
 		return cep__set_error(CEP_EUNSUPPORTED, "CastLike: casting to %s is not supported",
 				      cep_dtype_name(to));
-	if (cpu_is_f8(to) && x->node->opset < 19)
+	if (x->node->opset < cpu_cast_since(to) || x->node->opset < cpu_cast_since(x->in[0].dtype))
 		return cep__set_error(CEP_EMODEL, "CastLike (opset %d): %s is not a type of this opset",
-				      x->node->opset, cep_dtype_name(to));
+				      x->node->opset, cep_dtype_name(x->node->opset < cpu_cast_since(to)
+								     ? to : x->in[0].dtype));
 	ret = op_attr_check(x->node, "saturate", OP_ATTR_INT);
 	if (ret < 0)
 		return ret;

@@ -3,7 +3,7 @@
  * and stores for every stored type (float16 and bfloat16 are computed in
  * float32, float64 in double, integers in int64; the float8 types, which
  * qtypes.h encodes and decodes, are loaded exactly and stored
- * saturating), conversions between the float formats, and an iterator
+ * saturating, and so are the 4-bit types, a byte each), conversions between the float formats, and an iterator
  * for numpy broadcasting. Internal to kernels/cpu.
  *
  * uint64 is the one type int64 cannot hold: cpu_load_i() gives its bits,
@@ -132,7 +132,21 @@ static inline bool cpu_is_f8(cep_dtype t)
 static inline bool cpu_is_float(cep_dtype t)
 {
 	return t == CEP_DTYPE_FLOAT32 || t == CEP_DTYPE_FLOAT16 ||
-	       t == CEP_DTYPE_BFLOAT16 || t == CEP_DTYPE_FLOAT64 || cpu_is_f8(t);
+	       t == CEP_DTYPE_BFLOAT16 || t == CEP_DTYPE_FLOAT64 || cpu_is_f8(t) ||
+	       t == CEP_DTYPE_FLOAT4E2M1;
+}
+
+/* The opset from which Cast and CastLike take type t: 7 for bfloat16, 19
+ * for float8, 21 for int4 and uint4, 23 for float4e2m1, 1 for the others. */
+static inline int cpu_cast_since(cep_dtype t)
+{
+	if (t == CEP_DTYPE_BFLOAT16)
+		return 7;
+	if (cpu_is_f8(t))
+		return 19;
+	if (t == CEP_DTYPE_INT4 || t == CEP_DTYPE_UINT4)
+		return 21;
+	return t == CEP_DTYPE_FLOAT4E2M1 ? 23 : 1;
 }
 
 /* Stores v into element i of p, of float8 type t, rounded to nearest
@@ -143,7 +157,7 @@ static inline void cpu_store_f8(void *p, cep_dtype t, int64_t i, double v, bool 
 static inline bool cpu_is_unsigned(cep_dtype t)
 {
 	return t == CEP_DTYPE_UINT8 || t == CEP_DTYPE_UINT16 || t == CEP_DTYPE_UINT32 ||
-	       t == CEP_DTYPE_UINT64;
+	       t == CEP_DTYPE_UINT64 || t == CEP_DTYPE_UINT4;
 }
 
 /* Element i of p (of type t) as a double: exact but for integers past
@@ -169,6 +183,9 @@ static inline double cpu_load_d(const void *p, cep_dtype t, int64_t i)
 	case CEP_DTYPE_FLOAT8E5M2:
 	case CEP_DTYPE_FLOAT8E5M2FNUZ:
 		return qtype_f8_decode(qtype_f8_of(t), ((const uint8_t *)p)[i]);
+	case CEP_DTYPE_INT4: return (double)qtype_int4_load(((const uint8_t *)p)[i], true);
+	case CEP_DTYPE_UINT4: return (double)qtype_int4_load(((const uint8_t *)p)[i], false);
+	case CEP_DTYPE_FLOAT4E2M1: return qtype_f4_decode(((const uint8_t *)p)[i]);
 	default: return 0.0;
 	}
 }
@@ -243,6 +260,9 @@ static inline int64_t cpu_load_i(const void *p, cep_dtype t, int64_t i)
 	case CEP_DTYPE_UINT16: return ((const uint16_t *)p)[i];
 	case CEP_DTYPE_UINT8: return ((const uint8_t *)p)[i];
 	case CEP_DTYPE_BOOL: return ((const uint8_t *)p)[i] != 0;
+	case CEP_DTYPE_INT4: return qtype_int4_load(((const uint8_t *)p)[i], true);
+	case CEP_DTYPE_UINT4: return qtype_int4_load(((const uint8_t *)p)[i], false);
+	case CEP_DTYPE_FLOAT4E2M1:
 	case CEP_DTYPE_FLOAT32:
 	case CEP_DTYPE_FLOAT16:
 	case CEP_DTYPE_BFLOAT16:
@@ -295,13 +315,17 @@ static inline void cpu_store_i(void *p, cep_dtype t, int64_t i, int64_t v)
 	case CEP_DTYPE_FLOAT8E4M3FNUZ:
 	case CEP_DTYPE_FLOAT8E5M2:
 	case CEP_DTYPE_FLOAT8E5M2FNUZ: cpu_store_f8(p, t, i, (double)v, true); break;
+	case CEP_DTYPE_INT4: ((uint8_t *)p)[i] = qtype_int4_wrap(v, true); break;
+	case CEP_DTYPE_UINT4: ((uint8_t *)p)[i] = qtype_int4_wrap(v, false); break;
+	case CEP_DTYPE_FLOAT4E2M1: ((uint8_t *)p)[i] = qtype_f4_encode((double)v); break;
 	default: break;
 	}
 }
 
 /* Stores a double: float types round to nearest once (float8 saturating,
  * Cast's default), integer types truncate as cpu_f2i() (uint64:
- * cpu_f2u()) does and wrap to their width. */
+ * cpu_f2u()) does and wrap to their width, but int4 and uint4, which take
+ * 0 for a value out of their range (qtype_int4_from_real()). */
 static inline void cpu_store_d(void *p, cep_dtype t, int64_t i, double v)
 {
 	switch (t) {
@@ -315,6 +339,9 @@ static inline void cpu_store_d(void *p, cep_dtype t, int64_t i, double v)
 	case CEP_DTYPE_FLOAT8E4M3FNUZ:
 	case CEP_DTYPE_FLOAT8E5M2:
 	case CEP_DTYPE_FLOAT8E5M2FNUZ: cpu_store_f8(p, t, i, v, true); break;
+	case CEP_DTYPE_INT4: ((uint8_t *)p)[i] = qtype_int4_from_real(v, true); break;
+	case CEP_DTYPE_UINT4: ((uint8_t *)p)[i] = qtype_int4_from_real(v, false); break;
+	case CEP_DTYPE_FLOAT4E2M1: ((uint8_t *)p)[i] = qtype_f4_encode(v); break;
 	default: cpu_store_i(p, t, i, cpu_f2i(v)); break;
 	}
 }

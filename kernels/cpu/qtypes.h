@@ -2,10 +2,10 @@
  * qtypes.h — the arithmetic of the quantized element types that ONNX
  * defines: the four float8 types (float8e4m3fn, float8e4m3fnuz,
  * float8e5m2, float8e5m2fnuz; a byte each), which the engine stores and
- * kernels/cpu/cpu.h loads and stores through these helpers (Cast and
- * CastLike), and int4/uint4 (two to a byte), which it does not store yet.
- * QuantizeLinear and DequantizeLinear do not take float8 yet
- * (tests/unit/test_ops_quant_types.c tests these helpers).
+ * the 4-bit types int4, uint4 and float4e2m1 (a byte each in memory,
+ * client/cudaep.h), which the engine stores and kernels/cpu/cpu.h loads
+ * and stores through these helpers (Cast, CastLike, QuantizeLinear,
+ * DequantizeLinear; tests/unit/test_ops_quant_types.c tests them).
  *
  * float8. A float8 value is sign, exponent and mantissa like IEEE's, with
  * the type's bias, and differs in its specials:
@@ -29,8 +29,9 @@
  * types; ONNX's reference implementation and onnxruntime both make it
  * the largest value of its sign, as here.
  *
- * int4 and uint4 saturate to [-8, 7] and [0, 15] and are packed two to a
- * byte, element 2k in the low nibble of byte k (ONNX's layout).
+ * int4 and uint4 saturate to [-8, 7] and [0, 15] in QuantizeLinear; in
+ * model files they are packed two to a byte, which the loader undoes
+ * (engine/model_data.c).
  */
 #ifndef CEP_KERNELS_CPU_QTYPES_H
 #define CEP_KERNELS_CPU_QTYPES_H
@@ -48,6 +49,7 @@ enum qtype {
 	QTYPE_FLOAT8E5M2FNUZ = 20,
 	QTYPE_UINT4 = 21,
 	QTYPE_INT4 = 22,
+	QTYPE_FLOAT4E2M1 = 23,
 };
 
 /* ---------------------------------------------------------------- float8 */
@@ -153,7 +155,13 @@ static inline uint8_t qtype_f8_encode(const struct qtype_f8 *f, float x, bool sa
 	return (uint8_t)((s << 7) | code);
 }
 
-/* ----------------------------------------------------------- int4, uint4 */
+/* ----------------------------------------------- int4, uint4, float4e2m1 */
+
+/*
+ * A byte each, as cudaep holds them (client/cudaep.h): the element in the
+ * low nibble, which is all that is read; an int4 is written sign-extended
+ * into the byte, a uint4 or float4e2m1 with the high nibble 0.
+ */
 
 /* The range of int4 (sgn) or uint4. */
 static inline void qtype_int4_range(bool sgn, int64_t *lo, int64_t *hi)
@@ -162,27 +170,70 @@ static inline void qtype_int4_range(bool sgn, int64_t *lo, int64_t *hi)
 	*hi = sgn ? 7 : 15;
 }
 
-/* Bytes that hold n packed 4-bit elements. */
-static inline int64_t qtype_int4_bytes(int64_t n)
+/* The value of int4 (sgn) or uint4 byte b. */
+static inline int64_t qtype_int4_load(uint8_t b, bool sgn)
 {
-	return (n + 1) / 2;
-}
-
-/* Element i of packed int4 (sgn) or uint4 data p. */
-static inline int64_t qtype_int4_get(const uint8_t *p, int64_t i, bool sgn)
-{
-	unsigned v = (p[i / 2] >> (i % 2 ? 4 : 0)) & 0xfu;
+	unsigned v = b & 0xfu;
 
 	return sgn && v >= 8 ? (int64_t)v - 16 : (int64_t)v;
 }
 
-/* Stores v (already in the type's range) as element i of packed data p,
- * leaving the other nibble of its byte as it was. */
-static inline void qtype_int4_set(uint8_t *p, int64_t i, int64_t v)
+/* The byte of int4 (sgn) or uint4 that holds v wrapped to 4 bits (two's
+ * complement, as Cast wraps an integer into a narrower one). */
+static inline uint8_t qtype_int4_wrap(int64_t v, bool sgn)
 {
-	unsigned sh = i % 2 ? 4 : 0;
+	unsigned n = (unsigned)((uint64_t)v & 0xfu);
 
-	p[i / 2] = (uint8_t)((p[i / 2] & ~(0xfu << sh)) | (((unsigned)v & 0xfu) << sh));
+	return (uint8_t)(sgn && n >= 8 ? n | 0xf0u : n);
+}
+
+/* A real as int4 (sgn) or uint4 the way Cast makes it: truncated toward
+ * zero, and 0 when that is out of range (NaN and infinities too), as the
+ * reference implementation (ml_dtypes) has it; ONNX leaves it undefined. */
+static inline uint8_t qtype_int4_from_real(double v, bool sgn)
+{
+	int64_t lo, hi;
+	double t = trunc(v);
+
+	qtype_int4_range(sgn, &lo, &hi);
+	if (!(t >= (double)lo && t <= (double)hi))
+		return 0;
+	return qtype_int4_wrap((int64_t)t, sgn);
+}
+
+/*
+ * float4e2m1: sign, 2 exponent bits (bias 1) and 1 mantissa bit, no
+ * infinity and no NaN: the magnitudes 0, 0.5, 1, 1.5, 2, 3, 4 and 6.
+ */
+static inline float qtype_f4_decode(uint8_t b)
+{
+	static const float mag[8] = { 0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f };
+	float m = mag[b & 7u];
+
+	return b & 8u ? -m : m;
+}
+
+/* x rounded to nearest even in float4e2m1, as its code. A value past 6
+ * in magnitude (an infinity too) becomes +-6 whether or not `saturate` is
+ * set: the type has nothing else to be. A NaN becomes a zero of the
+ * other sign (0x8, -0, for a positive NaN), as the reference
+ * implementation (ml_dtypes) makes it. */
+static inline uint8_t qtype_f4_encode(double x)
+{
+	static const double mag[8] = { 0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0 };
+	unsigned s = signbit(x) ? 8u : 0u, k;
+	double a = fabs(x);
+
+	if (isnan(x))
+		return (uint8_t)(s ^ 8u);
+	for (k = 0; k < 7; k++) {
+		double mid = (mag[k] + mag[k + 1]) / 2.0;
+
+		/* A tie goes to the even code (mantissa bit 0). */
+		if (a < mid || (a == mid && k % 2 == 0))
+			break;
+	}
+	return (uint8_t)(s | k);
 }
 
 #endif

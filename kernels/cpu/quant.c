@@ -1,23 +1,29 @@
 /*
  * quant.c — linear quantization: QuantizeLinear and DequantizeLinear
  * (opsets 10, 13, 19, 21 and 23 on) and DynamicQuantizeLinear (11), for
- * the quantized types cudaep stores, int8 and uint8, int16 and uint16
- * from opset 21 (and int32 as DequantizeLinear's input). The arithmetic
- * is quant.h's.
+ * the quantized types of the specification that cudaep stores: int8 and
+ * uint8; float8e4m3fn, float8e4m3fnuz, float8e5m2 and float8e5m2fnuz from
+ * opset 19; int16, uint16, int4 and uint4 from 21; float4e2m1 from 23
+ * (and int32 as DequantizeLinear's input). The arithmetic is quant.h's.
  *
  * QuantizeLinear: y = saturate(round(x / y_scale) + y_zero_point), the
  * division in the type the specification gives it (cpu_quant_div_round()),
- * rounding half to even, saturating to the output type (`saturate` only
- * concerns float8 outputs, which are not stored). The output type is the
- * zero point's, else output_dtype's (21 on), else uint8.
+ * rounding half to even, saturating to the output type's range (int4
+ * [-8, 7], uint4 [0, 15]). To a float type (float8, float4e2m1) the
+ * quotient is rounded to nearest even in it, saturating as `saturate`
+ * (19 on, default 1) says (qtypes.h); the zero point must be 0 and is not
+ * added (a -0 quotient stays -0), except for float4e2m1, where adding it
+ * makes -0 +0 as the reference implementation does. The output type is
+ * the zero point's, else output_dtype's (21 on), else uint8.
  *
  * DequantizeLinear: y = (x - x_zero_point) * x_scale, the difference exact,
  * the product rounded to float32 and then to the output type (the scale's,
- * or output_dtype's from 23 on).
+ * or output_dtype's from 23 on); a float8 or float4e2m1 x is its value, its
+ * zero point 0.
  *
  * The scale and zero point are a scalar (per tensor), a vector along
  * `axis` (per axis, 13 on) or blocks of block_size along `axis` (21 on):
- * struct cpu_quant. Types cudaep does not store (float8, int4, ...)
+ * struct cpu_quant. Types cudaep does not store (int2, float6, ...)
  * never reach a kernel: the loader refuses such tensors, and an
  * output_dtype naming one is refused here with the same sentence.
  *
@@ -37,17 +43,10 @@
 int quant_check_dtype(const struct op_node *node, const char *name, cep_dtype t,
 		      uint32_t set)
 {
-	char want[128];
+	char want[256];
 
 	if (op_dtype_in(t, set))
 		return 0;
-	/* float8 is a stored type, and one of the definitions' from opset 19,
-	 * but these kernels do not quantize to or from it yet. */
-	if (cpu_is_f8(t) && node->opset >= 19 &&
-	    (strcmp(node->op_type, "QuantizeLinear") == 0 ||
-	     strcmp(node->op_type, "DequantizeLinear") == 0))
-		return cep__set_error(CEP_EUNSUPPORTED, "%s: %s is %s; float8 quantization is not "
-				      "supported yet", node->op_type, name, cep_dtype_name(t));
 	op_dtypes_format(set, want, sizeof(want));
 	return cep__set_error(CEP_EDTYPE, "%s: %s is %s; opset %d takes %s", node->op_type, name,
 			      cep_dtype_name(t), node->opset, want);
@@ -70,6 +69,22 @@ const char *quant_type_name(int64_t t)
 	return "unknown";
 }
 
+int quant_zp_check_zero(const struct op_node *node, const char *name,
+			const struct op_tensor *zp)
+{
+	int64_t n = cpu_numel(zp), i;
+
+	for (i = 0; i < n; i++) {
+		double v = cpu_load_d(zp->data, zp->dtype, i);
+
+		if (v != 0.0)
+			return cep__set_error(CEP_EINVAL, "%s: %s is %s, whose zero point must be 0; "
+					      "element %" PRId64 " is %g", node->op_type, name,
+					      cep_dtype_name(zp->dtype), i, v);
+	}
+	return 0;
+}
+
 /* Refuses attribute name where node's opset does not have it (it came at
  * opset since): ignoring it would compute something else. */
 static int quant_attr_since(const struct op_node *node, const char *name, int since)
@@ -78,6 +93,12 @@ static int quant_attr_since(const struct op_node *node, const char *name, int si
 		return cep__set_error(CEP_EMODEL, "%s: attribute '%s' does not exist at opset %d "
 				      "(it came at %d)", node->op_type, name, node->opset, since);
 	return op_attr_check(node, name, OP_ATTR_INT);
+}
+
+/* Whether t is a scalar or a vector of one value. */
+static bool quant_one_value(const struct op_tensor *t)
+{
+	return t->rank == 0 || (t->rank == 1 && op_dim_fixed(t->dims[0]) && t->dims[0] == 1);
 }
 
 /* Names x's shape for messages. */
@@ -101,7 +122,11 @@ int cpu_quant_read(const struct op_node *node, const struct op_tensor *x,
 	if (block < 0)
 		return cep__set_error(CEP_EMODEL, "%s: block_size is %" PRId64
 				      "; it must be positive (or 0: no blocks)", node->op_type, block);
-	if (zp != NULL && op_tensor_present(zp) && zp->rank >= 0 && s->rank >= 0) {
+	/* The same shape, or one value each: a scalar scale and a [1] zero
+	 * point are both per tensor (ONNX's own float8 and 4-bit cases have
+	 * them, and its reference takes them). */
+	if (zp != NULL && op_tensor_present(zp) && zp->rank >= 0 && s->rank >= 0 &&
+	    !(quant_one_value(s) && quant_one_value(zp))) {
 		bool same = zp->rank == s->rank;
 
 		for (i = 0; same && i < s->rank; i++)
@@ -230,8 +255,8 @@ static int ql_out_dtype(const struct op_node *node, const struct op_tensor *zp, 
 	}
 	if (od != 0 && !op_dtype_in((cep_dtype)(od > 0 && od < 32 ? od : 0), set)) {
 		/* The quantized types of the schema that cudaep does not store:
-		 * those from float8 on. */
-		if (od >= 17 && od <= 28)
+		 * int2, uint2 and the float6 types. */
+		if (od >= 25 && od <= 28)
 			return cep__set_error(CEP_EUNSUPPORTED, "%s: output_dtype %" PRId64 " is %s, "
 					      "which cudaep does not support", node->op_type, od,
 					      quant_type_name(od));
@@ -285,8 +310,8 @@ static int ql_infer(struct op_infer *x)
 struct ql_params {
 	struct cpu_quant q;
 	int32_t round;          /* enum quant_round of the division */
-	int32_t pad;
-	int64_t lo, hi;         /* the output's range */
+	int32_t saturate;       /* float8 outputs: saturate or not */
+	int64_t lo, hi;         /* an integer output's range */
 };
 
 static int ql_prepare(struct op_call *c, size_t *workspace)
@@ -303,6 +328,7 @@ static int ql_prepare(struct op_call *c, size_t *workspace)
 		return ret;
 	ret = cpu_quant_div_round(c->node, c->in[0].dtype, c->in[1].dtype, &p->round);
 	quant_range(c->out[0].dtype, &p->lo, &p->hi);
+	p->saturate = c->node->opset < 19 || op_attr_int(c->node, "saturate", 1) != 0;
 	return ret;
 }
 
@@ -311,16 +337,28 @@ static int ql_run(struct op_call *c)
 	const struct ql_params *p = (const struct ql_params *)c->params;
 	const struct op_tensor *x = &c->in[0], *s = &c->in[1];
 	const struct op_tensor *zp = c->n_in > 2 && op_tensor_present(&c->in[2]) ? &c->in[2] : NULL;
+	cep_dtype yt = c->out[0].dtype;
+	bool qfloat = op_dtype_in(yt, QUANT_DTS_QFLOAT);
 	int64_t i;
+	int ret;
 
+	if (qfloat && zp != NULL && (ret = quant_zp_check_zero(c->node, "y_zero_point", zp)) < 0)
+		return ret;
 	for (i = 0; i < p->q.n; i++) {
 		int64_t k = cpu_quant_at(&p->q, i);
 		double xv = quant_round_to(quant_load_d(x->data, x->dtype, i), p->round);
 		double sv = quant_round_to(quant_load_d(s->data, s->dtype, k), p->round);
 		double v = quant_round_to(xv / sv, p->round);
 
-		cpu_store_i(c->out[0].data, c->out[0].dtype, i,
-			    quant_saturate(v, quant_zp(zp, k), p->lo, p->hi));
+		if (!qfloat) {
+			cpu_store_i(c->out[0].data, yt, i,
+				    quant_saturate(v, quant_zp(zp, k), p->lo, p->hi));
+			continue;
+		}
+		/* float4e2m1's zero point is added: -0 + 0 is +0. */
+		if (yt == CEP_DTYPE_FLOAT4E2M1 && zp != NULL && v == 0.0)
+			v = 0.0;
+		quant_store_qfloat(c->out[0].data, yt, i, v, p->saturate != 0);
 	}
 	return 0;
 }
@@ -338,8 +376,7 @@ static int dql_infer(struct op_infer *x)
 	if ((ret = quant_attr_since(node, "axis", 13)) < 0 ||
 	    (ret = quant_attr_since(node, "block_size", 21)) < 0 ||
 	    (ret = quant_attr_since(node, "output_dtype", 23)) < 0 ||
-	    (ret = quant_check_dtype(node, "x", xt->dtype,
-				     node->opset >= 21 ? QUANT_DTS_DQL_21 : QUANT_DTS_DQL)) < 0 ||
+	    (ret = quant_check_dtype(node, "x", xt->dtype, QUANT_DTS_DQL_AT(node->opset))) < 0 ||
 	    (ret = quant_check_dtype(node, "x_scale", s->dtype,
 				     node->opset >= 19 ? QUANT_DTS_FLOAT : OP_DT(CEP_DTYPE_FLOAT32))) < 0)
 		return ret;
@@ -374,14 +411,18 @@ static int dql_run(struct op_call *c)
 	const struct cpu_quant *q = (const struct cpu_quant *)c->params;
 	const struct op_tensor *x = &c->in[0], *s = &c->in[1], *y = &c->out[0];
 	const struct op_tensor *zp = c->n_in > 2 && op_tensor_present(&c->in[2]) ? &c->in[2] : NULL;
+	bool qfloat = op_dtype_in(x->dtype, QUANT_DTS_QFLOAT);
 	int64_t i;
+	int ret;
 
+	if (qfloat && zp != NULL && (ret = quant_zp_check_zero(c->node, "x_zero_point", zp)) < 0)
+		return ret;
 	for (i = 0; i < q->n; i++) {
 		int64_t k = cpu_quant_at(q, i);
-		int64_t d = cpu_load_i(x->data, x->dtype, i) - quant_zp(zp, k);
+		double d = qfloat ? cpu_load_d(x->data, x->dtype, i)
+				  : (double)(cpu_load_i(x->data, x->dtype, i) - quant_zp(zp, k));
 
-		cpu_store_f(y->data, y->dtype, i,
-			    (float)((double)d * quant_load_d(s->data, s->dtype, k)));
+		cpu_store_f(y->data, y->dtype, i, (float)(d * quant_load_d(s->data, s->dtype, k)));
 	}
 	return 0;
 }
@@ -450,7 +491,8 @@ static const struct op_schema schemas[] = {
 static const struct op_kernel kernels[] = {
 	{ "", "QuantizeLinear", 10, 18, BACKEND_HOST, QUANT_DTS_QL_10, ql_prepare, ql_run },
 	{ "", "QuantizeLinear", 19, OP_OPSET_MAX, BACKEND_HOST, QUANT_DTS_QL_19, ql_prepare, ql_run },
-	{ "", "DequantizeLinear", 10, 20, BACKEND_HOST, QUANT_DTS_DQL, dql_prepare, dql_run },
+	{ "", "DequantizeLinear", 10, 18, BACKEND_HOST, QUANT_DTS_DQL, dql_prepare, dql_run },
+	{ "", "DequantizeLinear", 19, 20, BACKEND_HOST, QUANT_DTS_DQL_19, dql_prepare, dql_run },
 	{ "", "DequantizeLinear", 21, OP_OPSET_MAX, BACKEND_HOST, QUANT_DTS_DQL_21, dql_prepare,
 	  dql_run },
 	{ "", "DynamicQuantizeLinear", 11, OP_OPSET_MAX, BACKEND_HOST, OP_DT(CEP_DTYPE_FLOAT32),

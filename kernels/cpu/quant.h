@@ -5,12 +5,12 @@
  * QLinearMatMul) and kernels/cpu/qconv.c (ConvInteger, QLinearConv), and
  * their device twins of kernels/cuda/quant.c, qmatmul.c and qconv.c.
  *
- * The quantized types cudaep stores are int8 and uint8 (int32 for
- * DequantizeLinear's input and the accumulators); int16 and uint16 are
- * ready for when the engine stores them (QUANT_DTS_Q16), and the float8
- * and 4-bit types' conversions are in kernels/cpu/qtypes.h. The
- * arithmetic is written once here so that both backends round the same
- * way:
+ * The quantized types are int8 and uint8 (int32 for DequantizeLinear's
+ * input and the accumulators), and for QuantizeLinear and
+ * DequantizeLinear also the float8 types (opset 19 on), int16, uint16,
+ * int4 and uint4 (21 on) and float4e2m1 (23 on), whose conversions are
+ * in kernels/cpu/qtypes.h. The arithmetic is written once here so that
+ * both backends round the same way:
  *
  *  - a quotient or product is computed exactly or in double and rounded
  *    once to the type the specification computes it in (enum
@@ -41,20 +41,33 @@
  * opset 21 (quant_range(), the device's 16-bit kernels). */
 #define QUANT_DTS_Q16 (OP_DT(CEP_DTYPE_INT16) | OP_DT(CEP_DTYPE_UINT16))
 
+/* The float types quantized to: float8 (opset 19 on) and float4e2m1 (23
+ * on). Their zero point must be 0; QuantizeLinear rounds to nearest even
+ * and saturates or not as `saturate` says (float4e2m1 always saturates). */
+#define QUANT_DTS_QFLOAT (OP_DTS_FLOAT8 | OP_DT(CEP_DTYPE_FLOAT4E2M1))
+
 /* The float types of the quantized operators' definitions: float64 is
  * none of them. */
 #define QUANT_DTS_FLOAT (OP_DTS_FLOAT & ~OP_DT(CEP_DTYPE_FLOAT64))
 
 /* The quantized types of QuantizeLinear and DequantizeLinear at opset. */
-#define QUANT_DTS_Q_AT(opset) (QUANT_DTS_Q | ((opset) >= 21 ? QUANT_DTS_Q16 : 0u))
+#define QUANT_DTS_Q_AT(opset)                                                   \
+	(QUANT_DTS_Q | ((opset) >= 19 ? OP_DTS_FLOAT8 : 0u) |                  \
+	 ((opset) >= 21 ? QUANT_DTS_Q16 | OP_DTS_INT4 : 0u) |                   \
+	 ((opset) >= 23 ? OP_DT(CEP_DTYPE_FLOAT4E2M1) : 0u))
+
+/* The types of DequantizeLinear's x at opset: the quantized ones and int32. */
+#define QUANT_DTS_DQL_AT(opset) (QUANT_DTS_Q_AT(opset) | OP_DT(CEP_DTYPE_INT32))
 
 /* The types of QuantizeLinear's x (before and from opset 19) and of
- * DequantizeLinear's (before and from 21), which pick their kernels on
- * both backends. */
+ * DequantizeLinear's (before 19, 19 and 20, from 21), which pick their
+ * kernels on both backends (inference refuses a type the node's opset
+ * has not: float4e2m1 before 23). */
 #define QUANT_DTS_QL_10 (OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_INT32))
 #define QUANT_DTS_QL_19 (QUANT_DTS_FLOAT | OP_DT(CEP_DTYPE_INT32))
-#define QUANT_DTS_DQL (QUANT_DTS_Q | OP_DT(CEP_DTYPE_INT32))
-#define QUANT_DTS_DQL_21 (QUANT_DTS_DQL | QUANT_DTS_Q16)
+#define QUANT_DTS_DQL QUANT_DTS_DQL_AT(10)
+#define QUANT_DTS_DQL_19 QUANT_DTS_DQL_AT(19)
+#define QUANT_DTS_DQL_21 QUANT_DTS_DQL_AT(23)
 
 /* ------------------------------------------------------------ arithmetic */
 
@@ -96,10 +109,13 @@ static inline double quant_load_d(const void *p, cep_dtype t, int64_t i)
 	return (double)cpu_load_i(p, t, i);
 }
 
-/* The range of quantized type t (int8, uint8, int16 or uint16). */
+/* The range of quantized integer type t (int8, uint8, int16, uint16, int4
+ * or uint4). */
 static inline void quant_range(cep_dtype t, int64_t *lo, int64_t *hi)
 {
 	switch (t) {
+	case CEP_DTYPE_INT4: *lo = -8; *hi = 7; return;
+	case CEP_DTYPE_UINT4: *lo = 0; *hi = 15; return;
 	case CEP_DTYPE_INT8: *lo = -128; *hi = 127; return;
 	case CEP_DTYPE_INT16: *lo = -32768; *hi = 32767; return;
 	case CEP_DTYPE_UINT16: *lo = 0; *hi = 65535; return;
@@ -119,6 +135,24 @@ static inline int64_t quant_saturate(double v, int64_t zp, int64_t lo, int64_t h
 		return hi;
 	return (int64_t)r;
 }
+
+/* v, a real QuantizeLinear has divided and rounded, stored as element i
+ * of p of float type t (float8, saturating or not, or float4e2m1). */
+static inline void quant_store_qfloat(void *p, cep_dtype t, int64_t i, double v, bool saturate)
+{
+	if (t == CEP_DTYPE_FLOAT4E2M1)
+		((uint8_t *)p)[i] = qtype_f4_encode(v);
+	else
+		cpu_store_f8(p, t, i, v, saturate);
+}
+
+/*
+ * Returns 0 when every element of zp, a zero point of a float type
+ * (float8, float4e2m1), is 0 (as the specification requires of them),
+ * else CEP_EINVAL naming the operator, the input and the element.
+ */
+int quant_zp_check_zero(const struct op_node *node, const char *name,
+			const struct op_tensor *zp);
 
 /* The element i of a zero point (absent: NULL data), 0 when absent. */
 static inline int64_t quant_zp(const struct op_tensor *zp, int64_t i)

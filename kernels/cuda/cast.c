@@ -1,11 +1,13 @@
 /*
  * cast.c — the CUDA kernel of Cast, and of CastLike (whose target type,
  * that of its second input, inference has already given the output),
- * between every pair of stored types (kernels/cuda/cast.cu, with the
- * rules of kernels/cpu/cast.c); a cast to the same type is a
- * device-to-device copy.
+ * between every pair of stored types but the float8 ones
+ * (kernels/cuda/cast.cu, with the rules of kernels/cpu/cast.c); a cast
+ * to the same type is a device-to-device copy.
  */
 #include "kernels/cuda/launch.h"
+
+#include "kernels/cpu/cpu.h"
 
 #include <stdio.h>
 
@@ -25,7 +27,9 @@ static int cast_prepare(struct op_call *c, size_t *workspace)
 	*workspace = 0;
 	p->fn = NULL;
 	p->n = op_dims_product(&c->in[0], 0, c->in[0].rank);
-	if (from == NULL || to == NULL)
+	/* The float8 types have device kernels of QuantizeLinear and
+	 * DequantizeLinear only. */
+	if (from == NULL || to == NULL || cpu_is_f8(c->in[0].dtype) || cpu_is_f8(c->out[0].dtype))
 		return cep__set_error(CEP_EDTYPE, "%s: no cuda kernel from %s to %s",
 				      c->node->op_type, cep_dtype_name(c->in[0].dtype),
 				      cep_dtype_name(c->out[0].dtype));
@@ -47,11 +51,17 @@ static int cast_run(struct op_call *c)
 	return cuda_launch(c->be, c->stream, p->fn, cuda_grid(p->n), CUDA_BLOCK, 0, args);
 }
 
+/* The 4-bit types are Cast's from opset 21 (float4e2m1 23), which
+ * inference checks; the tables split where the host's do (19). */
 static const struct op_kernel kernels[] = {
 	{ "", "Cast", 1, 6, BACKEND_CUDA, OP_DTS_ALL & ~OP_DT(CEP_DTYPE_BFLOAT16), cast_prepare,
 	  cast_run },
-	{ "", "Cast", 7, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_ALL, cast_prepare, cast_run },
-	{ "", "CastLike", 15, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_ALL, cast_prepare, cast_run },
+	{ "", "Cast", 7, 18, BACKEND_CUDA, OP_DTS_ALL, cast_prepare, cast_run },
+	{ "", "Cast", 19, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_ALL | OP_DTS_4BIT, cast_prepare,
+	  cast_run },
+	{ "", "CastLike", 15, 18, BACKEND_CUDA, OP_DTS_ALL, cast_prepare, cast_run },
+	{ "", "CastLike", 19, OP_OPSET_MAX, BACKEND_CUDA, OP_DTS_ALL | OP_DTS_4BIT, cast_prepare,
+	  cast_run },
 };
 
 const struct op_family op_family_cuda_cast = {

@@ -6,10 +6,14 @@
  * range saturates, to int64 or from 2^63 up to uint64, and then wraps);
  * an integer to a float type rounds once from its own value; between
  * integer and bool types through int64 with wrapping; anything to bool is
- * "not zero". Launcher: kernels/cuda/cast.c. Kernels: cast_<from>_<to>,
- * e.g. cast_f32_f16.
+ * "not zero"; the 4-bit types (int4, uint4, float4e2m1, a byte each) with
+ * qtypes.cuh's loads and stores, those of the host's qtypes.h (a float
+ * into int4 or uint4 truncated, 0 out of range; float4e2m1 rounded to
+ * nearest even, saturating). Launcher: kernels/cuda/cast.c. Kernels:
+ * cast_<from>_<to>, e.g. cast_f32_f16, cast_f16_i4.
  */
 #include "common.cuh"
+#include "qtypes.cuh"
 
 template <typename S, typename D>
 __device__ __forceinline__ void cast(const S *a, D *o, i64 n)
@@ -43,7 +47,10 @@ __device__ __forceinline__ void cast(const S *a, D *o, i64 n)
 	CAST_ONE(S, ss, u32, u32)         \
 	CAST_ONE(S, ss, u16, u16)         \
 	CAST_ONE(S, ss, u8, u8)           \
-	CAST_ONE(S, ss, b8, bool)
+	CAST_ONE(S, ss, b8, bool)         \
+	CAST_ONE(S, ss, i4, i4)           \
+	CAST_ONE(S, ss, u4, u4)           \
+	CAST_ONE(S, ss, f4, f4)
 
 CAST_FROM(float, f32)
 CAST_FROM(f16, f16)
@@ -58,3 +65,6 @@ CAST_FROM(u32, u32)
 CAST_FROM(u16, u16)
 CAST_FROM(u8, u8)
 CAST_FROM(b8, bool)
+CAST_FROM(i4, i4)
+CAST_FROM(u4, u4)
+CAST_FROM(f4, f4)

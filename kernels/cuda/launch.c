@@ -23,6 +23,13 @@ const char *cuda_dtype_suffix(cep_dtype dtype)
 	case CEP_DTYPE_UINT16: return "u16";
 	case CEP_DTYPE_UINT32: return "u32";
 	case CEP_DTYPE_UINT64: return "u64";
+	case CEP_DTYPE_INT4: return "i4";
+	case CEP_DTYPE_UINT4: return "u4";
+	case CEP_DTYPE_FLOAT4E2M1: return "f4";
+	case CEP_DTYPE_FLOAT8E4M3FN: return "e4m3fn";
+	case CEP_DTYPE_FLOAT8E4M3FNUZ: return "e4m3fnuz";
+	case CEP_DTYPE_FLOAT8E5M2: return "e5m2";
+	case CEP_DTYPE_FLOAT8E5M2FNUZ: return "e5m2fnuz";
 	default: return NULL;
 	}
 }

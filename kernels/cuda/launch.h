@@ -51,7 +51,8 @@ static inline unsigned cuda_grid(int64_t n)
 	_Static_assert(sizeof(type) <= OP_PARAMS_BYTES, #type " exceeds OP_PARAMS_BYTES")
 
 /* The suffix of dtype in kernel names ("f32", "bf16", "f64", "u64",
- * "bool"), or NULL for a type the engine does not store. A kernel source
+ * "bool", "i4", "f4", "e4m3fn"), or NULL for a type the engine does not
+ * store. A kernel source
  * has the types its table takes, not necessarily all of these. */
 const char *cuda_dtype_suffix(cep_dtype dtype);
 

@@ -1,7 +1,9 @@
 /*
  * quant.c — the CUDA kernels of QuantizeLinear (opset 10 on; float16 and
  * bfloat16 from 19), DequantizeLinear (10 on) and DynamicQuantizeLinear
- * (11 on) for the types the reference kernels take (kernels/cpu/quant.c):
+ * (11 on) for the types the reference kernels take (kernels/cpu/quant.c),
+ * float8, int4, uint4 and float4e2m1 among them (a float type's zero
+ * point is not read here; the host refuses one that is not 0):
  * kernels/cuda/quant.cu on the device. prepare() reads the granularity
  * with the host's own cpu_quant_read() and the division's rounding with
  * cpu_quant_div_round() (kernels/cpu/quant.h), so both backends quantize
@@ -20,7 +22,7 @@ struct cuda_quant {
 	int64_t so, sa, sr;
 	int32_t round;
 	int32_t sdt, zdt;
-	int32_t pad;
+	int32_t saturate;
 	int64_t lo, hi;
 };
 
@@ -86,6 +88,7 @@ static int ql_prepare(struct op_call *c, size_t *workspace)
 		return ret;
 	p->q.round = round;
 	quant_range(c->out[0].dtype, &p->q.lo, &p->q.hi);
+	p->q.saturate = c->node->opset < 19 || op_attr_int(c->node, "saturate", 1) != 0;
 	if ((xs = quant_suffix(c, &c->in[0])) == NULL || (ys = quant_suffix(c, &c->out[0])) == NULL)
 		return CEP_EDTYPE;
 	snprintf(name, sizeof(name), "quantize_%s_%s", xs, ys);
@@ -173,7 +176,8 @@ static int dyn_run(struct op_call *c)
 static const struct op_kernel kernels[] = {
 	{ "", "QuantizeLinear", 10, 18, BACKEND_CUDA, QUANT_DTS_QL_10, ql_prepare, quant_run },
 	{ "", "QuantizeLinear", 19, OP_OPSET_MAX, BACKEND_CUDA, QUANT_DTS_QL_19, ql_prepare, quant_run },
-	{ "", "DequantizeLinear", 10, 20, BACKEND_CUDA, QUANT_DTS_DQL, dql_prepare, quant_run },
+	{ "", "DequantizeLinear", 10, 18, BACKEND_CUDA, QUANT_DTS_DQL, dql_prepare, quant_run },
+	{ "", "DequantizeLinear", 19, 20, BACKEND_CUDA, QUANT_DTS_DQL_19, dql_prepare, quant_run },
 	{ "", "DequantizeLinear", 21, OP_OPSET_MAX, BACKEND_CUDA, QUANT_DTS_DQL_21, dql_prepare,
 	  quant_run },
 	{ "", "DynamicQuantizeLinear", 11, OP_OPSET_MAX, BACKEND_CUDA, OP_DT(CEP_DTYPE_FLOAT32),

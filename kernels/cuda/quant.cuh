@@ -14,13 +14,14 @@
 #define CEP_CUDA_QUANT_CUH
 
 #include "common.cuh"
+#include "qtypes.cuh"
 
 /* enum quant_round of kernels/cpu/quant.h. */
 enum { CEP_Q_F64 = 0, CEP_Q_F32 = 1, CEP_Q_F16 = 2, CEP_Q_BF16 = 3 };
 
 /* ONNX element type numbers of what these kernels read. */
 enum { CEP_DT_F32 = 1, CEP_DT_U8 = 2, CEP_DT_I8 = 3, CEP_DT_U16 = 4, CEP_DT_I16 = 5,
-       CEP_DT_I32 = 6, CEP_DT_F16 = 10, CEP_DT_BF16 = 16 };
+       CEP_DT_I32 = 6, CEP_DT_F16 = 10, CEP_DT_BF16 = 16, CEP_DT_U4 = 21, CEP_DT_I4 = 22 };
 
 /* v rounded to nearest even in type r. */
 __device__ __forceinline__ double cep_q_round(double v, int r)
@@ -50,9 +51,11 @@ __device__ __forceinline__ i64 cep_q_ld(const u8 *p, i64 i) { return p[i]; }
 __device__ __forceinline__ i64 cep_q_ld(const i16 *p, i64 i) { return p[i]; }
 __device__ __forceinline__ i64 cep_q_ld(const u16 *p, i64 i) { return p[i]; }
 __device__ __forceinline__ i64 cep_q_ld(const i32 *p, i64 i) { return p[i]; }
+__device__ __forceinline__ i64 cep_q_ld(const i4 *p, i64 i) { return ld_i(p, i); }
+__device__ __forceinline__ i64 cep_q_ld(const u4 *p, i64 i) { return ld_i(p, i); }
 
-/* Element i of a zero point of ONNX type dt (int8, uint8, int16, uint16
- * or int32); 0 when p is NULL. */
+/* Element i of a zero point of ONNX type dt (int8, uint8, int16, uint16,
+ * int32, int4 or uint4); 0 when p is NULL. */
 __device__ __forceinline__ i64 cep_q_zp(const void *p, int dt, i64 i)
 {
 	if (p == 0)
@@ -62,6 +65,8 @@ __device__ __forceinline__ i64 cep_q_zp(const void *p, int dt, i64 i)
 	case CEP_DT_I16: return ((const i16 *)p)[i];
 	case CEP_DT_U16: return ((const u16 *)p)[i];
 	case CEP_DT_I32: return ((const i32 *)p)[i];
+	case CEP_DT_I4: return cep_i4_val(((const u8 *)p)[i], true);
+	case CEP_DT_U4: return cep_i4_val(((const u8 *)p)[i], false);
 	default: return ((const u8 *)p)[i];
 	}
 }

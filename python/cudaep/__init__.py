@@ -21,11 +21,12 @@ writes outputs without a copy through the socket. Arrays that are views of
 one of the client's regions (Region.array()) are passed by reference to
 submit(): nothing is copied at all.
 
-Element types: the numpy types of cudaep.DTYPES; bfloat16 and the float8
-types are ml_dtypes' (ml_dtypes.bfloat16, float8_e4m3fn, float8_e4m3fnuz,
-float8_e5m2, float8_e5m2fnuz, as onnx and jax hold them). Types that cudaep
-does not store (float8_e8m0fnu, the 4-bit types, ...) are refused with a
-TypeError naming the tensor.
+Element types: the numpy types of cudaep.DTYPES; bfloat16, the float8
+and the 4-bit types are ml_dtypes' (ml_dtypes.bfloat16, float8_e4m3fn,
+float8_e4m3fnuz, float8_e5m2, float8_e5m2fnuz, int4, uint4, float4_e2m1fn,
+as onnx and jax hold them: the 4-bit ones a byte each, the value in the low
+nibble). Types that cudaep does not store (float8_e8m0fnu, int2, ...) are
+refused with a TypeError naming the tensor.
 
 Errors: a failure the daemon or the library reports raises cudaep.Error
 (.code, .name, .detail: the daemon's message); those about the caller's

@@ -147,11 +147,17 @@ if ml_dtypes is not None:
     _DTYPES[18] = ml_dtypes.float8_e4m3fnuz
     _DTYPES[19] = ml_dtypes.float8_e5m2
     _DTYPES[20] = ml_dtypes.float8_e5m2fnuz
+    # The 4-bit types: a byte each, as ml_dtypes holds them (client/cudaep.h).
+    _DTYPES[21] = ml_dtypes.uint4
+    _DTYPES[22] = ml_dtypes.int4
+    if hasattr(ml_dtypes, "float4_e2m1fn"):
+        _DTYPES[23] = ml_dtypes.float4_e2m1fn
 _ORT_TYPES = {
     1: "float", 2: "uint8", 3: "int8", 4: "uint16", 5: "int16", 6: "int32", 7: "int64",
     8: "string", 9: "bool", 10: "float16", 11: "double", 12: "uint32", 13: "uint64",
     14: "complex64", 15: "complex128", 16: "bfloat16", 17: "float8e4m3fn",
-    18: "float8e4m3fnuz", 19: "float8e5m2", 20: "float8e5m2fnuz",
+    18: "float8e4m3fnuz", 19: "float8e5m2", 20: "float8e5m2fnuz", 21: "uint4", 22: "int4",
+    23: "float4e2m1",
 }
 _CODES = {np.dtype(v): k for k, v in _DTYPES.items()}
 DTYPES = tuple(np.dtype(v) for v in _DTYPES.values())

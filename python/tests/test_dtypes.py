@@ -4,8 +4,9 @@ run(), run(copy=False), submit() (copied and in place in a region) and
 InferenceSession.run(), with values checked against float32 references
 computed here; the four float8 types go in and out as ml_dtypes' arrays
 and Cast to and from them (saturate either way) is ml_dtypes' conversion;
-arrays of the types cudaep does not store (float8_e8m0fnu, float4, int4)
-are refused with a TypeError naming the tensor and its dtype before
+so are the 4-bit types (int4, uint4, float4_e2m1fn: a byte each), in and
+out; arrays of the types cudaep does not store (float8_e8m0fnu, int2,
+uint2) are refused with a TypeError naming the tensor and its dtype before
 anything is sent."""
 import ml_dtypes
 import numpy as np
@@ -21,7 +22,9 @@ FLOAT8 = [ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e4m3fnuz, ml_dtypes.float8_e
 F8_ONNX = [TensorProto.FLOAT8E4M3FN, TensorProto.FLOAT8E4M3FNUZ, TensorProto.FLOAT8E5M2,
            TensorProto.FLOAT8E5M2FNUZ]
 # ml_dtypes' types that cudaep does not store.
-UNSTORED = [ml_dtypes.float8_e8m0fnu, ml_dtypes.float4_e2m1fn, ml_dtypes.int4]
+UNSTORED = [ml_dtypes.float8_e8m0fnu, ml_dtypes.int2, ml_dtypes.uint2]
+FOUR_BIT = [(ml_dtypes.int4, TensorProto.INT4), (ml_dtypes.uint4, TensorProto.UINT4),
+            (ml_dtypes.float4_e2m1fn, TensorProto.FLOAT4E2M1)]
 
 
 def bf16_model(path, w):
@@ -87,7 +90,7 @@ def inputs(rng, n):
 
 def test_bfloat16_and_float8_are_dtypes_of_the_client():
     assert np.dtype(BF16) in cudaep.DTYPES
-    for t in FLOAT8:
+    for t in FLOAT8 + [t for t, _ in FOUR_BIT]:
         assert np.dtype(t) in cudaep.DTYPES
     for t in UNSTORED:
         assert np.dtype(t) not in cudaep.DTYPES
@@ -156,7 +159,8 @@ def test_unstored_types_are_refused_naming_the_tensor(daemon, tmp_path):
         sess = cudaep.InferenceSession(path, client=c)
         for t in UNSTORED:
             name = np.dtype(t).name
-            xu = x.astype(np.float32).astype(t)
+            with np.errstate(invalid="ignore"):
+                xu = x.astype(np.float32).astype(t)
             for call in (lambda: s.run({"x": xu, "f": f}),
                          lambda: s.submit({"x": xu, "f": f}),
                          lambda: sess.run(None, {"x": xu, "f": f})):
@@ -233,14 +237,65 @@ def test_float8_through_cast_is_ml_dtypes_conversion(daemon, tmp_path):
                                                   feed["e_" + tag].astype(np.float32))
 
 
-def test_a_float4_model_is_unsupported(daemon, tmp_path):
-    graph = helper.make_graph(
-        [helper.make_node("Cast", ["x"], ["y"], to=TensorProto.FLOAT)], "f4",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT4E2M1, [4])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])])
-    path = str(tmp_path / "f4.onnx")
+def _four_bit_model(path):
+    """x (float32, [n]) -> y_<t> = Cast(x, t) for each 4-bit type t; e_<t> (t, [n]) ->
+    f_<t> = Cast(e_<t>, float32)."""
+    nodes, ins, outs = [], [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n"])], []
+    for t, code in FOUR_BIT:
+        tag = np.dtype(t).name
+        nodes.append(helper.make_node("Cast", ["x"], ["y_" + tag], to=code))
+        nodes.append(helper.make_node("Cast", ["e_" + tag], ["f_" + tag], to=TensorProto.FLOAT))
+        ins.append(helper.make_tensor_value_info("e_" + tag, code, ["n"]))
+        outs.append(helper.make_tensor_value_info("y_" + tag, code, ["n"]))
+        outs.append(helper.make_tensor_value_info("f_" + tag, TensorProto.FLOAT, ["n"]))
+    graph = helper.make_graph(nodes, "four_bit", ins, outs)
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 23)]), path)
+    return path
+
+
+def test_4bit_types_go_in_and_out_as_ml_dtypes_arrays(daemon, tmp_path):
+    rng = np.random.default_rng()
+    x = np.concatenate([rng.uniform(-20, 20, 300).astype(np.float32),
+                        np.array([0, -0.0, 7.9, 8, -8, -8.5, 15, 16, 0.25, 2.5, 5, 6.5,
+                                  np.inf, -np.inf], np.float32)])
+    with cudaep.connect(daemon) as c, c.load(_four_bit_model(str(tmp_path / "4bit.onnx"))) as s:
+        types = {i.name: i for i in s.inputs}
+        feed = {"x": x}
+        for t, code in FOUR_BIT:
+            tag = np.dtype(t).name
+            assert np.dtype(types["e_" + tag].dtype) == np.dtype(t)
+            assert types["e_" + tag].dtype_code == code
+            # Every nibble, high nibbles set in some (only the low one is read).
+            codes = (np.arange(x.size) % 16).astype(np.uint8)
+            codes[::3] |= 0xa0
+            feed["e_" + tag] = codes.view(t)
+        out = s.run(feed)
+        for t, _ in FOUR_BIT:
+            tag = np.dtype(t).name
+            with np.errstate(invalid="ignore", over="ignore"):
+                want = x.astype(t)
+            y = out["y_" + tag]
+            assert y.dtype == np.dtype(t) and y.shape == x.shape
+            np.testing.assert_array_equal(y.astype(np.float32), want.astype(np.float32),
+                                          err_msg=tag)
+            np.testing.assert_array_equal(np.signbit(y.astype(np.float32)),
+                                          np.signbit(want.astype(np.float32)), err_msg=tag)
+            assert (y.view(np.uint8) & 0xf == want.view(np.uint8) & 0xf).all(), tag
+            low = (feed["e_" + tag].view(np.uint8) & 0xf).view(t)
+            np.testing.assert_array_equal(out["f_" + tag], low.astype(np.float32), err_msg=tag)
+        # int4 is written sign-extended: -8 is 0xf8.
+        assert out["y_int4"].view(np.uint8)[x.size - 10] == 0xf8
+
+
+def test_an_int2_model_is_unsupported(daemon, tmp_path):
+    graph = helper.make_graph(
+        [helper.make_node("Cast", ["x"], ["y"], to=TensorProto.FLOAT)], "i2",
+        [helper.make_tensor_value_info("x", TensorProto.INT2, [4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])])
+    path = str(tmp_path / "i2.onnx")
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 25)]), path)
     with cudaep.connect(daemon) as c:
         with pytest.raises(cudaep.Error) as e:
             c.load(path)
         assert e.value.name == "EUNSUPPORTED" and "'x'" in e.value.detail
+        assert "int2" in e.value.detail

@@ -95,7 +95,25 @@ static int tensor_load(const char *path, struct tensor *t, char *why, size_t wl)
 	}
 	t->bytes = n * esz;
 	t->data = calloc(1, t->bytes ? t->bytes : 1);
-	if (tp->has_raw_data) {
+	if (t->dtype == CEP_DTYPE_INT4 || t->dtype == CEP_DTYPE_UINT4 ||
+	    t->dtype == CEP_DTYPE_FLOAT4E2M1) {
+		/* Two to a byte (raw_data, or int32_data two to a value), low
+		 * nibble first; a byte each in memory, the nibble as it is
+		 * (load_d() reads only it). */
+		size_t packed = (n + 1) / 2;
+
+		if (tp->has_raw_data ? tp->raw_data.len != packed : tp->n_int32_data != packed) {
+			snprintf(why, wl, "4-bit data of %zu bytes for %zu elements",
+				 tp->has_raw_data ? tp->raw_data.len : tp->n_int32_data, n);
+			goto out;
+		}
+		for (size_t i = 0; i < n; i++) {
+			unsigned b = tp->has_raw_data ? tp->raw_data.data[i / 2]
+						      : (unsigned)tp->int32_data[i / 2];
+
+			((uint8_t *)t->data)[i] = (uint8_t)((b >> (i % 2 ? 4 : 0)) & 0xfu);
+		}
+	} else if (tp->has_raw_data) {
 		if (tp->raw_data.len != t->bytes) {
 			snprintf(why, wl, "raw_data of %zu bytes for %zu", tp->raw_data.len,
 				 t->bytes);
@@ -158,6 +176,9 @@ static double load_d(const void *p, cep_dtype t, size_t i)
 	case CEP_DTYPE_FLOAT8E5M2:
 	case CEP_DTYPE_FLOAT8E5M2FNUZ:
 		return qtype_f8_decode(qtype_f8_of(t), ((const uint8_t *)p)[i]);
+	case CEP_DTYPE_INT4: return (double)qtype_int4_load(((const uint8_t *)p)[i], true);
+	case CEP_DTYPE_UINT4: return (double)qtype_int4_load(((const uint8_t *)p)[i], false);
+	case CEP_DTYPE_FLOAT4E2M1: return qtype_f4_decode(((const uint8_t *)p)[i]);
 	default: return NAN;
 	}
 }
@@ -187,7 +208,8 @@ static int compare(const struct tensor *want, const struct engine_output *got,
 	exact = !(want->dtype == CEP_DTYPE_FLOAT32 || want->dtype == CEP_DTYPE_FLOAT16 ||
 		  want->dtype == CEP_DTYPE_BFLOAT16 || want->dtype == CEP_DTYPE_FLOAT64 ||
 		  want->dtype == CEP_DTYPE_FLOAT8E4M3FN || want->dtype == CEP_DTYPE_FLOAT8E4M3FNUZ ||
-		  want->dtype == CEP_DTYPE_FLOAT8E5M2 || want->dtype == CEP_DTYPE_FLOAT8E5M2FNUZ);
+		  want->dtype == CEP_DTYPE_FLOAT8E5M2 || want->dtype == CEP_DTYPE_FLOAT8E5M2FNUZ ||
+		  want->dtype == CEP_DTYPE_FLOAT4E2M1);
 	n = want->bytes / cep_dtype_size(want->dtype);
 	for (size_t i = 0; i < n; i++) {
 		double a = load_d(got->data, got->dtype, i);

@@ -352,6 +352,7 @@ Test(ops_quant, quantize_output_dtype)
 	struct op_attr i16 = oh_int("output_dtype", CEP_DTYPE_INT16);
 	struct op_attr e4 = oh_int("output_dtype", 17);
 	struct op_attr i4 = oh_int("output_dtype", 22);
+	struct op_attr i2 = oh_int("output_dtype", 26);
 	struct op_attr f = oh_int("output_dtype", CEP_DTYPE_FLOAT32);
 	struct op_tensor in[3] = {
 		oh_tensor(CEP_DTYPE_FLOAT32, 1, DIMS(3), x),
@@ -376,9 +377,19 @@ Test(ops_quant, quantize_output_dtype)
 	cr_assert_eq(out.dtype, CEP_DTYPE_INT16);
 	cr_assert(((int16_t *)out.data)[0] == -300 && ((int16_t *)out.data)[2] == 300);
 	free(out.data);
-	REFUSED(oh_run("QuantizeLinear", 21, &e4, 1, in, 2, &out, 1), CEP_EUNSUPPORTED,
-		"float8e4m3fn");
-	REFUSED(oh_run("QuantizeLinear", 21, &i4, 1, in, 2, &out, 1), CEP_EUNSUPPORTED, "int4");
+	/* float8 and int4 (test_ops_quant_4bit.c); int2 is not stored. */
+	cr_assert_eq(oh_run("QuantizeLinear", 21, &e4, 1, in, 2, &out, 1), 0, "%s",
+		     cep_last_error());
+	cr_assert_eq(out.dtype, CEP_DTYPE_FLOAT8E4M3FN);
+	cr_assert_eq(cpu_load_d(out.data, out.dtype, 2), 288.0);
+	free(out.data);
+	cr_assert_eq(oh_run("QuantizeLinear", 21, &i4, 1, in, 2, &out, 1), 0, "%s",
+		     cep_last_error());
+	cr_assert_eq(out.dtype, CEP_DTYPE_INT4);
+	cr_assert(cpu_load_i(out.data, out.dtype, 0) == -8 &&
+		  cpu_load_i(out.data, out.dtype, 2) == 7);
+	free(out.data);
+	REFUSED(oh_run("QuantizeLinear", 25, &i2, 1, in, 2, &out, 1), CEP_EUNSUPPORTED, "int2");
 	REFUSED(oh_run("QuantizeLinear", 21, &f, 1, in, 2, &out, 1), CEP_EMODEL,
 		"output_dtype 1 (float32) is not a quantized type");
 	REFUSED(oh_run("QuantizeLinear", 19, &i8, 1, in, 2, &out, 1), CEP_EMODEL,

@@ -7,7 +7,9 @@
  * values and what rounds past them, ties at the top and in the
  * subnormals, infinities, NaNs of both signs); every float8 code decoded
  * and encoded back to itself, in order, with the values the format
- * tables give; and int4/uint4 packing, two to a byte, low nibble first.
+ * tables give; int4 and uint4 a byte each (the low nibble read, int4
+ * written sign-extended), from integers wrapping and from reals as
+ * ml_dtypes converts; float4e2m1's codes, rounding and saturation.
  */
 #include <math.h>
 #include <stdint.h>
@@ -168,39 +170,82 @@ Test(qtypes, float8_decodes_the_table_values)
 	cr_assert(isnan(qtype_f8_decode(e5uz, 0x80)));
 }
 
-/* Element 2k in the low nibble of byte k; signed values sign-extended;
- * setting one nibble leaves the other. */
-Test(qtypes, int4_packs_two_to_a_byte_low_nibble_first)
+/* A byte each: only the low nibble is read; an int4 is written
+ * sign-extended, a uint4 in the low nibble. */
+Test(qtypes, int4_bytes_read_the_low_nibble_and_write_sign_extended)
 {
-	uint8_t p[8];
 	int64_t lo, hi, i;
 
 	qtype_int4_range(true, &lo, &hi);
 	cr_assert(lo == -8 && hi == 7);
 	qtype_int4_range(false, &lo, &hi);
 	cr_assert(lo == 0 && hi == 15);
-	cr_assert_eq(qtype_int4_bytes(0), 0);
-	cr_assert_eq(qtype_int4_bytes(1), 1);
-	cr_assert_eq(qtype_int4_bytes(2), 1);
-	cr_assert_eq(qtype_int4_bytes(3), 2);
-	memset(p, 0xee, sizeof(p));
-	for (i = 0; i < 16; i++)
-		qtype_int4_set(p, i, i - 8);
-	/* -8 (1000) low, -7 (1001) high: 0x98; then 0xba, ... 7, 6: 0x76. */
-	cr_assert_eq(p[0], 0x98);
-	cr_assert_eq(p[4], 0x10);
-	cr_assert_eq(p[7], 0x76);
-	for (i = 0; i < 16; i++) {
-		cr_assert_eq(qtype_int4_get(p, i, true), i - 8);
-		cr_assert_eq(qtype_int4_get(p, i, false), (i - 8) & 15);
+	for (i = 0; i < 256; i++) {
+		int64_t v = i & 15;
+
+		cr_assert_eq(qtype_int4_load((uint8_t)i, false), v);
+		cr_assert_eq(qtype_int4_load((uint8_t)i, true), v >= 8 ? v - 16 : v);
 	}
-	memset(p, 0, sizeof(p));
-	qtype_int4_set(p, 3, 15);
-	cr_assert_eq(p[1], 0xf0);
-	qtype_int4_set(p, 2, 9);
-	cr_assert_eq(p[1], 0xf9);
-	qtype_int4_set(p, 3, 0);
-	cr_assert_eq(p[1], 0x09);
-	cr_assert_eq(qtype_int4_get(p, 2, false), 9);
-	cr_assert_eq(qtype_int4_get(p, 2, true), -7);
+	/* ml_dtypes' -2 (0x0e) and cudaep's (0xfe) read alike. */
+	cr_assert_eq(qtype_int4_load(0x0e, true), -2);
+	cr_assert_eq(qtype_int4_load(0xfe, true), -2);
+	for (i = -8; i < 8; i++)
+		cr_assert_eq((int8_t)qtype_int4_wrap(i, true), i);
+	for (i = 0; i < 16; i++)
+		cr_assert_eq(qtype_int4_wrap(i, false), i);
+	/* Integers wrap (as Cast into int8 does): 300 is 0x12c. */
+	cr_assert_eq(qtype_int4_wrap(300, true), 0xfc);
+	cr_assert_eq(qtype_int4_wrap(300, false), 0x0c);
+	cr_assert_eq(qtype_int4_wrap(-9, true), 0x07);
+	cr_assert_eq(qtype_int4_wrap(-3, false), 0x0d);
+}
+
+/* Reals truncate and take 0 out of range: ml_dtypes' astype() results. */
+Test(qtypes, int4_from_a_real_truncates_and_takes_zero_out_of_range)
+{
+	static const double in[13] = { 7.6, 8.0, -9.2, 20.5, 1.5, 2.5, -1.5, -0.7, 15.9,
+				       16.2, 100.0, -100.0, -8.99 };
+	static const int8_t want_s[13] = { 7, 0, 0, 0, 1, 2, -1, 0, 0, 0, 0, 0, -8 };
+	static const uint8_t want_u[13] = { 7, 8, 0, 0, 1, 2, 0, 0, 15, 0, 0, 0, 0 };
+	int i;
+
+	for (i = 0; i < NA(in); i++) {
+		cr_assert_eq((int8_t)qtype_int4_from_real(in[i], true), want_s[i], "%g", in[i]);
+		cr_assert_eq(qtype_int4_from_real(in[i], false), want_u[i], "%g", in[i]);
+	}
+	cr_assert_eq(qtype_int4_from_real(NAN, true), 0);
+	cr_assert_eq(qtype_int4_from_real(INFINITY, false), 0);
+	cr_assert_eq(qtype_int4_from_real(-INFINITY, true), 0);
+}
+
+/* float4e2m1: every code decodes to the format's table and encodes back;
+ * rounding to nearest even, saturation and NaN as ml_dtypes has them. */
+Test(qtypes, float4e2m1_codes_rounding_and_saturation)
+{
+	static const float mag[8] = { 0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f };
+	static const double in[12] = { NAN, -NAN, INFINITY, -INFINITY, 0.25, 0.75, 2.5, 3.5,
+				       5.0, -5.0, 1e-30, -1e-30 };
+	static const uint8_t want[12] = { 8, 0, 7, 15, 0, 2, 4, 6, 6, 14, 0, 8 };
+	static const double more[9] = { 0.2, 0.3, 1.25, 7.0, -7.0, 100.0, 1e6, -0.0, 1.75 };
+	static const float more_want[9] = { 0.0f, 0.5f, 1.0f, 6.0f, -6.0f, 6.0f, 6.0f, -0.0f,
+					    2.0f };
+	int i;
+
+	for (i = 0; i < 16; i++) {
+		float v = qtype_f4_decode((uint8_t)i);
+
+		cr_assert_eq(fabsf(v), mag[i & 7]);
+		cr_assert_eq(signbit(v) != 0, i >= 8);
+		cr_assert_eq(qtype_f4_encode(v), i, "code %d", i);
+		/* The high nibble is not read. */
+		cr_assert_eq(qtype_f4_decode((uint8_t)(i | 0xa0)), v);
+	}
+	for (i = 0; i < NA(in); i++)
+		cr_assert_eq(qtype_f4_encode(in[i]), want[i], "%g", in[i]);
+	for (i = 0; i < NA(more); i++) {
+		float v = qtype_f4_decode(qtype_f4_encode(more[i]));
+
+		cr_assert_eq(v, more_want[i], "%g", more[i]);
+		cr_assert_eq(signbit(v) != 0, signbit(more_want[i]) != 0, "%g", more[i]);
+	}
 }

@@ -668,6 +668,14 @@ int run_elem_fill(void *data, cep_dtype dtype, size_t n, uint64_t *rng)
 		case CEP_DTYPE_FLOAT8E5M2FNUZ:
 			p[i] = f8_small((unsigned)(v & 7), dtype);
 			break;
+		case CEP_DTYPE_UINT4:
+		case CEP_DTYPE_INT4:
+		case CEP_DTYPE_FLOAT4E2M1:
+			/* A byte each (client/cudaep.h): 0..7 in the low
+			 * nibble, a value of every 4-bit type (float4e2m1
+			 * codes 0..7: 0 to 6). */
+			p[i] = (unsigned char)(v & 7);
+			break;
 		case CEP_DTYPE_UINT8:
 		case CEP_DTYPE_INT8:
 			p[i] = (unsigned char)v;
@@ -735,6 +743,15 @@ static bool elem_get(const unsigned char *p, cep_dtype dtype, size_t i,
 	case CEP_DTYPE_FLOAT8E4M3FNUZ:
 	case CEP_DTYPE_FLOAT8E5M2:
 	case CEP_DTYPE_FLOAT8E5M2FNUZ: *out = f8_to_double(p[i], dtype); return true;
+	/* The 4-bit types: the low nibble of a byte each (client/cudaep.h). */
+	case CEP_DTYPE_UINT4: *out = p[i] & 0xf; return true;
+	case CEP_DTYPE_INT4: *out = (p[i] & 0xf) >= 8 ? (p[i] & 0xf) - 16 : p[i] & 0xf; return true;
+	case CEP_DTYPE_FLOAT4E2M1: {
+		static const double mag[8] = { 0, 0.5, 1, 1.5, 2, 3, 4, 6 };
+
+		*out = p[i] & 8 ? -mag[p[i] & 7] : mag[p[i] & 7];
+		return true;
+	}
 	case CEP_DTYPE_UNDEFINED: break;
 	}
 	return false;
