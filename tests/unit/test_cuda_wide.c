@@ -24,7 +24,9 @@ static const cep_dtype wide_types[] = {
 };
 
 static const char *const wide_ops[] = {
-	"BitShift", "BitwiseAnd", "BitwiseOr", "BitwiseXor", "BitwiseNot",
+	"BitShift", "BitwiseAnd", "BitwiseOr", "BitwiseXor", "BitwiseNot", "Max", "Min", "Sum",
+	"Mean", "Mod", "Pow", "CumSum", "CumProd", "TopK", "Einsum", "Relu", "Sigmoid", "Tanh",
+	"Exp", "Sqrt", "Reciprocal", "Neg", "Abs", "Log", "Erf", "Floor", "Ceil", "Round",
 };
 
 /* ------------------------------------------------------------ everywhere */
@@ -103,8 +105,51 @@ static const char *const bitwise_names[] = {
 	"bitshiftright_%s", "bitshiftright_%s_rf", "bitwisenot_%s",
 };
 
+static const cep_dtype all_wide[] = {
+	CEP_DTYPE_FLOAT64, CEP_DTYPE_INT16, CEP_DTYPE_UINT16, CEP_DTYPE_UINT32, CEP_DTYPE_UINT64,
+};
+
+static const cep_dtype f64_only[] = { CEP_DTYPE_FLOAT64 };
+
+static const cep_dtype scan_wide[] = { CEP_DTYPE_FLOAT64, CEP_DTYPE_UINT32, CEP_DTYPE_UINT64 };
+
+static const char *const variadic_min_max[] = { "min_%s", "max_%s" };
+static const char *const variadic_f64[] = { "sum_%s", "mean_%s" };
+static const char *const mod_names[] = { "mod_%s" };
+/* Pow's kernels are pow_<base>_<exponent>: here every base with a wide
+ * exponent, and the float64 base with every exponent. */
+static const char *const pow_wide_exp[] = {
+	"pow_f32_%s", "pow_f16_%s", "pow_bf16_%s", "pow_i64_%s", "pow_i32_%s", "pow_f64_%s",
+};
+static const cep_dtype first_numeric[] = {
+	CEP_DTYPE_FLOAT32, CEP_DTYPE_FLOAT16, CEP_DTYPE_BFLOAT16, CEP_DTYPE_INT64,
+	CEP_DTYPE_INT32, CEP_DTYPE_INT8, CEP_DTYPE_UINT8,
+};
+static const char *const pow_f64_base[] = { "pow_f64_%s" };
+static const char *const scan_names[] = { "cumsum_%s", "cumprod_%s" };
+static const char *const topk_names[] = { "topk_%s" };
+static const char *const einsum_names[] = { "einsum_%s" };
+static const char *const unary_f64[] = {
+	"relu_%s", "sigmoid_%s", "tanh_%s", "exp_%s", "sqrt_%s", "reciprocal_%s", "neg_%s",
+	"abs_%s", "log_%s", "erf_%s", "floor_%s", "ceil_%s", "round_%s",
+};
+static const char *const unary_ints[] = { "abs_%s", "erf_%s" };
+static const char *const unary_i16[] = { "relu_%s", "neg_%s" };
+static const cep_dtype i16_only[] = { CEP_DTYPE_INT16 };
+
 static const struct wide_names sources[] = {
 	{ "bitwise_wide", bitwise_names, N_OF(bitwise_names), int_wide, N_OF(int_wide) },
+	{ "variadic_wide", variadic_min_max, N_OF(variadic_min_max), all_wide, N_OF(all_wide) },
+	{ "variadic_wide", variadic_f64, N_OF(variadic_f64), f64_only, 1 },
+	{ "powmod_wide", mod_names, N_OF(mod_names), all_wide, N_OF(all_wide) },
+	{ "powmod_wide", pow_wide_exp, N_OF(pow_wide_exp), all_wide, N_OF(all_wide) },
+	{ "powmod_wide", pow_f64_base, 1, first_numeric, N_OF(first_numeric) },
+	{ "cumsum", scan_names, N_OF(scan_names), scan_wide, N_OF(scan_wide) },
+	{ "topk", topk_names, 1, all_wide, N_OF(all_wide) },
+	{ "einsum", einsum_names, 1, all_wide, N_OF(all_wide) },
+	{ "unary_wide", unary_f64, N_OF(unary_f64), f64_only, 1 },
+	{ "unary_wide", unary_ints, N_OF(unary_ints), int_wide, N_OF(int_wide) },
+	{ "unary_wide", unary_i16, N_OF(unary_i16), i16_only, 1 },
 };
 
 Test(cuda_wide_nvrtc, every_kernel_the_launchers_name_is_compiled, .timeout = 600)
@@ -133,4 +178,21 @@ Test(cuda_wide_nvrtc, every_kernel_the_launchers_name_is_compiled, .timeout = 60
 	}
 	printf("  %zu kernels found\n", n);
 	nvrtc_lib_free(lib);
+}
+
+/* Every embedded header reaches NVRTC (a source including one that did
+ * not would fail to compile). */
+Test(cuda_wide, every_embedded_header_is_given_to_nvrtc)
+{
+	struct nvrtc_source src;
+	int i, headers = 0;
+
+	for (i = 0; i < cuda_source_count; i++) {
+		size_t n = strlen(cuda_sources[i].name);
+
+		headers += n > 4 && strcmp(cuda_sources[i].name + n - 4, ".cuh") == 0;
+	}
+	cr_assert_eq(cuda_source_get("unary_wide", &src), 0, "%s", cep_last_error());
+	cr_assert_eq(src.n_headers, headers);
+	cr_assert_geq(headers, 18);
 }
