@@ -11,7 +11,9 @@
  * the launchers build for them is in the compiled sources (where NVRTC is
  * installed; no GPU needed). On a GPU machine with CUDAEP_TEST_GPU=1 the
  * rest runs; elsewhere it skips, visibly. (The bitwise operators' GPU
- * cases of these types are test_cuda_bitwise.c's.)
+ * cases of these types are test_cuda_bitwise.c's.) The unary functions
+ * of float64 (Relu ... Round) are here too: the expanded form of
+ * ReduceLogSumExp runs Exp and Log of float64.
  */
 #include "gpu/cuda/nvrtc.h"
 #include "kernels/cuda/launch.h"
@@ -195,4 +197,294 @@ Test(cuda_wide, every_embedded_header_is_given_to_nvrtc)
 	cr_assert_eq(cuda_source_get("unary_wide", &src), 0, "%s", cep_last_error());
 	cr_assert_eq(src.n_headers, headers);
 	cr_assert_geq(headers, 18);
+}
+
+/* ------------------------------------------------------- on the GPU machine */
+
+TestSuite(gpu_wide, .init = gpu_setup, .fini = gpu_teardown, .timeout = 600);
+
+Test(gpu_wide, max_min_sum_mean_match_the_host)
+{
+	static const struct {
+		const char *op;
+		int opset;
+		bool ints;
+	} ops[] = {
+		{ "Max", 13, true }, { "Min", 13, true }, { "Max", 12, true }, { "Min", 8, false },
+		{ "Sum", 13, false }, { "Mean", 13, false }, { "Sum", 8, false },
+	};
+	/* Two inputs broadcast; ten, so that a second launch folds the rest. */
+	static const char *const shapes[10] = { "3,1,37", "5,1", "37", "", "3,5,37", "1,5,1",
+						"1", "5,37", "3,1,1", "3,5,37" };
+	unsigned seed = 107u ^ (unsigned)getpid();
+	int64_t bad = 0;
+	size_t o, t;
+
+	GPU_REQUIRE();
+	for (o = 0; o < N_OF(ops); o++) {
+		for (t = 0; t < N_OF(wide_types); t++) {
+			struct op_tensor in[10];
+			char label[96];
+			int n, i;
+
+			if (wide_types[t] != CEP_DTYPE_FLOAT64 && !ops[o].ints)
+				continue;
+			for (n = 2; n <= 10; n += 8) {
+				for (i = 0; i < n; i++)
+					in[i] = host_tensor(wide_types[t], shapes[i], &seed, true);
+				snprintf(label, sizeof(label), "%s, %d inputs",
+					 cep_dtype_name(wide_types[t]), n);
+				bad += gpu_check(ops[o].op, ops[o].opset, NULL, 0, in, n, 1, label);
+				free_all(in, n);
+			}
+		}
+	}
+	cr_assert_eq(bad, 0, "%lld mismatches", (long long)bad);
+}
+
+Test(gpu_wide, mod_matches_the_host_with_either_remainder)
+{
+	unsigned seed = 109u ^ (unsigned)getpid();
+	struct op_attr fmod = { .name = "fmod", .type = OP_ATTR_INT };
+	int64_t bad = 0;
+	size_t t;
+	int f;
+
+	GPU_REQUIRE();
+	for (t = 0; t < N_OF(wide_types); t++) {
+		for (f = 0; f <= 1; f++) {
+			bool fl = wide_types[t] == CEP_DTYPE_FLOAT64;
+			struct op_tensor in[2];
+			char label[96];
+
+			fmod.i = f;
+			in[0] = host_tensor(wide_types[t], "7,33", &seed, true);
+			in[1] = host_tensor(wide_types[t], "33", &seed, true);
+			snprintf(label, sizeof(label), "%s fmod=%d", cep_dtype_name(wide_types[t]), f);
+			/* fmod=0 takes floats from opset 28. */
+			bad += gpu_check("Mod", fl && f == 0 ? 28 : 13, &fmod, 1, in, 2, 1, label);
+			free_all(in, 2);
+		}
+	}
+	cr_assert_eq(bad, 0, "%lld mismatches", (long long)bad);
+}
+
+/* Exponents an integer base takes through double exactly on both sides:
+ * a truncated pow() would differ where the device's pow() is an ulp off
+ * an integer (0, 1 and 2 are products or exact, and a negative power of
+ * a base past 1 truncates to 0). */
+static void pow_int_safe_exponents(struct op_tensor *e)
+{
+	static const double safe[] = { 0.0, 2.0, -1.0, -3.0, 1.0 };
+	int64_t n = op_dims_product(e, 0, e->rank), i;
+
+	for (i = 0; i < n; i++)
+		cpu_store_d(e->data, e->dtype, i, safe[i % 5]);
+}
+
+Test(gpu_wide, pow_with_the_wide_exponents_and_a_float64_base_matches_the_host)
+{
+	static const cep_dtype bases[] = { CEP_DTYPE_FLOAT32, CEP_DTYPE_FLOAT16,
+					   CEP_DTYPE_BFLOAT16, CEP_DTYPE_INT64, CEP_DTYPE_INT32,
+					   CEP_DTYPE_FLOAT64 };
+	static const cep_dtype exps[] = {
+		CEP_DTYPE_FLOAT32, CEP_DTYPE_FLOAT16, CEP_DTYPE_BFLOAT16, CEP_DTYPE_FLOAT64,
+		CEP_DTYPE_INT64, CEP_DTYPE_INT32, CEP_DTYPE_INT16, CEP_DTYPE_INT8,
+		CEP_DTYPE_UINT64, CEP_DTYPE_UINT32, CEP_DTYPE_UINT16, CEP_DTYPE_UINT8,
+	};
+	unsigned seed = 113u ^ (unsigned)getpid();
+	int64_t bad = 0;
+	size_t b, e;
+	int cases = 0;
+
+	GPU_REQUIRE();
+	for (b = 0; b < N_OF(bases); b++) {
+		for (e = 0; e < N_OF(exps); e++) {
+			bool wide = cuda_dtype_wide(bases[b]) || cuda_dtype_wide(exps[e]);
+			bool int_base = bases[b] == CEP_DTYPE_INT64 || bases[b] == CEP_DTYPE_INT32;
+			bool float_exp = cpu_is_float(exps[e]);
+			struct op_tensor in[2];
+			char label[96];
+			int64_t n, i;
+
+			if (!wide)
+				continue; /* the first types' are test_cuda_elem's */
+			in[0] = host_tensor(bases[b], "6,41", &seed, !int_base);
+			in[1] = host_tensor(exps[e], "41", &seed, false);
+			n = op_dims_product(&in[0], 0, in[0].rank);
+			if (int_base) {
+				/* Small bases, so that powers neither all wrap nor
+				 * all vanish. */
+				for (i = 0; i < n; i++)
+					cpu_store_i(in[0].data, bases[b], i,
+						    (int64_t)(rnd(&seed) % 11) - 5);
+				if (float_exp)
+					pow_int_safe_exponents(&in[1]);
+			}
+			if (!float_exp) {
+				/* Exponents mostly small, some huge (uint64 past
+				 * 2^63 included) and negative ones. */
+				for (i = 0; i < 41; i++) {
+					unsigned r = rnd(&seed);
+
+					if (r % 5 != 0)
+						cpu_store_i(in[1].data, exps[e], i,
+							    (int64_t)(r % 9) - 2);
+				}
+			}
+			snprintf(label, sizeof(label), "%s ^ %s", cep_dtype_name(bases[b]),
+				 cep_dtype_name(exps[e]));
+			/* 15: bfloat16 exponents are allowed. */
+			bad += gpu_check("Pow", 15, NULL, 0, in, 2, 1, label);
+			free_all(in, 2);
+			cases++;
+		}
+	}
+	cr_assert_eq(bad, 0, "%lld mismatches", (long long)bad);
+	cr_assert_eq(cases, 5 * 5 + 12);
+}
+
+Test(gpu_wide, cumsum_and_cumprod_match_the_host)
+{
+	static const cep_dtype types[] = { CEP_DTYPE_FLOAT64, CEP_DTYPE_UINT32,
+					   CEP_DTYPE_UINT64 };
+	static const char *const ops[] = { "CumSum", "CumProd" };
+	unsigned seed = 127u ^ (unsigned)getpid();
+	struct op_attr a[2] = {
+		{ .name = "exclusive", .type = OP_ATTR_INT },
+		{ .name = "reverse", .type = OP_ATTR_INT },
+	};
+	int64_t bad = 0, axis;
+	size_t o, t;
+	int k;
+
+	GPU_REQUIRE();
+	for (o = 0; o < N_OF(ops); o++) {
+		for (t = 0; t < N_OF(types); t++) {
+			for (k = 0; k < 4; k++) {
+				struct op_tensor in[2];
+				char label[96];
+
+				a[0].i = k & 1;
+				a[1].i = k >> 1;
+				axis = k == 3 ? -1 : k;
+				in[0] = host_tensor(types[t], "4,9,7", &seed, true);
+				in[1] = int64_tensor(&axis, -1);
+				snprintf(label, sizeof(label), "%s axis %lld exclusive %d reverse %d",
+					 cep_dtype_name(types[t]), (long long)axis, k & 1, k >> 1);
+				bad += gpu_check(ops[o], 26, a, 2, in, 2, 1, label);
+				free_all(in, 2);
+			}
+		}
+	}
+	cr_assert_eq(bad, 0, "%lld mismatches", (long long)bad);
+}
+
+Test(gpu_wide, topk_of_the_wide_types_matches_the_host)
+{
+	unsigned seed = 131u ^ (unsigned)getpid();
+	struct op_attr a[2] = {
+		{ .name = "largest", .type = OP_ATTR_INT },
+		{ .name = "axis", .type = OP_ATTR_INT },
+	};
+	int64_t bad = 0, k = 5;
+	size_t t;
+	int l;
+
+	GPU_REQUIRE();
+	for (t = 0; t < N_OF(wide_types); t++) {
+		for (l = 0; l < 4; l++) {
+			struct op_tensor in[2];
+			char label[96];
+
+			a[0].i = l & 1;
+			a[1].i = l >> 1 ? 0 : -1;
+			in[0] = host_tensor(wide_types[t], "9,37", &seed, true);
+			/* Ties, which go to the lower index. */
+			memcpy((char *)in[0].data + 3 * cep_dtype_size(wide_types[t]), in[0].data,
+			       cep_dtype_size(wide_types[t]));
+			in[1] = int64_tensor(&k, 1);
+			snprintf(label, sizeof(label), "%s largest %d axis %lld",
+				 cep_dtype_name(wide_types[t]), l & 1, (long long)a[1].i);
+			bad += gpu_check("TopK", 11, a, 2, in, 2, 2, label);
+			free_all(in, 2);
+		}
+	}
+	cr_assert_eq(bad, 0, "%lld mismatches", (long long)bad);
+}
+
+Test(gpu_wide, einsum_of_the_wide_types_matches_the_host)
+{
+	static const struct {
+		const char *eq, *shapes[3];
+		int n;
+	} cases[] = {
+		{ "ij,jk->ik", { "13,17", "17,11" }, 2 },
+		{ "bij,bjk->bik", { "3,5,7", "3,7,4" }, 2 },
+		{ "ij,kj->ik", { "6,9", "5,9" }, 2 },
+		{ "ii->i", { "7,7" }, 1 },
+		{ "ij->", { "9,13" }, 1 },
+		{ "i,i,i->", { "19", "19", "19" }, 3 },
+	};
+	unsigned seed = 137u ^ (unsigned)getpid();
+	struct op_attr eq = { .name = "equation", .type = OP_ATTR_STRING };
+	int64_t bad = 0;
+	size_t c, t;
+
+	GPU_REQUIRE();
+	for (c = 0; c < N_OF(cases); c++) {
+		for (t = 0; t < N_OF(wide_types); t++) {
+			struct op_tensor in[3];
+			char label[96];
+			int i;
+
+			eq.s = cases[c].eq;
+			for (i = 0; i < cases[c].n; i++)
+				in[i] = host_tensor(wide_types[t], cases[c].shapes[i], &seed, false);
+			snprintf(label, sizeof(label), "%s %s", cep_dtype_name(wide_types[t]),
+				 cases[c].eq);
+			bad += gpu_check("Einsum", 12, &eq, 1, in, cases[c].n, 1, label);
+			free_all(in, cases[c].n);
+		}
+	}
+	cr_assert_eq(bad, 0, "%lld mismatches", (long long)bad);
+}
+
+Test(gpu_wide, the_unary_functions_of_the_wide_types_match_the_host)
+{
+	static const struct {
+		const char *op;
+		int opset;
+	} ops[] = {
+		{ "Relu", 14 }, { "Sigmoid", 13 }, { "Tanh", 13 }, { "Exp", 13 }, { "Sqrt", 13 },
+		{ "Reciprocal", 13 }, { "Neg", 13 }, { "Abs", 13 }, { "Log", 13 }, { "Erf", 13 },
+		{ "Floor", 13 }, { "Ceil", 13 }, { "Round", 22 }, { "Erf", 9 }, { "Relu", 6 },
+	};
+	unsigned seed = 139u ^ (unsigned)getpid();
+	int64_t bad = 0;
+	size_t o, t;
+	int cases = 0;
+
+	GPU_REQUIRE();
+	for (o = 0; o < N_OF(ops); o++) {
+		for (t = 0; t < N_OF(wide_types); t++) {
+			const struct op_schema *s;
+			const struct op_kernel *k;
+			struct op_tensor in;
+			char label[96];
+
+			cr_assert_eq(op_schema_find("", ops[o].op, ops[o].opset, &s), 0);
+			if (op_kernel_find(s, ops[o].opset, BACKEND_HOST, wide_types[t], &k) != 0)
+				continue;
+			in = host_tensor(wide_types[t], "5,67", &seed, true);
+			snprintf(label, sizeof(label), "%s", cep_dtype_name(wide_types[t]));
+			bad += gpu_check(ops[o].op, ops[o].opset, NULL, 0, &in, 1, 1, label);
+			free(in.data);
+			cases++;
+		}
+	}
+	cr_assert_eq(bad, 0, "%lld mismatches", (long long)bad);
+	/* float64 for all 15; int16 for Relu 14, Neg, Abs and Erf 9; the
+	 * unsigned three for Abs and Erf 9. */
+	cr_assert_eq(cases, 15 + 4 + 3 * 2);
 }
