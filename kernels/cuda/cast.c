@@ -14,7 +14,7 @@ struct cast_params {
 	CUfunction fn;  /* NULL: the types are equal, copy */
 	int64_t n;      /* elements */
 	int32_t saturate; /* cast_f8.cu's kernels: to float8, saturating */
-	bool f8;        /* fn is one of cast_f8.cu's (it takes saturate) */
+	bool f8;        /* fn is one of cast_f8.cu's */
 };
 CUDA_PARAMS_FIT(struct cast_params);
 
@@ -64,6 +64,8 @@ static int cast_run(struct op_call *c)
 	const struct cast_params *p = (const struct cast_params *)c->params;
 	const void *a = c->in[0].data;
 	void *o = c->out[0].data;
+	/* cast.cu's kernels take the first three (the driver reads as many
+	 * as the kernel has), cast_f8.cu's all four. */
 	void *args[] = { &a, &o, (void *)&p->n, (void *)&p->saturate };
 
 	if (p->fn == NULL)
