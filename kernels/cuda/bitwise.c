@@ -1,9 +1,10 @@
 /*
  * bitwise.c — the CUDA kernels of the bitwise operators of
- * kernels/cpu/bitwise.c: BitShift (uint8 from opset 11; int8, int32 and
- * int64 too from 28), BitwiseAnd, BitwiseOr, BitwiseXor and BitwiseNot
- * (opset 18 on, every integer type), as on the host. Device side:
- * kernels/cuda/bitwise.cu. prepare() lays out the broadcast once per plan
+ * kernels/cpu/bitwise.c: BitShift (the unsigned types from opset 11; the
+ * signed ones too from 28), BitwiseAnd, BitwiseOr, BitwiseXor and
+ * BitwiseNot (opset 18 on, every integer type), as on the host. Device
+ * side: kernels/cuda/bitwise.cuh, compiled in bitwise.cu for the first
+ * integer types and bitwise_wide.cu for the others. prepare() lays out the broadcast once per plan
  * and picks a fast path where the layout has one (as kernels/cuda/binary.c
  * does); run() launches one grid over the output.
  */
@@ -27,6 +28,12 @@ struct bitwise_not_params {
 };
 CUDA_PARAMS_FIT(struct bitwise_not_params);
 
+/* The source that has dtype's kernels. */
+static const char *bitwise_source(cep_dtype dtype)
+{
+	return cuda_dtype_wide(dtype) ? "bitwise_wide" : "bitwise";
+}
+
 static int bitwise_prepare(struct op_call *c, size_t *workspace, const char *op)
 {
 	struct bitwise_params *p = (struct bitwise_params *)c->params;
@@ -48,7 +55,7 @@ static int bitwise_prepare(struct op_call *c, size_t *workspace, const char *op)
 		p->grid = cuda_grid(p->bc.n);
 		snprintf(name, sizeof(name), "%s_%s", op, sfx);
 	}
-	return cuda_function_get(c->be, "bitwise", name, &p->fn);
+	return cuda_function_get(c->be, bitwise_source(c->out[0].dtype), name, &p->fn);
 }
 
 /* The schema's inference already refused a direction other than LEFT
@@ -99,7 +106,7 @@ static int bitwise_not_prepare(struct op_call *c, size_t *workspace)
 				      cep_dtype_name(c->in[0].dtype));
 	snprintf(name, sizeof(name), "bitwisenot_%s", sfx);
 	p->n = op_dims_product(&c->in[0], 0, c->in[0].rank);
-	return cuda_function_get(c->be, "bitwise", name, &p->fn);
+	return cuda_function_get(c->be, bitwise_source(c->in[0].dtype), name, &p->fn);
 }
 
 static int bitwise_not_run(struct op_call *c)
@@ -119,12 +126,12 @@ static int bitwise_not_run(struct op_call *c)
 	{ "", op, since, until, BACKEND_CUDA, dts, prepare, run }
 
 static const struct op_kernel kernels[] = {
-	BIT_KERNEL("BitShift", 11, 27, OP_DT(CEP_DTYPE_UINT8), bitshift_prepare, bitwise_run),
-	BIT_KERNEL("BitShift", 28, OP_OPSET_MAX, CUDA_DTS_INT, bitshift_prepare, bitwise_run),
-	BIT_KERNEL("BitwiseAnd", 18, OP_OPSET_MAX, CUDA_DTS_INT, bitwise_and_prepare, bitwise_run),
-	BIT_KERNEL("BitwiseOr", 18, OP_OPSET_MAX, CUDA_DTS_INT, bitwise_or_prepare, bitwise_run),
-	BIT_KERNEL("BitwiseXor", 18, OP_OPSET_MAX, CUDA_DTS_INT, bitwise_xor_prepare, bitwise_run),
-	BIT_KERNEL("BitwiseNot", 18, OP_OPSET_MAX, CUDA_DTS_INT, bitwise_not_prepare,
+	BIT_KERNEL("BitShift", 11, 27, OP_DTS_UNSIGNED, bitshift_prepare, bitwise_run),
+	BIT_KERNEL("BitShift", 28, OP_OPSET_MAX, OP_DTS_INT, bitshift_prepare, bitwise_run),
+	BIT_KERNEL("BitwiseAnd", 18, OP_OPSET_MAX, OP_DTS_INT, bitwise_and_prepare, bitwise_run),
+	BIT_KERNEL("BitwiseOr", 18, OP_OPSET_MAX, OP_DTS_INT, bitwise_or_prepare, bitwise_run),
+	BIT_KERNEL("BitwiseXor", 18, OP_OPSET_MAX, OP_DTS_INT, bitwise_xor_prepare, bitwise_run),
+	BIT_KERNEL("BitwiseNot", 18, OP_OPSET_MAX, OP_DTS_INT, bitwise_not_prepare,
 		   bitwise_not_run),
 };
 

@@ -78,7 +78,9 @@ static int cumsum_prepare(struct op_call *c, size_t *ws) { return scan_prepare(c
 static int cumprod_prepare(struct op_call *c, size_t *ws) { return scan_prepare(c, ws, "cumprod"); }
 
 /* The reference kernels' sets: float16 and bfloat16 joined CumSum at 14. */
-#define SCAN_DTS_11 (OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_INT32) | OP_DT(CEP_DTYPE_INT64))
+#define SCAN_DTS_11 (OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_FLOAT64) | \
+		     OP_DT(CEP_DTYPE_INT32) | OP_DT(CEP_DTYPE_INT64) | \
+		     OP_DT(CEP_DTYPE_UINT32) | OP_DT(CEP_DTYPE_UINT64))
 #define SCAN_DTS_14 (SCAN_DTS_11 | OP_DT(CEP_DTYPE_FLOAT16) | OP_DT(CEP_DTYPE_BFLOAT16))
 
 static const struct op_kernel kernels[] = {

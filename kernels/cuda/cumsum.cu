@@ -4,7 +4,8 @@
  * the fault record (CEP_FAULT_AXIS) and nothing is written. Each thread
  * walks one column (the elements that differ only along the axis) in
  * order, as the reference kernel does (kernels/cpu/cumsum.c): floats
- * accumulate in double and are rounded once per element, integers in
+ * accumulate in double and are rounded once per element (float64 not at
+ * all), integers in
  * wrapping 64-bit arithmetic, so the results match it bit for bit.
  * Launcher: kernels/cuda/cumsum.c. Kernels: {cumsum,cumprod}_<type>.
  */
@@ -50,7 +51,15 @@ __device__ __forceinline__ void scan(const T *x, const void *axis_in, T *y, cons
 		for (i64 k = 0; k < len; k++) {
 			i64 at = base + (p.reverse ? len - 1 - k : k) * inner;
 
-			if (cep_is_float<T>::value) {
+			if (cep_is_f64<T>::value) {
+				double v = ld_d(x, at);
+
+				if (p.exclusive)
+					st_d(y, at, accf);
+				accf = PROD ? __dmul_rn(accf, v) : __dadd_rn(accf, v);
+				if (!p.exclusive)
+					st_d(y, at, accf);
+			} else if (cep_is_float<T>::value) {
 				double v = ld_f(x, at);
 
 				if (p.exclusive)
@@ -84,3 +93,7 @@ SCAN_KERNELS(f16, f16)
 SCAN_KERNELS(bf16, bf16)
 SCAN_KERNELS(i64, i64)
 SCAN_KERNELS(i32, i32)
+/* Few enough to share the source with the first types. */
+SCAN_KERNELS(double, f64)
+SCAN_KERNELS(u64, u64)
+SCAN_KERNELS(u32, u32)

@@ -19,7 +19,8 @@
  * sums run in float32 (TF32 only in a tf32 session), rounded once.
  *
  * Everything else runs the definition itself (einsum_<type>): integers,
- * one operand or more than two, an index summed in one operand alone, a
+ * float64 (in double, the host's order, so bit for bit its results), one
+ * operand or more than two, an index summed in one operand alone, a
  * sum over no elements, and calls cuBLASLt cannot take.
  *
  * The strides and the gathers' layouts do not fit call->params (256
@@ -151,7 +152,7 @@ static bool einsum_gemm_plan(const struct cpu_einsum *e, const struct op_tensor 
 	int l, i, j;
 
 	memset(g, 0, sizeof(*g));
-	if (e->n_ops != 2 || !cpu_is_float(in[0].dtype))
+	if (e->n_ops != 2 || !cpu_is_float(in[0].dtype) || in[0].dtype == CEP_DTYPE_FLOAT64)
 		return false;
 	g->a = 0;
 	g->b = 1;
@@ -494,7 +495,7 @@ static int einsum_run(struct op_call *c)
 /* ------------------------------------------------------------------- table */
 
 /* T of opset 12 among the stored types: no bfloat16, no bool. */
-#define EINSUM_DTS_12 (OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_FLOAT16) | CUDA_DTS_INT)
+#define EINSUM_DTS_12 ((OP_DTS_FLOAT & ~OP_DT(CEP_DTYPE_BFLOAT16)) | OP_DTS_INT)
 
 static const struct op_kernel kernels[] = {
 	{ "", "Einsum", 12, 27, BACKEND_CUDA, EINSUM_DTS_12, einsum_prepare, einsum_run },

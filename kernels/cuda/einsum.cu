@@ -5,9 +5,9 @@
  * einsum_<type> is the definition itself, for any equation: a thread per
  * output element sums over the summed indices (the last fastest) the
  * product of the operands taken in order, as the reference kernel does
- * (kernels/cpu/einsum.c): floats in float32, each product and sum rounded
- * one at a time (no fused multiply-add), so results match the host's bit
- * for bit; integers in int64, wrapping to their width. Each operand is
+ * (kernels/cpu/einsum.c): floats in float32 (float64 in double), each
+ * product and sum rounded one at a time (no fused multiply-add), so
+ * results match the host's bit for bit; integers in int64, wrapping to their width. Each operand is
  * read through its stride along every loop (0 where it does not walk it
  * or broadcasts; two axes of one index add up: a diagonal).
  *
@@ -43,6 +43,7 @@ __device__ __forceinline__ void einsum(cep_einsum_ops ops, T *y, const cep_einsu
 	CEP_FOR(e, p.n) {
 		i64 off[EINSUM_MAX_OPS], idx[EINSUM_MAX_LOOPS], rem = e;
 		float facc = 0.0f;
+		double dacc = 0.0;
 		u64 iacc = 0;
 		int o, l;
 
@@ -58,7 +59,13 @@ __device__ __forceinline__ void einsum(cep_einsum_ops ops, T *y, const cep_einsu
 		for (l = p.n_out; l < p.n_loops; l++)
 			idx[l] = 0;
 		for (i64 r = 0; r < sums; r++) {
-			if (cep_is_float<T>::value) {
+			if (cep_is_f64<T>::value) {
+				double v = ld_d((const T *)ops.p[0], off[0]);
+
+				for (o = 1; o < p.n_ops; o++)
+					v = __dmul_rn(v, ld_d((const T *)ops.p[o], off[o]));
+				dacc = __dadd_rn(dacc, v);
+			} else if (cep_is_float<T>::value) {
 				float v = ld_f((const T *)ops.p[0], off[0]);
 
 				for (o = 1; o < p.n_ops; o++)
@@ -82,7 +89,9 @@ __device__ __forceinline__ void einsum(cep_einsum_ops ops, T *y, const cep_einsu
 				idx[l] = 0;
 			}
 		}
-		if (cep_is_float<T>::value)
+		if (cep_is_f64<T>::value)
+			st_d(y, e, dacc);
+		else if (cep_is_float<T>::value)
 			st_f(y, e, facc);
 		else
 			st_i(y, e, (i64)iacc);
@@ -102,6 +111,12 @@ EINSUM_KERNEL(i64, i64)
 EINSUM_KERNEL(i32, i32)
 EINSUM_KERNEL(i8, i8)
 EINSUM_KERNEL(u8, u8)
+/* Few enough to share the source with the first types. */
+EINSUM_KERNEL(double, f64)
+EINSUM_KERNEL(i16, i16)
+EINSUM_KERNEL(u16, u16)
+EINSUM_KERNEL(u32, u32)
+EINSUM_KERNEL(u64, u64)
 
 /* Twin: struct cuda_einsum_gather. A dense tensor of dims read from a
  * source through its element strides. */

@@ -81,8 +81,8 @@ static int topk_run(struct op_call *c)
 }
 
 /* The reference kernel's sets: the integers came at 11, bfloat16 at 24. */
-#define TOPK_DTS_1 (OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_FLOAT16))
-#define TOPK_DTS_11 (TOPK_DTS_1 | CUDA_DTS_INT)
+#define TOPK_DTS_1 (OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_FLOAT16) | OP_DT(CEP_DTYPE_FLOAT64))
+#define TOPK_DTS_11 (TOPK_DTS_1 | OP_DTS_INT)
 #define TOPK_DTS_24 (TOPK_DTS_11 | OP_DT(CEP_DTYPE_BFLOAT16))
 
 static const struct op_kernel kernels[] = {

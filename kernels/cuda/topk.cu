@@ -42,9 +42,11 @@ __device__ __forceinline__ bool topk_before(V a, i64 ia, V b, i64 ib, bool large
 
 template <typename T, typename V> __device__ __forceinline__ V topk_load(const T *x, i64 i)
 {
+	if (cep_is_f64<T>::value)
+		return (V)ld_d(x, i);
 	if (cep_is_float<T>::value)
 		return (V)ld_f(x, i);
-	return (V)ld_i(x, i);
+	return (V)ld_i(x, i);   /* uint64: its bits, compared as u64 */
 }
 
 template <typename T, typename V>
@@ -89,3 +91,9 @@ TOPK_KERNEL(i64, i64, i64)
 TOPK_KERNEL(i32, i64, i32)
 TOPK_KERNEL(i8, i64, i8)
 TOPK_KERNEL(u8, i64, u8)
+/* Few enough to share the source with the first types. */
+TOPK_KERNEL(double, double, f64)
+TOPK_KERNEL(i16, i64, i16)
+TOPK_KERNEL(u16, i64, u16)
+TOPK_KERNEL(u32, i64, u32)
+TOPK_KERNEL(u64, u64, u64)

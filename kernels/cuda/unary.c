@@ -3,7 +3,8 @@
  * (kernels/cpu/unary.c and kernels/cpu/math.c on the host): Relu, Sigmoid,
  * Tanh, Exp, Sqrt, Reciprocal, Neg, Abs, Log, Erf, Floor, Ceil, Round, with the
  * same type sets per opset as the reference kernels. Device side:
- * kernels/cuda/unary.cu.
+ * kernels/cuda/unary.cuh, compiled in unary.cu for the first types and
+ * unary_wide.cu for float64, int16, uint16, uint32 and uint64.
  */
 #include "kernels/cuda/launch.h"
 
@@ -32,7 +33,8 @@ static int unary_prepare(struct op_call *c, size_t *workspace)
 		name[i] = (char)tolower((unsigned char)c->node->op_type[i]);
 	snprintf(name + i, sizeof(name) - i, "_%s", sfx);
 	p->n = op_dims_product(&c->in[0], 0, c->in[0].rank);
-	return cuda_function_get(c->be, "unary", name, &p->fn);
+	return cuda_function_get(c->be, cuda_dtype_wide(c->in[0].dtype) ? "unary_wide" : "unary",
+				 name, &p->fn);
 }
 
 static int unary_run(struct op_call *c)
@@ -46,40 +48,44 @@ static int unary_run(struct op_call *c)
 			   CUDA_BLOCK, 0, args);
 }
 
-#define F32_F16 (OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_FLOAT16))
-#define SIGNED (OP_DT(CEP_DTYPE_INT64) | OP_DT(CEP_DTYPE_INT32) | OP_DT(CEP_DTYPE_INT8))
+/* The host's sets: float64 wherever float32 is, int16 among the signed
+ * types (Relu's from opset 14). */
+#define NO_BF16 (OP_DTS_FLOAT & ~OP_DT(CEP_DTYPE_BFLOAT16))
+#define SIGNED OP_DTS_SIGNED
+#define SIGNED_NO_I16 (OP_DTS_SIGNED & ~OP_DT(CEP_DTYPE_INT16))
 
 #define UNARY_KERNEL(op, since, until, dts) \
 	{ "", op, since, until, BACKEND_CUDA, dts, unary_prepare, unary_run }
 /* float and float16, bfloat16 from opset 13 (kernels/cpu/math.c). */
 #define UNARY_FLOAT(op) \
-	UNARY_KERNEL(op, 1, 12, F32_F16), UNARY_KERNEL(op, 13, OP_OPSET_MAX, CUDA_DTS_FLOAT)
+	UNARY_KERNEL(op, 1, 12, NO_BF16), UNARY_KERNEL(op, 13, OP_OPSET_MAX, OP_DTS_FLOAT)
 
 static const struct op_kernel kernels[] = {
-	UNARY_KERNEL("Relu", 1, 6, F32_F16),
-	UNARY_KERNEL("Relu", 7, OP_OPSET_MAX, CUDA_DTS_FLOAT | SIGNED),
-	UNARY_KERNEL("Sigmoid", 1, 6, F32_F16),
-	UNARY_KERNEL("Sigmoid", 7, OP_OPSET_MAX, CUDA_DTS_FLOAT),
-	UNARY_KERNEL("Tanh", 1, 6, F32_F16),
-	UNARY_KERNEL("Tanh", 7, OP_OPSET_MAX, CUDA_DTS_FLOAT),
-	UNARY_KERNEL("Exp", 1, 6, F32_F16),
-	UNARY_KERNEL("Exp", 7, OP_OPSET_MAX, CUDA_DTS_FLOAT),
+	UNARY_KERNEL("Relu", 1, 6, NO_BF16),
+	UNARY_KERNEL("Relu", 7, 13, OP_DTS_FLOAT | SIGNED_NO_I16),
+	UNARY_KERNEL("Relu", 14, OP_OPSET_MAX, OP_DTS_FLOAT | SIGNED),
+	UNARY_KERNEL("Sigmoid", 1, 6, NO_BF16),
+	UNARY_KERNEL("Sigmoid", 7, OP_OPSET_MAX, OP_DTS_FLOAT),
+	UNARY_KERNEL("Tanh", 1, 6, NO_BF16),
+	UNARY_KERNEL("Tanh", 7, OP_OPSET_MAX, OP_DTS_FLOAT),
+	UNARY_KERNEL("Exp", 1, 6, NO_BF16),
+	UNARY_KERNEL("Exp", 7, OP_OPSET_MAX, OP_DTS_FLOAT),
 	UNARY_FLOAT("Sqrt"),
 	UNARY_FLOAT("Reciprocal"),
 	UNARY_FLOAT("Log"),
 	UNARY_FLOAT("Floor"),
 	UNARY_FLOAT("Ceil"),
-	UNARY_KERNEL("Neg", 1, 5, F32_F16),
-	UNARY_KERNEL("Neg", 6, 12, F32_F16 | SIGNED),
-	UNARY_KERNEL("Neg", 13, OP_OPSET_MAX, CUDA_DTS_FLOAT | SIGNED),
-	UNARY_KERNEL("Abs", 1, 5, F32_F16),
-	UNARY_KERNEL("Abs", 6, 12, F32_F16 | CUDA_DTS_INT),
-	UNARY_KERNEL("Abs", 13, OP_OPSET_MAX, CUDA_DTS_FLOAT | CUDA_DTS_INT),
-	UNARY_KERNEL("Erf", 9, 12, F32_F16 | CUDA_DTS_INT),
-	UNARY_KERNEL("Erf", 13, OP_OPSET_MAX, CUDA_DTS_FLOAT),
+	UNARY_KERNEL("Neg", 1, 5, NO_BF16),
+	UNARY_KERNEL("Neg", 6, 12, NO_BF16 | SIGNED),
+	UNARY_KERNEL("Neg", 13, OP_OPSET_MAX, OP_DTS_FLOAT | SIGNED),
+	UNARY_KERNEL("Abs", 1, 5, NO_BF16),
+	UNARY_KERNEL("Abs", 6, 12, NO_BF16 | OP_DTS_INT),
+	UNARY_KERNEL("Abs", 13, OP_OPSET_MAX, OP_DTS_FLOAT | OP_DTS_INT),
+	UNARY_KERNEL("Erf", 9, 12, NO_BF16 | OP_DTS_INT),
+	UNARY_KERNEL("Erf", 13, OP_OPSET_MAX, OP_DTS_FLOAT),
 	/* Round came at 11, bfloat16 at 22. */
-	UNARY_KERNEL("Round", 11, 21, F32_F16),
-	UNARY_KERNEL("Round", 22, OP_OPSET_MAX, CUDA_DTS_FLOAT),
+	UNARY_KERNEL("Round", 11, 21, NO_BF16),
+	UNARY_KERNEL("Round", 22, OP_OPSET_MAX, OP_DTS_FLOAT),
 };
 
 const struct op_family op_family_cuda_unary = {

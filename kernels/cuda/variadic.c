@@ -2,7 +2,9 @@
  * variadic.c — the CUDA kernels of Min, Max, Sum and Mean
  * (kernels/cpu/variadic.c on the host), with its type sets per opset, and
  * com.microsoft BiasAdd, which is Sum of its three inputs.
- * Device side: kernels/cuda/variadic.cu.
+ * Device side: kernels/cuda/variadic.cuh, compiled in variadic.cu for the
+ * first types and variadic_wide.cu for float64, int16, uint16, uint32 and
+ * uint64.
  *
  * One launch folds up to CUDA_BCASTN_MAX inputs; prepare() lays out the
  * broadcast of the first launch, which is all but the rarest nodes need.
@@ -56,7 +58,8 @@ static int variadic_prepare(struct op_call *c, size_t *workspace, const char *op
 	p->div = (float)c->n_in;
 	variadic_layout(c, 0, &p->bc);
 	snprintf(name, sizeof(name), "%s_%s", op, sfx);
-	return cuda_function_get(c->be, "variadic", name, &p->fn);
+	return cuda_function_get(c->be, cuda_dtype_wide(t) ? "variadic_wide" : "variadic", name,
+				 &p->fn);
 }
 
 static int variadic_run(struct op_call *c)
@@ -98,21 +101,22 @@ static int mean_prepare(struct op_call *c, size_t *ws) { return variadic_prepare
 /* ------------------------------------------------------------------- table */
 
 #define F32_F16 (OP_DT(CEP_DTYPE_FLOAT32) | OP_DT(CEP_DTYPE_FLOAT16))
+#define F32_F16_F64 (F32_F16 | OP_DT(CEP_DTYPE_FLOAT64))
 
 #define VAR_KERNEL(op, since, until, dts, prepare) \
 	{ "", op, since, until, BACKEND_CUDA, dts, prepare, variadic_run }
 
 static const struct op_kernel kernels[] = {
-	VAR_KERNEL("Min", 1, 11, F32_F16, min_prepare),
-	VAR_KERNEL("Min", 12, 12, F32_F16 | CUDA_DTS_INT, min_prepare),
-	VAR_KERNEL("Min", 13, OP_OPSET_MAX, CUDA_DTS_NUMERIC, min_prepare),
-	VAR_KERNEL("Max", 1, 11, F32_F16, max_prepare),
-	VAR_KERNEL("Max", 12, 12, F32_F16 | CUDA_DTS_INT, max_prepare),
-	VAR_KERNEL("Max", 13, OP_OPSET_MAX, CUDA_DTS_NUMERIC, max_prepare),
-	VAR_KERNEL("Sum", 1, 12, F32_F16, sum_prepare),
-	VAR_KERNEL("Sum", 13, OP_OPSET_MAX, CUDA_DTS_FLOAT, sum_prepare),
-	VAR_KERNEL("Mean", 1, 12, F32_F16, mean_prepare),
-	VAR_KERNEL("Mean", 13, OP_OPSET_MAX, CUDA_DTS_FLOAT, mean_prepare),
+	VAR_KERNEL("Min", 1, 11, F32_F16_F64, min_prepare),
+	VAR_KERNEL("Min", 12, 12, F32_F16_F64 | OP_DTS_INT, min_prepare),
+	VAR_KERNEL("Min", 13, OP_OPSET_MAX, OP_DTS_NUMERIC, min_prepare),
+	VAR_KERNEL("Max", 1, 11, F32_F16_F64, max_prepare),
+	VAR_KERNEL("Max", 12, 12, F32_F16_F64 | OP_DTS_INT, max_prepare),
+	VAR_KERNEL("Max", 13, OP_OPSET_MAX, OP_DTS_NUMERIC, max_prepare),
+	VAR_KERNEL("Sum", 1, 12, F32_F16_F64, sum_prepare),
+	VAR_KERNEL("Sum", 13, OP_OPSET_MAX, OP_DTS_FLOAT, sum_prepare),
+	VAR_KERNEL("Mean", 1, 12, F32_F16_F64, mean_prepare),
+	VAR_KERNEL("Mean", 13, OP_OPSET_MAX, OP_DTS_FLOAT, mean_prepare),
 	/* com.microsoft BiasAdd: Sum of X, bias and skip, as on the host. */
 	{ OP_DOMAIN_MS, "BiasAdd", 1, OP_MS_OPSET_MAX, BACKEND_CUDA, F32_F16, sum_prepare,
 	  variadic_run },

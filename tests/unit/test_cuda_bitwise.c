@@ -2,7 +2,9 @@
  * test_cuda_bitwise.c — the CUDA kernels of kernels/cuda/bitwise.c
  * (BitShift in both directions, BitwiseAnd, BitwiseOr, BitwiseXor,
  * BitwiseNot) and Xor (kernels/cuda/compare.c) against the reference
- * kernels of kernels/cpu, bit for bit, on fresh random integers over each
+ * kernels of kernels/cpu, bit for bit, on fresh random integers of every
+ * integer type (int16, uint16, uint32 and uint64 from bitwise_wide.cu,
+ * uint64 values past 2^63 shifting right logically) over each
  * type's whole range with its extremes, zeros and -1 among them; shift
  * amounts around each width (negative, 0, width - 1, width, beyond) as
  * well as anywhere. Every layout the launchers tell apart: operands of
@@ -23,6 +25,8 @@ static const char *const bit_ops[] = { "BitShift", "BitwiseAnd", "BitwiseOr", "B
 static const cep_dtype all_types[] = {
 	CEP_DTYPE_FLOAT32, CEP_DTYPE_FLOAT16, CEP_DTYPE_BFLOAT16, CEP_DTYPE_INT64,
 	CEP_DTYPE_INT32, CEP_DTYPE_INT8, CEP_DTYPE_UINT8, CEP_DTYPE_BOOL,
+	CEP_DTYPE_FLOAT64, CEP_DTYPE_INT16, CEP_DTYPE_UINT16, CEP_DTYPE_UINT32,
+	CEP_DTYPE_UINT64,
 };
 
 #define N_TYPES (sizeof(all_types) / sizeof(all_types[0]))
@@ -62,8 +66,9 @@ Test(cuda_bitwise, the_device_covers_what_the_host_covers)
 		cr_assert_gt(mine, 0, "%s", bit_ops[i]);
 		covered += mine;
 	}
-	/* BitShift 17 + 4, the Bitwise four 4 x 11 each, Xor 28 (opsets 1 on). */
-	cr_assert_eq(covered, 17 + 4 + 4 * 4 * 11 + 28);
+	/* BitShift 17 x 4 unsigned types + 8 at 28, the Bitwise four 8 x 11
+	 * each, Xor 28 (opsets 1 on). */
+	cr_assert_eq(covered, 17 * 4 + 8 + 4 * 8 * 11 + 28);
 }
 
 /* ------------------------------------------------------- on the GPU machine */
@@ -119,7 +124,7 @@ static struct op_tensor shift_amounts(cep_dtype dtype, const char *shape, unsign
 {
 	struct op_tensor t = host_tensor(dtype, shape, seed, true);
 	int64_t width = 8 * (int64_t)cep_dtype_size(dtype), n = op_dims_product(&t, 0, t.rank), i;
-	bool is_unsigned = dtype == CEP_DTYPE_UINT8;
+	bool is_unsigned = cpu_is_unsigned(dtype);
 
 	for (i = 0; i < n; i++) {
 		unsigned r = rnd(seed);
@@ -166,8 +171,9 @@ Test(gpu_bitwise, bitshift_matches_the_host_in_both_directions)
 		}
 	}
 	cr_assert_eq(bad, 0, "%lld mismatches", (long long)bad);
-	/* uint8 at 11 and 27, four types at 28, both directions, every layout. */
-	cr_assert_eq(cases, (1 + 1 + 4) * 2 * (int)N_OF(shapes));
+	/* The four unsigned types at 11 and 27, eight at 28, both directions,
+	 * every layout. */
+	cr_assert_eq(cases, (4 + 4 + 8) * 2 * (int)N_OF(shapes));
 }
 
 Test(gpu_bitwise, and_or_xor_not_match_the_host)
@@ -205,7 +211,7 @@ Test(gpu_bitwise, and_or_xor_not_match_the_host)
 		free(in[0].data);
 	}
 	cr_assert_eq(bad, 0, "%lld mismatches", (long long)bad);
-	cr_assert_eq(cases, 4 * 3 * (int)N_OF(shapes));
+	cr_assert_eq(cases, 8 * 3 * (int)N_OF(shapes));
 }
 
 Test(gpu_bitwise, xor_matches_the_host)
