@@ -4,15 +4,17 @@
  * types (int4, uint4, float4e2m1: a byte each, the element in the low
  * nibble, an int4 written sign-extended; client/cudaep.h) with the loads
  * and stores every stored type has in common.cuh, so that Cast's template
- * takes them (kernels/cuda/cast.cu); and the float8 types' codes
- * (float8e4m3fn, float8e4m3fnuz, float8e5m2, float8e5m2fnuz) decoded and
- * encoded with rounding to nearest even and ONNX's saturation, for
- * QuantizeLinear and DequantizeLinear (kernels/cuda/quant.cu).
+ * takes them (kernels/cuda/cast.cu); and, through f8.cuh (which Cast's
+ * float8 kernels use too), the float8 types' codes (float8e4m3fn,
+ * float8e4m3fnuz, float8e5m2, float8e5m2fnuz) decoded and encoded with
+ * rounding to nearest even and ONNX's saturation, for QuantizeLinear and
+ * DequantizeLinear (kernels/cuda/quant.cu).
  */
 #ifndef CEP_CUDA_QTYPES_CUH
 #define CEP_CUDA_QTYPES_CUH
 
 #include "common.cuh"
+#include "f8.cuh"
 
 /* Storage types: a byte each. */
 struct i4 { u8 v; };
@@ -112,95 +114,5 @@ __device__ __forceinline__ void st_f(i4 *p, i64 i, float v) { st_d(p, i, (double
 __device__ __forceinline__ void st_f(u4 *p, i64 i, float v) { st_d(p, i, (double)v); }
 __device__ __forceinline__ void st_f(f4 *p, i64 i, float v) { st_d(p, i, (double)v); }
 
-/* ---------------------------------------------------------- float8 */
-
-/* The shape of a float8 type (struct qtype_f8): ONNX's numbers 17..20. */
-struct cep_f8 {
-	int ebits, mbits, bias;
-	float largest;
-	bool has_inf, uz;
-	u8 max_code;            /* the code of largest */
-};
-
-__device__ __forceinline__ cep_f8 cep_f8_of(int t)
-{
-	switch (t) {
-	case 18: return cep_f8{ 4, 3, 8, 240.0f, false, true, 0x7f };
-	case 19: return cep_f8{ 5, 2, 15, 57344.0f, true, false, 0x7b };
-	case 20: return cep_f8{ 5, 2, 16, 57344.0f, false, true, 0x7f };
-	default: return cep_f8{ 4, 3, 7, 448.0f, false, false, 0x7e };
-	}
-}
-
-__device__ __forceinline__ u8 cep_f8_nan(const cep_f8 &f, unsigned s)
-{
-	if (f.uz)
-		return 0x80;
-	return (u8)((s << 7) | (f.has_inf ? 0x7eu : 0x7fu));
-}
-
-/* Code c as a float, exactly (qtype_f8_decode()). */
-__device__ __forceinline__ float cep_f8_decode(const cep_f8 &f, u8 c)
-{
-	unsigned s = c >> 7, e = (c >> f.mbits) & ((1u << f.ebits) - 1u);
-	unsigned m = c & ((1u << f.mbits) - 1u), emax = (1u << f.ebits) - 1u;
-	float v;
-
-	if (f.uz && c == 0x80)
-		return __int_as_float(0x7fc00000);
-	if (!f.uz && e == emax) {
-		if (f.has_inf && m == 0)
-			return __int_as_float(s ? (int)0xff800000 : 0x7f800000);
-		if (f.has_inf || m == (1u << f.mbits) - 1u)
-			return __int_as_float(0x7fc00000);
-	}
-	if (e == 0)
-		v = (float)m * (float)cep_pow2(1 - f.bias - f.mbits);
-	else
-		v = (float)(m | (1u << f.mbits)) * (float)cep_pow2((int)e - f.bias - f.mbits);
-	return s ? -v : v;
-}
-
-/* x rounded to nearest even as a code, saturating as `saturate` says
- * (qtype_f8_encode(); the division by a power of two is exact). */
-__device__ __forceinline__ u8 cep_f8_encode(const cep_f8 &f, float x, bool saturate)
-{
-	unsigned bits = __float_as_uint(x), s = bits >> 31;
-	int emin = 1 - f.bias, e;
-	double a = fabs((double)x), r;
-	unsigned code;
-
-	if (x != x)
-		return cep_f8_nan(f, s);
-	if ((bits & 0x7fffffffu) == 0x7f800000u) {
-		if (saturate)
-			return (u8)((s << 7) | f.max_code);
-		if (f.has_inf)
-			return (u8)((s << 7) | (((1u << f.ebits) - 1u) << f.mbits));
-		return cep_f8_nan(f, s);
-	}
-	if (a == 0.0)
-		return (u8)(f.uz ? 0 : s << 7);
-	e = cep_exp_of(a);
-	if (e < emin)
-		e = emin;
-	r = rint(a * cep_pow2(f.mbits - e)) * cep_pow2(e - f.mbits);
-	if (r > (double)f.largest) {
-		if (saturate)
-			return (u8)((s << 7) | f.max_code);
-		if (f.has_inf)
-			return (u8)((s << 7) | (((1u << f.ebits) - 1u) << f.mbits));
-		return cep_f8_nan(f, s);
-	}
-	if (r == 0.0)
-		return (u8)(f.uz ? 0 : s << 7);
-	e = cep_exp_of(r);
-	if (e < emin)
-		code = (unsigned)(r * cep_pow2(f.mbits - emin));
-	else
-		code = ((unsigned)(e + f.bias) << f.mbits) |
-		       ((unsigned)(r * cep_pow2(f.mbits - e)) - (1u << f.mbits));
-	return (u8)((s << 7) | code);
-}
-
+/* The float8 types: f8.cuh's codec, which Cast (cast_f8.cu) uses too. */
 #endif

@@ -82,7 +82,7 @@ __device__ __forceinline__ void quantize_float(const X *x, const void *s, const 
 				v = 0.0;
 			y[i] = cep_f4_encode(v);
 		} else {
-			y[i] = cep_f8_encode(cep_f8_of(T), cep_f64_to_f32_odd(v), p.saturate != 0);
+			y[i] = cep_f8_encode(cep_f8_fmt_of(T), cep_f64_to_f32_odd(v), p.saturate != 0);
 		}
 	}
 }
@@ -160,7 +160,7 @@ __device__ __forceinline__ void dequantize_float(const u8 *x, const void *s, Y *
 {
 	CEP_FOR(i, p.n) {
 		i64 k = quant_at(p, i);
-		float d = T == 23 ? cep_f4_decode(x[i]) : cep_f8_decode(cep_f8_of(T), x[i]);
+		float d = T == 23 ? cep_f4_decode(x[i]) : cep_f8_decode(cep_f8_fmt_of(T), x[i]);
 
 		st_f(y, i, __double2float_rn(__dmul_rn((double)d, cep_q_real(s, p.sdt, k))));
 	}
