@@ -40,6 +40,8 @@ if [ -f "$B/lib/cudaep/kernels.pack.xz" ] && [ ! -f "$B/lib/cudaep/kernels.pack"
 	fi
 	chmod 0644 "$B/lib/cudaep/kernels.pack"
 fi
+# The unit tests' backends take kernels from it too (tests/unit/cuda_util.h).
+[ -f "$B/lib/cudaep/kernels.pack" ] && export CUDAEP_TEST_KPACK="$B/lib/cudaep/kernels.pack"
 SUMMARY=$OUT/summary.txt
 : > "$SUMMARY"
 [ $# -gt 0 ] || set -- unit integration conformance
