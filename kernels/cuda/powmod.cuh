@@ -52,12 +52,25 @@ __device__ __forceinline__ i64 pm_ipow(i64 b, i64 e, bool e_u64)
 }
 
 /* x^e in double. CUDA's pow() is within 2 units in the last place where
- * the host's is correctly rounded; a square, the common exponent (the
- * host squares float32 outright), is a product, which rounds correctly
- * and so gives the host's result bit for bit. */
+ * the host's is correctly rounded, and not always exact where the host's
+ * is: on the H200, 3^1.0 came out 2.9999999999999996, which an integer
+ * output truncates to 2. So an integer exponent of at most 64 powers by
+ * squaring, which is exact wherever the result is (an integer base's
+ * powers below 2^53, and the squares of the common x^2) and otherwise
+ * within a few units in the last place; other exponents take pow(). */
 __device__ __forceinline__ double pm_pow(double x, double e)
 {
-	return e == 2.0 ? x * x : pow(x, e);
+	if (e == trunc(e) && fabs(e) <= 64.0) {
+		double r = 1.0, p = x;
+
+		for (long long k = (long long)fabs(e); k != 0; k >>= 1) {
+			if (k & 1)
+				r *= p;
+			p *= p;
+		}
+		return e < 0.0 ? 1.0 / r : r;
+	}
+	return pow(x, e);
 }
 
 template <typename TA, typename TB>
