@@ -17,6 +17,7 @@
 
 #include "client/cudaep.h"
 #include "common/error.h"
+#include "common/fdio.h"
 
 #define KPACK_FILE_MAX ((uint64_t)4 << 30) /* bytes; a larger file is foreign */
 
@@ -57,23 +58,6 @@ struct kpack {
 static size_t align64(size_t n)
 {
 	return (n + 63) & ~(size_t)63;
-}
-
-static int write_all(int fd, const void *p, size_t n)
-{
-	const unsigned char *b = p;
-	ssize_t w;
-
-	while (n > 0) {
-		w = write(fd, b, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return -1;
-		b += w;
-		n -= (size_t)w;
-	}
-	return 0;
 }
 
 int kpack_write(const char *path, const struct kpack_image *images, size_t n,
@@ -125,14 +109,14 @@ int kpack_write(const char *path, const struct kpack_image *images, size_t n,
 		free(e);
 		return cep__set_error(CEP_EIO, "%s: cannot create: %s", tmp, strerror(err));
 	}
-	ok = write_all(fd, &h, sizeof(h)) == 0 && write_all(fd, e, n * sizeof(*e)) == 0 &&
-	     write_all(fd, zeros, align64(sizeof(h) + n * sizeof(*e)) -
+	ok = cep_write_all(fd, &h, sizeof(h)) == 0 && cep_write_all(fd, e, n * sizeof(*e)) == 0 &&
+	     cep_write_all(fd, zeros, align64(sizeof(h) + n * sizeof(*e)) -
 				  (sizeof(h) + n * sizeof(*e))) == 0;
 	for (i = 0; ok && i < n; i++) {
 		size_t pad = align64(images[i].bytes) - images[i].bytes;
 
-		ok = write_all(fd, images[i].data, images[i].bytes) == 0 &&
-		     write_all(fd, zeros, pad) == 0;
+		ok = cep_write_all(fd, images[i].data, images[i].bytes) == 0 &&
+		     cep_write_all(fd, zeros, pad) == 0;
 	}
 	err = errno;
 	/* Readable by all (the daemon may run as its own user), writable by

@@ -25,6 +25,7 @@
 #include "gpu/cuda/kpack.h"
 #include "client/cudaep.h"
 #include "common/error.h"
+#include "common/fdio.h"
 #include "common/log.h"
 
 /* ---------------------------------------------------------------- the cache */
@@ -371,23 +372,6 @@ static int disk_load(struct nvrtc_cache *c, const struct nvrtc_source *src,
 	return 1;
 }
 
-static int write_all(int fd, const void *p, size_t n)
-{
-	const unsigned char *b = p;
-	ssize_t w;
-
-	while (n > 0) {
-		w = write(fd, b, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return -1;
-		b += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
 /* Writes the image to src's cache file: a temporary file renamed into
  * place, so a reader sees the old file, the new one or none. Failures only
  * count. Called with the lock. */
@@ -414,7 +398,7 @@ static void disk_store(struct nvrtc_cache *c, const struct nvrtc_source *src,
 		c->stats.disk_errors++;
 		return;
 	}
-	ok = write_all(fd, &h, sizeof(h)) == 0 && write_all(fd, image, size) == 0;
+	ok = cep_write_all(fd, &h, sizeof(h)) == 0 && cep_write_all(fd, image, size) == 0;
 	ok = close(fd) == 0 && ok;
 	if (!ok || rename(tmp, path) != 0) {
 		unlink(tmp);
