@@ -11,10 +11,12 @@
  * hq + hk, the mask broadcast along what it does not vary with.
  *
  * Those kernels take struct cep_attn (attention.cuh), whose launcher twin
- * struct cuda_attn lives in kernels/cuda/attention.c; msa_attn below is a
- * second twin of it, and picks the kernel by the same rules (the
- * tensor-core one for 16-bit types and depths up to 64 on sm_80 and
- * later, the tiled ones up to 128, the row kernel beyond).
+ * struct cuda_attn lives in kernels/cuda/attention.c; struct
+ * cuda_msa_attn (kernels/cuda/ms_attention.h) is a second twin of it, and
+ * cuda_msa_pick() picks the kernel by the same rules (the tensor-core one
+ * for 16-bit types and depths up to 64 on sm_80 and later, the tiled ones
+ * up to 128, the row kernel beyond). The picker, the mask's launch and the
+ * attention's are shared with MultiHeadAttention (kernels/cuda/ms_mha.c).
  */
 #include "kernels/cuda/launch.h"
 
