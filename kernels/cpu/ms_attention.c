@@ -286,41 +286,38 @@ static void msa_project(const struct op_call *c, const struct ms_attn *a, void *
 	}
 }
 
-/* The additive mask (mb, mh, mi, S) in t, as ms_attention.h says. */
-static void msa_mask(const struct op_call *c, const struct ms_attn *a, void *mask)
-{
-	cep_dtype t = c->in[0].dtype;
-	const int32_t *mi32 = a->mask != MS_ATTN_MASK_NONE ? c->in[3].data : NULL;
-	const void *ab = a->has_ab ? c->in[5].data : NULL;
-	int64_t b, h, i, j, at = 0, S = a->S;
+/* ------------------------------------------------ shared with MultiHeadAttention */
 
-	for (b = 0; b < a->mb; b++) {
-		for (h = 0; h < a->mh; h++) {
-			for (i = 0; i < a->mi; i++) {
-				for (j = 0; j < S; j++, at++) {
+void ms_attn_mask_fill(const struct ms_attn_mspec *m, const int32_t *mi32, const void *ab,
+		       cep_dtype t, void *out)
+{
+	int64_t b, h, i, j, at = 0, S = m->S, T = m->T;
+
+	for (b = 0; b < m->mb; b++) {
+		for (h = 0; h < m->mh; h++) {
+			for (i = 0; i < m->mi; i++) {
+				for (j = 0; j < T; j++, at++) {
 					float v = 0.0f;
 
-					if (a->mask == MS_ATTN_MASK_LENGTHS && j >= mi32[b])
-						v = a->filt;
-					else if (a->mask == MS_ATTN_MASK_RAW2)
-						v = (float)(1 - mi32[b * S + j]) * a->filt;
-					else if (a->mask == MS_ATTN_MASK_RAW3)
-						v = (float)(1 - mi32[(b * S + i) * S + j]) * a->filt;
+					if (m->form == MS_ATTN_MASK_LENGTHS && j >= mi32[b])
+						v = m->filt;
+					else if (m->form == MS_ATTN_MASK_RAW2)
+						v = (float)(1 - mi32[b * T + j]) * m->filt;
+					else if (m->form == MS_ATTN_MASK_RAW3)
+						v = (float)(1 - mi32[(b * S + i) * T + j]) * m->filt;
 					if (ab != NULL)
-						v += cpu_load_f(ab, t, (((a->ab_b > 1 ? b : 0) * a->ab_h +
-									 (a->ab_h > 1 ? h : 0)) * S + i) * S + j);
-					if (a->causal && j > i)
+						v += cpu_load_f(ab, t, (((m->ab_b > 1 ? b : 0) * m->ab_h +
+									 (m->ab_h > 1 ? h : 0)) * S + i) * T + j);
+					if (m->causal && j > m->P + i)
 						v = -INFINITY;
-					cpu_store_f(mask, t, at, v);
+					cpu_store_f(out, t, at, v);
 				}
 			}
 		}
 	}
 }
 
-/* Softmax of the n scores s in place, as kernels/cpu/softmax.c does it:
- * a key at -inf weighs 0, a row all at -inf is NaN (as on the device). */
-static void msa_softmax(float *s, int64_t n)
+void ms_attn_softmax(float *s, int64_t n)
 {
 	float mx = -INFINITY;
 	double sum = 0.0;
@@ -336,53 +333,78 @@ static void msa_softmax(float *s, int64_t n)
 		s[j] = expf(s[j] - mx) / (float)sum;
 }
 
+void ms_attn_core(const struct ms_attn_view *x, cep_dtype t, float *scratch)
+{
+	float *s = scratch, *acc = scratch + x->T;
+	int64_t b, h, i, j, d;
+
+	for (b = 0; b < x->B; b++) {
+		for (h = 0; h < x->H; h++) {
+			for (i = 0; i < x->S; i++) {
+				int64_t qi = b * x->qs[0] + h * x->qs[1] + i * x->qs[2];
+				int64_t mi = b * x->ms[0] + h * x->ms[1] + i * x->ms[2];
+
+				for (j = 0; j < x->T; j++) {
+					int64_t kj = b * x->ks[0] + h * x->ks[1] + j * x->ks[2];
+					float dot = 0.0f;
+
+					for (d = 0; d < x->dk; d++)
+						dot += cpu_load_f(x->q, t, qi + d) * cpu_load_f(x->k, t, kj + d);
+					s[j] = dot * x->scale;
+					if (x->m != NULL)
+						s[j] += cpu_load_f(x->m, t, mi + j);
+				}
+				ms_attn_softmax(s, x->T);
+				memset(acc, 0, (size_t)x->dv * sizeof(float));
+				for (j = 0; j < x->T; j++) {
+					int64_t vj = b * x->vs[0] + h * x->vs[1] + j * x->vs[2];
+
+					for (d = 0; d < x->dv; d++)
+						acc[d] += s[j] * cpu_load_f(x->v, t, vj + d);
+				}
+				for (d = 0; d < x->dv; d++)
+					cpu_store_f(x->o, t, b * x->os[0] + h * x->os[1] + i * x->os[2] + d,
+						    acc[d]);
+			}
+		}
+	}
+}
+
+/* ------------------------------------------------------------------ run */
+
 static int msa_run(struct op_call *c)
 {
 	const struct ms_attn *a = (const struct ms_attn *)c->params;
 	cep_dtype t = c->in[0].dtype;
+	size_t esize = cep_dtype_size(t);
 	size_t qkv_bytes = ms_attn_region(ms_attn_qkv_numel(a), t);
 	size_t mask_bytes = ms_attn_region(ms_attn_mask_numel(a), t);
 	unsigned char *ws = c->workspace;
-	void *qkv = ws, *mask = ws + qkv_bytes;
-	float *s = (float *)(ws + qkv_bytes + mask_bytes), *acc = s + a->S;
-	int64_t N = a->hq + a->hk + a->hv, S = a->S, b, h, i, j, d;
+	unsigned char *qkv = ws;
+	int64_t N = a->hq + a->hk + a->hv, S = a->S;
+	struct ms_attn_mspec m = {
+		.S = S, .T = S, .P = 0, .mb = a->mb, .mh = a->mh, .mi = a->mi,
+		.ab_b = a->has_ab ? a->ab_b : 0, .ab_h = a->ab_h, .filt = a->filt,
+		.form = a->mask, .causal = a->causal,
+	};
+	struct ms_attn_view x = {
+		.B = a->B, .H = a->H, .S = S, .T = S, .dk = a->dq, .dv = a->dv,
+		.q = qkv, .k = qkv + (size_t)a->hq * esize,
+		.v = qkv + (size_t)(a->hq + a->hk) * esize,
+		.m = a->mb > 0 ? ws + qkv_bytes : NULL, .o = c->out[0].data,
+		.qs = { S * N, a->dq, N }, .ks = { S * N, a->dq, N }, .vs = { S * N, a->dv, N },
+		.ms = { a->mb > 1 ? a->mh * a->mi * S : 0, a->mh > 1 ? a->mi * S : 0,
+			a->mi > 1 ? S : 0 },
+		.os = { S * a->hv, a->dv, a->hv }, .scale = a->scale,
+	};
 
 	if (c->workspace_bytes < qkv_bytes + mask_bytes + (size_t)(S + a->dv) * sizeof(float))
 		return cep__set_error(CEP_EINTERNAL, "Attention: the workspace is too small");
 	msa_project(c, a, qkv);
 	if (a->mb > 0)
-		msa_mask(c, a, mask);
-	for (b = 0; b < a->B; b++) {
-		for (h = 0; h < a->H; h++) {
-			int64_t mbase = ((a->mb > 1 ? b : 0) * a->mh + (a->mh > 1 ? h : 0)) * a->mi * S;
-
-			for (i = 0; i < S; i++) {
-				int64_t qi = (b * S + i) * N + h * a->dq;
-
-				for (j = 0; j < S; j++) {
-					int64_t kj = (b * S + j) * N + a->hq + h * a->dq;
-					float dot = 0.0f;
-
-					for (d = 0; d < a->dq; d++)
-						dot += cpu_load_f(qkv, t, qi + d) * cpu_load_f(qkv, t, kj + d);
-					s[j] = dot * a->scale;
-					if (a->mb > 0)
-						s[j] += cpu_load_f(mask, t, mbase + (a->mi > 1 ? i : 0) * S + j);
-				}
-				msa_softmax(s, S);
-				memset(acc, 0, (size_t)a->dv * sizeof(float));
-				for (j = 0; j < S; j++) {
-					int64_t vj = (b * S + j) * N + a->hq + a->hk + h * a->dv;
-
-					for (d = 0; d < a->dv; d++)
-						acc[d] += s[j] * cpu_load_f(qkv, t, vj + d);
-				}
-				for (d = 0; d < a->dv; d++)
-					cpu_store_f(c->out[0].data, t, (b * S + i) * a->hv + h * a->dv + d,
-						    acc[d]);
-			}
-		}
-	}
+		ms_attn_mask_fill(&m, a->mask != MS_ATTN_MASK_NONE ? c->in[3].data : NULL,
+				  a->has_ab ? c->in[5].data : NULL, t, ws + qkv_bytes);
+	ms_attn_core(&x, t, (float *)(ws + qkv_bytes + mask_bytes));
 	return 0;
 }
 

@@ -48,6 +48,50 @@ struct ms_attn {
 	int32_t has_ab;         /* attention_bias (input 5) given */
 };
 
+/* The additive mask of Attention and MultiHeadAttention over S queries
+ * and T keys: mask_filter_value where the key mask masks key j (form
+ * LENGTHS: j at or past the length; RAW2 (B, T) and RAW3 (B, S, T): (1 - m)
+ * * mask_filter_value), plus attention_bias (ab_b or 1, ab_h or 1, S, T),
+ * and -inf for a key j > P + i when causal (P keys come before the first
+ * query: the past). Built as (mb, mh, mi, T), 1 along what it does not
+ * vary with. */
+struct ms_attn_mspec {
+	int64_t S, T, P;        /* queries, keys, past keys */
+	int64_t mb, mh, mi;     /* the built mask's leading dims */
+	int64_t ab_b, ab_h;     /* attention_bias's dims 0 and 1; ab_b 0: none */
+	float filt;             /* mask_filter_value */
+	int32_t form;           /* enum ms_attn_mask */
+	int32_t causal;
+};
+
+/* Writes the mask of m into out (mb * mh * mi * T elements of t) from the
+ * int32 key mask mi32 (NULL for form NONE) and attention_bias ab (in t;
+ * NULL: none). Cannot fail. */
+void ms_attn_mask_fill(const struct ms_attn_mspec *m, const int32_t *mi32, const void *ab,
+		       cep_dtype t, void *out);
+
+/* The attention proper over strided views in elements of t: per batch b,
+ * head h and query i, scores s_j = scale * q . k_j + m[j] (float32 dot
+ * products in order), a softmax as kernels/cpu/softmax.c takes it (float
+ * maximum, double sum; a key at -inf weighs 0, a row all at -inf is NaN),
+ * then o = sum_j s_j v_j. Rows are contiguous (dk or dv elements); the
+ * strides are of batch, head and row. */
+struct ms_attn_view {
+	int64_t B, H, S, T;     /* batch, heads, queries, keys */
+	int64_t dk, dv;         /* depths of Q and K, of V */
+	const void *q, *k, *v;  /* (B, H, S, dk), (B, H, T, dk), (B, H, T, dv) */
+	const void *m;          /* (B, H, S, T) through ms, or NULL: none */
+	void *o;                /* (B, H, S, dv) */
+	int64_t qs[3], ks[3], vs[3], ms[3], os[3];
+	float scale;
+};
+
+/* Computes o of x; scratch holds T + dv floats. Cannot fail. */
+void ms_attn_core(const struct ms_attn_view *x, cep_dtype t, float *scratch);
+
+/* Softmax of the n scores s in place (see struct ms_attn_view). */
+void ms_attn_softmax(float *s, int64_t n);
+
 /* The inference of Attention: checks the attributes, ranks, types and
  * sizes, refuses what is not supported, and fills x->out[0]. */
 int ms_attn_infer(struct op_infer *x);

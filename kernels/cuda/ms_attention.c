@@ -11,10 +11,12 @@
  * hq + hk, the mask broadcast along what it does not vary with.
  *
  * Those kernels take struct cep_attn (attention.cuh), whose launcher twin
- * struct cuda_attn lives in kernels/cuda/attention.c; msa_attn below is a
- * second twin of it, and picks the kernel by the same rules (the
- * tensor-core one for 16-bit types and depths up to 64 on sm_80 and
- * later, the tiled ones up to 128, the row kernel beyond).
+ * struct cuda_attn lives in kernels/cuda/attention.c; struct
+ * cuda_msa_attn (kernels/cuda/ms_attention.h) is a second twin of it, and
+ * cuda_msa_pick() picks the kernel by the same rules (the tensor-core one
+ * for 16-bit types and depths up to 64 on sm_80 and later, the tiled ones
+ * up to 128, the row kernel beyond). The picker, the mask's launch and the
+ * attention's are shared with MultiHeadAttention (kernels/cuda/ms_mha.c).
  */
 #include "kernels/cuda/launch.h"
 
@@ -24,62 +26,33 @@
 
 #include "gpu/cuda/cublaslt.h"
 #include "kernels/cpu/ms_attention.h"
+#include "kernels/cuda/ms_attention.h"
 #include "kernels/xfmr.h"
 
 /* The most workspace the GEMM's algorithm may ask for. */
 #define MSA_GEMM_WORKSPACE_MAX ((size_t)32 << 20)
-
-/* Twin of struct cep_attn (attention.cuh), as kernels/cuda/attention.c's
- * struct cuda_attn is. */
-struct msa_attn {
-	int64_t B, H, Sq, Sk, Dk, Dv;
-	int64_t q[4], k[4], v[4];
-	int64_t m[4];
-	int64_t o[4];
-	float scale;
-	int32_t has_mask;
-	int32_t vec;
-	int64_t q_tiles;
-};
-
-/* Twin of struct cep_msa_mask (ms_attention.cu). */
-struct cuda_msa_mask {
-	int64_t n;
-	int64_t S, mh, mi;
-	int64_t ab_b, ab_h;
-	float filt;
-	int32_t mask;
-	int32_t causal;
-	int32_t pad;
-};
-
-#define MSA_QROWS 16         /* query rows per block of attn_tile (AT_QROWS) */
-#define MSA_TC_QROWS 64      /* of attn_tc64 (TC_QROWS) */
-#define MSA_TILE_THREADS 128 /* AT_WARPS and TC_WARPS warps */
-#define MSA_ROWS_THREADS 128
-#define MSA_GRID_MAX (1u << 20)
 
 struct msa_params {
 	struct cublaslt *lt;            /* the backend's */
 	const struct cublaslt_gemm *g;  /* NULL when the input's hidden size is 0 */
 	CUfunction bias_fn;             /* msa_bias, or NULL: the epilogue adds it */
 	CUfunction mask_fn;             /* msa_mask, or NULL: no mask */
-	CUfunction attn_fn;
-	unsigned grid, block, shmem;    /* of attn_fn */
-	int32_t depth;                  /* attn_fn's depth when it has a 16-byte
-	                                 * staging path, else 0 */
-	int32_t q_tiles;                /* blocks of query rows per (b, h) */
+	struct cuda_msa_kernel attn;    /* the attention proper */
 	struct ms_attn a;
 };
 CUDA_PARAMS_FIT(struct msa_params);
 
-/* The failure of a step as the operator's error. */
-static int msa_blame(int err)
+int cuda_msa_blame(const char *op, int err)
 {
 	char why[400];
 
 	snprintf(why, sizeof(why), "%s", cep_last_error());
-	return cep__set_error(err, "Attention: %s", why);
+	return cep__set_error(err, "%s: %s", op, why);
+}
+
+static int msa_blame(int err)
+{
+	return cuda_msa_blame("Attention", err);
 }
 
 /* The projection: row-major qkv (M x N) = X (M x K) W (K x N) is
@@ -123,43 +96,42 @@ static int msa_gemm(struct op_call *c, const char *sfx, size_t *gemm_ws)
 	return 0;
 }
 
-/* The internal Attention's kernel for the heads' depths. */
-static int msa_pick(struct op_call *c, const char *sfx)
+int cuda_msa_pick(struct op_call *c, const char *op, int64_t BH, int64_t Sq, int64_t dk,
+		  int64_t dv, struct cuda_msa_kernel *k)
 {
-	struct msa_params *p = (struct msa_params *)c->params;
-	const struct ms_attn *a = &p->a;
-	const char *src = "attention";
+	const char *sfx = cuda_dtype_suffix(c->in[0].dtype), *src = "attention";
 	int64_t blocks;
 	char name[32];
 	int ret;
 
-	if (a->dq > XFMR_ATTN_MAX_DEPTH || a->dv > XFMR_ATTN_MAX_DEPTH)
-		return cep__set_error(CEP_EUNSUPPORTED, "Attention: heads of depth %" PRId64
+	memset(k, 0, sizeof(*k));
+	if (dk > XFMR_ATTN_MAX_DEPTH || dv > XFMR_ATTN_MAX_DEPTH)
+		return cep__set_error(CEP_EUNSUPPORTED, "%s: heads of depth %" PRId64
 				      " and %" PRId64 " are deeper than the %d the cuda kernel takes",
-				      a->dq, a->dv, XFMR_ATTN_MAX_DEPTH);
-	if (c->in[0].dtype != CEP_DTYPE_FLOAT32 && a->dq <= 64 && a->dv <= 64 &&
+				      op, dk, dv, XFMR_ATTN_MAX_DEPTH);
+	if (c->in[0].dtype != CEP_DTYPE_FLOAT32 && dk <= 64 && dv <= 64 &&
 	    cuda_backend_arch(c->be) >= 80) {
 		snprintf(name, sizeof(name), "attn_tc64_%s", sfx);
 		src = "attention_tc";
-		p->block = MSA_TILE_THREADS;
-		p->q_tiles = (int32_t)((a->S + MSA_TC_QROWS - 1) / MSA_TC_QROWS);
-		blocks = a->B * a->H * p->q_tiles;
-		p->depth = 64;
-	} else if (a->dq <= 128 && a->dv <= 128) {
-		p->q_tiles = (int32_t)((a->S + MSA_QROWS - 1) / MSA_QROWS);
-		p->depth = a->dq <= 64 && a->dv <= 64 ? 64 : 128;
-		snprintf(name, sizeof(name), "attn_tile%d_%s", p->depth, sfx);
-		p->block = MSA_TILE_THREADS;
-		blocks = a->B * a->H * p->q_tiles;
+		k->block = MSA_TILE_THREADS;
+		k->q_tiles = (int32_t)((Sq + MSA_TC_QROWS - 1) / MSA_TC_QROWS);
+		blocks = BH * k->q_tiles;
+		k->depth = 64;
+	} else if (dk <= 128 && dv <= 128) {
+		k->q_tiles = (int32_t)((Sq + MSA_QROWS - 1) / MSA_QROWS);
+		k->depth = dk <= 64 && dv <= 64 ? 64 : 128;
+		snprintf(name, sizeof(name), "attn_tile%d_%s", k->depth, sfx);
+		k->block = MSA_TILE_THREADS;
+		blocks = BH * k->q_tiles;
 	} else {
 		snprintf(name, sizeof(name), "attn_rows_%s", sfx);
-		p->block = MSA_ROWS_THREADS;
-		p->shmem = (unsigned)((a->dq + a->dv + MSA_ROWS_THREADS) * sizeof(float));
-		blocks = a->B * a->H * a->S;
+		k->block = MSA_ROWS_THREADS;
+		k->shmem = (unsigned)((dk + dv + MSA_ROWS_THREADS) * sizeof(float));
+		blocks = BH * Sq;
 	}
-	p->grid = blocks > (int64_t)MSA_GRID_MAX ? MSA_GRID_MAX : (unsigned)blocks;
-	ret = cuda_function_get(c->be, src, name, &p->attn_fn);
-	return ret < 0 ? msa_blame(ret) : 0;
+	k->grid = blocks > (int64_t)MSA_GRID_MAX ? MSA_GRID_MAX : (unsigned)blocks;
+	ret = cuda_function_get(c->be, src, name, &k->fn);
+	return ret < 0 ? cuda_msa_blame(op, ret) : 0;
 }
 
 static int msa_prepare(struct op_call *c, size_t *workspace)
@@ -196,7 +168,7 @@ static int msa_prepare(struct op_call *c, size_t *workspace)
 		if (ret < 0)
 			return msa_blame(ret);
 	}
-	ret = msa_pick(c, sfx);
+	ret = cuda_msa_pick(c, "Attention", p->a.B * p->a.H, p->a.S, p->a.dq, p->a.dv, &p->attn);
 	if (ret < 0)
 		return ret;
 	*workspace = ms_attn_region(ms_attn_qkv_numel(&p->a), t) +
@@ -215,8 +187,35 @@ static bool msa_rows_aligned(const void *data, const int64_t *stride, size_t esi
 	       stride[1] % per == 0 && stride[2] % per == 0;
 }
 
+int cuda_msa_attend(struct op_call *c, const struct cuda_msa_kernel *k, struct cuda_msa_attn *x,
+		    const void *q, const void *kk, const void *v, const void *m, void *o)
+{
+	size_t esize = cep_dtype_size(c->in[0].dtype);
+	void *args[] = { (void *)&q, (void *)&kk, (void *)&v, (void *)&m, &o, x };
+
+	x->has_mask = m != NULL;
+	x->q_tiles = k->q_tiles;
+	x->vec = k->depth > 0 && x->Dk == k->depth && x->Dv == k->depth &&
+		 msa_rows_aligned(q, x->q, esize) && msa_rows_aligned(kk, x->k, esize) &&
+		 msa_rows_aligned(v, x->v, esize);
+	return cuda_launch(c->be, c->stream, k->fn, k->grid, k->block, k->shmem, args);
+}
+
+int cuda_msa_mask_run(struct op_call *c, CUfunction fn, const struct ms_attn_mspec *m,
+		      const void *mi32, const void *ab, void *out)
+{
+	struct cuda_msa_mask mp = {
+		.n = m->mb * m->mh * m->mi * m->T, .S = m->S, .T = m->T, .P = m->P,
+		.mh = m->mh, .mi = m->mi, .ab_b = ab != NULL ? m->ab_b : 0, .ab_h = m->ab_h,
+		.filt = m->filt, .mask = m->form, .causal = m->causal,
+	};
+	void *args[] = { (void *)&mi32, (void *)&ab, &out, &mp };
+
+	return cuda_launch(c->be, c->stream, fn, cuda_grid(mp.n), CUDA_BLOCK, 0, args);
+}
+
 /* The internal Attention's geometry over qkv, the mask and the output. */
-static void msa_attn_fill(const struct msa_params *p, struct msa_attn *x)
+static void msa_attn_fill(const struct msa_params *p, struct cuda_msa_attn *x)
 {
 	const struct ms_attn *a = &p->a;
 	int64_t N = a->hq + a->hk + a->hv;
@@ -242,8 +241,6 @@ static void msa_attn_fill(const struct msa_params *p, struct msa_attn *x)
 	x->o[2] = a->hv;
 	x->o[3] = 1;
 	x->scale = a->scale;
-	x->has_mask = a->mb > 0;
-	x->q_tiles = p->q_tiles;
 }
 
 static int msa_run(struct op_call *c)
@@ -256,10 +253,10 @@ static int msa_run(struct op_call *c)
 	size_t mask_bytes = ms_attn_region(ms_attn_mask_numel(a), t);
 	unsigned char *ws = c->workspace;
 	const void *bias = a->has_bias ? c->in[2].data : NULL;
-	void *qkv = ws, *mask = a->mb > 0 ? ws + qkv_bytes : NULL, *o = c->out[0].data;
+	void *qkv = ws, *mask = a->mb > 0 ? ws + qkv_bytes : NULL;
 	const void *q = qkv, *k = (const char *)qkv + (size_t)a->hq * esize;
-	const void *v = (const char *)qkv + (size_t)(a->hq + a->hk) * esize, *m = mask;
-	struct msa_attn x;
+	const void *v = (const char *)qkv + (size_t)(a->hq + a->hk) * esize;
+	struct cuda_msa_attn x;
 	int ret;
 
 	if (a->B * a->S == 0)
@@ -282,28 +279,20 @@ static int msa_run(struct op_call *c)
 			return ret;
 	}
 	if (p->mask_fn != NULL) {
-		struct cuda_msa_mask mp = {
-			.n = ms_attn_mask_numel(a), .S = a->S, .mh = a->mh, .mi = a->mi,
-			.ab_b = a->has_ab ? a->ab_b : 0, .ab_h = a->ab_h, .filt = a->filt,
-			.mask = a->mask, .causal = a->causal,
+		struct ms_attn_mspec m = {
+			.S = a->S, .T = a->S, .P = 0, .mb = a->mb, .mh = a->mh, .mi = a->mi,
+			.ab_b = a->ab_b, .ab_h = a->ab_h, .filt = a->filt, .form = a->mask,
+			.causal = a->causal,
 		};
-		const void *mi32 = a->mask != MS_ATTN_MASK_NONE ? c->in[3].data : NULL;
-		const void *ab = a->has_ab ? c->in[5].data : NULL;
-		void *args[] = { (void *)&mi32, (void *)&ab, &mask, &mp };
 
-		ret = cuda_launch(c->be, c->stream, p->mask_fn, cuda_grid(mp.n), CUDA_BLOCK, 0, args);
+		ret = cuda_msa_mask_run(c, p->mask_fn, &m,
+					a->mask != MS_ATTN_MASK_NONE ? c->in[3].data : NULL,
+					a->has_ab ? c->in[5].data : NULL, mask);
 		if (ret < 0)
 			return ret;
 	}
 	msa_attn_fill(p, &x);
-	x.vec = p->depth > 0 && x.Dk == p->depth && x.Dv == p->depth &&
-		msa_rows_aligned(q, x.q, esize) && msa_rows_aligned(k, x.k, esize) &&
-		msa_rows_aligned(v, x.v, esize);
-	{
-		void *args[] = { (void *)&q, (void *)&k, (void *)&v, (void *)&m, &o, &x };
-
-		return cuda_launch(c->be, c->stream, p->attn_fn, p->grid, p->block, p->shmem, args);
-	}
+	return cuda_msa_attend(c, &p->attn, &x, q, k, v, mask, c->out[0].data);
 }
 
 static const struct op_kernel kernels[] = {
