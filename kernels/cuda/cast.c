@@ -19,19 +19,6 @@ struct cast_params {
 };
 CUDA_PARAMS_FIT(struct cast_params);
 
-/* The kernel-name suffix of dtype in cast_f8.cu, which names the float8
- * types as well as the others; NULL for a type neither source has. */
-static const char *cast_suffix(cep_dtype dtype)
-{
-	switch (dtype) {
-	case CEP_DTYPE_FLOAT8E4M3FN: return "f8e4m3fn";
-	case CEP_DTYPE_FLOAT8E4M3FNUZ: return "f8e4m3fnuz";
-	case CEP_DTYPE_FLOAT8E5M2: return "f8e5m2";
-	case CEP_DTYPE_FLOAT8E5M2FNUZ: return "f8e5m2fnuz";
-	default: return cuda_dtype_suffix(dtype);
-	}
-}
-
 static bool cast_is_f8(cep_dtype dtype)
 {
 	return dtype >= CEP_DTYPE_FLOAT8E4M3FN && dtype <= CEP_DTYPE_FLOAT8E5M2FNUZ;
@@ -41,8 +28,8 @@ static int cast_prepare(struct op_call *c, size_t *workspace)
 {
 	struct cast_params *p = (struct cast_params *)c->params;
 	cep_dtype from_t = c->in[0].dtype, to_t = c->out[0].dtype;
-	const char *from = cast_suffix(from_t);
-	const char *to = cast_suffix(to_t);
+	const char *from = cuda_dtype_suffix(from_t);
+	const char *to = cuda_dtype_suffix(to_t);
 	char name[40];
 
 	*workspace = 0;

@@ -7,7 +7,7 @@
  * stored from there as a float32 would be (NaN as the host's quiet NaN).
  * Its own source, apart from cast.cu, so that a model without float8
  * never waits for its compile. Launcher: kernels/cuda/cast.c. Kernels:
- * cast_<from>_<to>(a, o, n, saturate), e.g. cast_f16_f8e4m3fn; saturate
+ * cast_<from>_<to>(a, o, n, saturate), e.g. cast_f16_e4m3fn; saturate
  * matters only to a float8 target.
  */
 #include "common.cuh"
@@ -105,19 +105,19 @@ __device__ __forceinline__ void cast_from_f8(const f8<F> *a, D *o, i64 n)
 	CAST_FROM(D, ds, u8, u8)               \
 	CAST_FROM(D, ds, b8, bool)
 
-CAST_F8(E4M3FN, f8e4m3fn)
-CAST_F8(E4M3FNUZ, f8e4m3fnuz)
-CAST_F8(E5M2, f8e5m2)
-CAST_F8(E5M2FNUZ, f8e5m2fnuz)
+CAST_F8(E4M3FN, e4m3fn)
+CAST_F8(E4M3FNUZ, e4m3fnuz)
+CAST_F8(E5M2, e5m2)
+CAST_F8(E5M2FNUZ, e5m2fnuz)
 
 /* Between two float8 formats: decoded exactly, then rounded. */
 #define CAST_F8_F8(S, ss)                 \
-	CAST_TO(S, ss, E4M3FN, f8e4m3fn)     \
-	CAST_TO(S, ss, E4M3FNUZ, f8e4m3fnuz) \
-	CAST_TO(S, ss, E5M2, f8e5m2)         \
-	CAST_TO(S, ss, E5M2FNUZ, f8e5m2fnuz)
+	CAST_TO(S, ss, E4M3FN, e4m3fn)     \
+	CAST_TO(S, ss, E4M3FNUZ, e4m3fnuz) \
+	CAST_TO(S, ss, E5M2, e5m2)         \
+	CAST_TO(S, ss, E5M2FNUZ, e5m2fnuz)
 
-CAST_F8_F8(E4M3FN, f8e4m3fn)
-CAST_F8_F8(E4M3FNUZ, f8e4m3fnuz)
-CAST_F8_F8(E5M2, f8e5m2)
-CAST_F8_F8(E5M2FNUZ, f8e5m2fnuz)
+CAST_F8_F8(E4M3FN, e4m3fn)
+CAST_F8_F8(E4M3FNUZ, e4m3fnuz)
+CAST_F8_F8(E5M2, e5m2)
+CAST_F8_F8(E5M2FNUZ, e5m2fnuz)

@@ -15,19 +15,6 @@
 
 #include "common.cuh"
 
-/* Double to int64 toward zero, as the host's cpu_f2i(): NaN gives 0, out
- * of range saturates. */
-__device__ __forceinline__ i64 pm_f2i(double v)
-{
-	if (v != v)
-		return 0;
-	if (v >= 9223372036854775807.0)
-		return CEP_INT64_MAX;
-	if (v <= -9223372036854775808.0)
-		return CEP_INT64_MIN;
-	return (i64)v;
-}
-
 /* b^e by squaring in unsigned arithmetic, which wraps; a negative power
  * truncates to 0 unless the base is 1 or -1. A uint64 exponent (e_u64)
  * is its bits, never negative. */
@@ -87,7 +74,7 @@ __device__ __forceinline__ void power(const TA *a, const TB *b, TA *o, const cep
 		else if (cep_is_float<TA>::value)
 			st_f(o, i, (float)pm_pow((double)ld_f(a, ia), e));
 		else if (cep_is_float<TB>::value || cep_is_f64<TB>::value)
-			st_i(o, i, pm_f2i(pm_pow((double)ld_i(a, ia), e)));
+			st_i(o, i, cep_d2i(pm_pow((double)ld_i(a, ia), e)));
 		else
 			st_i(o, i, pm_ipow(ld_i(a, ia), ld_i(b, ib), cep_is_u64<TB>::value));
 	}

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <criterion/criterion.h>
@@ -98,6 +99,66 @@ static CU_UNUSED void gpu_teardown(void)
 	}
 	gpu_be = NULL;
 	gpu_s = NULL;
+}
+
+/* Asserts that the CUDA backend has a kernel of op (domain "" for
+ * ai.onnx) for each of types[0..n) in exactly the opsets where the host
+ * backend has one; returns how many (opset, type) kernels the device has. */
+static CU_UNUSED int cuda_covers_host(const char *domain, const char *op, const cep_dtype *types,
+				      size_t n)
+{
+	const struct op_schema *s;
+	const struct op_kernel *host, *dev;
+	int opset, covered = 0;
+	size_t t;
+
+	for (opset = 1; opset <= OP_OPSET_MAX; opset++) {
+		if (op_schema_find(domain, op, opset, &s) != 0)
+			continue;
+		for (t = 0; t < n; t++) {
+			bool has_host = op_kernel_find(s, opset, BACKEND_HOST, types[t], &host) == 0;
+			bool has_dev = op_kernel_find(s, opset, BACKEND_CUDA, types[t], &dev) == 0;
+
+			cr_assert_eq(has_dev, has_host, "%s/%d %s: host %d, cuda %d", op, opset,
+				     cep_dtype_name(types[t]), has_host, has_dev);
+			covered += has_dev;
+		}
+	}
+	return covered;
+}
+
+/* ------------------------------------------------------- compiled images */
+
+/* Whether a compiled image (a CUBIN) names the symbol name: the name
+ * between NULs in its string table. For the tests that check every
+ * kernel a launcher names is compiled, which need no GPU. */
+static CU_UNUSED bool cuda_image_has(const void *image, size_t size, const char *name)
+{
+	char key[128];
+	size_t n = strlen(name) + 2;
+
+	cr_assert(n <= sizeof(key), "name too long: %s", name);
+	key[0] = '\0';
+	memcpy(key + 1, name, n - 1);
+	return memmem(image, size, key, n) != NULL;
+}
+
+/* The embedded source src_name compiled by NVRTC for sm_90, its size in
+ * *size and its compile time printed; the caller frees it. */
+static CU_UNUSED void *cuda_compile_90(struct nvrtc_lib *lib, const char *src_name, size_t *size)
+{
+	struct nvrtc_source src;
+	struct timespec t0, t1;
+	void *image = NULL;
+
+	cr_assert_eq(cuda_source_get(src_name, &src), 0, "%s", cep_last_error());
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	cr_assert_eq(nvrtc_compile(lib, &src, 90, &image, size), 0, "%s: %s", src_name,
+		     cep_last_error());
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	printf("  %s.cu: %zu bytes of cubin in %.2f s\n", src_name, *size,
+	       (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9);
+	return image;
 }
 
 /* ---------------------------------------------------------------- tensors */

@@ -71,18 +71,6 @@ Test(cuda_convt, the_device_covers_what_the_host_covers)
 	cr_assert_eq(covered("Col2Im"), 8 * (OP_OPSET_MAX - 17));
 }
 
-/* Whether the NUL-terminated name is a string of the image. */
-static bool image_has(const char *image, size_t size, const char *name)
-{
-	size_t n = strlen(name) + 1, k;
-
-	for (k = 0; k + n <= size; k++) {
-		if (memcmp(image + k, name, n) == 0 && (k == 0 || image[k - 1] == '\0'))
-			return true;
-	}
-	return false;
-}
-
 /* Compiles source src for sm_90 and asserts that it has the kernel
  * prefix_<suffix> of each of the n suffixes. */
 static void assert_kernels(struct nvrtc_lib *lib, const char *src, const char *prefix,
@@ -98,7 +86,7 @@ static void assert_kernels(struct nvrtc_lib *lib, const char *src, const char *p
 	cr_assert_eq(nvrtc_compile(lib, &s, 90, &image, &size), 0, "%s", cep_last_error());
 	for (i = 0; i < n; i++) {
 		snprintf(name, sizeof(name), "%s_%s", prefix, sfx[i]);
-		cr_assert(image_has(image, size, name), "%s.cu has no kernel %s", src, name);
+		cr_assert(cuda_image_has(image, size, name), "%s.cu has no kernel %s", src, name);
 	}
 	free(image);
 }

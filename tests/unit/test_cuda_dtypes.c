@@ -54,29 +54,11 @@ static const char *const dev_ops[] = {
 
 Test(cuda_dtypes, the_device_covers_what_the_host_covers)
 {
-	const struct op_schema *s;
-	const struct op_kernel *host, *dev;
-	size_t i, t;
-	int opset, checked = 0;
+	int checked = 0, covered;
+	size_t i;
 
 	for (i = 0; i < N_OF(dev_ops); i++) {
-		int covered = 0;
-
-		for (opset = 1; opset <= OP_OPSET_MAX; opset++) {
-			if (op_schema_find("", dev_ops[i], opset, &s) != 0)
-				continue;
-			for (t = 0; t < N_OF(wide_types); t++) {
-				bool has_host = op_kernel_find(s, opset, BACKEND_HOST, wide_types[t],
-							       &host) == 0;
-				bool has_dev = op_kernel_find(s, opset, BACKEND_CUDA, wide_types[t],
-							      &dev) == 0;
-
-				cr_assert_eq(has_dev, has_host, "%s/%d %s: host %d, cuda %d",
-					     dev_ops[i], opset, cep_dtype_name(wide_types[t]),
-					     has_host, has_dev);
-				covered += has_dev;
-			}
-		}
+		covered = cuda_covers_host("", dev_ops[i], wide_types, N_OF(wide_types));
 		cr_assert_gt(covered, 0, "%s", dev_ops[i]);
 		checked += covered;
 	}
@@ -99,32 +81,6 @@ Test(cuda_dtypes, a_type_the_device_lacks_is_refused_by_name)
 	cr_assert_eq(op_kernel_find(s, 13, BACKEND_CUDA, CEP_DTYPE_UINT64, &k), CEP_EUNSUPPORTED);
 }
 
-/* Whether the compiled image holds a symbol called name. */
-static bool image_has(const void *image, size_t size, const char *name)
-{
-	char key[96];
-	size_t n = strlen(name) + 2;
-
-	key[0] = '\0';
-	memcpy(key + 1, name, n - 1);
-	return memmem(image, size, key, n) != NULL;
-}
-
-static void *compile(struct nvrtc_lib *lib, const char *src_name, size_t *size)
-{
-	struct nvrtc_source src;
-	struct timespec t0, t1;
-	void *image = NULL;
-
-	cr_assert_eq(cuda_source_get(src_name, &src), 0, "%s", cep_last_error());
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	cr_assert_eq(nvrtc_compile(lib, &src, 90, &image, size), 0, "%s", cep_last_error());
-	clock_gettime(CLOCK_MONOTONIC, &t1);
-	printf("  %s.cu: %zu bytes of cubin in %.2f s\n", src_name, *size,
-	       (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9);
-	return image;
-}
-
 /* The names kernels/cuda/cast.c and binary.c build for the new types,
  * and that the wide sources hold none of the first types' kernels. */
 Test(cuda_dtypes_nvrtc, every_kernel_the_launchers_name_is_compiled, .timeout = 300)
@@ -140,26 +96,26 @@ Test(cuda_dtypes_nvrtc, every_kernel_the_launchers_name_is_compiled, .timeout = 
 		fprintf(stderr, "[SKIP] needs NVRTC (no GPU needed): %s\n", cep_last_error());
 		cr_skip_test("needs NVRTC: %s", cep_last_error());
 	}
-	image = compile(lib, "cast", &size);
+	image = cuda_compile_90(lib, "cast", &size);
 	for (f = 0; f < N_OF(all_types); f++) {
 		for (t = 0; t < N_OF(all_types); t++, n++) {
 			snprintf(name, sizeof(name), "cast_%s_%s", cuda_dtype_suffix(all_types[f]),
 				 cuda_dtype_suffix(all_types[t]));
-			cr_assert(image_has(image, size, name), "%s", name);
+			cr_assert(cuda_image_has(image, size, name), "%s", name);
 		}
 	}
 	free(image);
-	image = compile(lib, "binary_wide", &size);
+	image = cuda_compile_90(lib, "binary_wide", &size);
 	for (o = 0; o < N_OF(bin_ops); o++) {
 		for (t = 0; t < N_OF(wide_types); t++) {
 			for (k = 0; k < N_OF(fast); k++, n++) {
 				snprintf(name, sizeof(name), "%s_%s%s", bin_ops[o],
 					 cuda_dtype_suffix(wide_types[t]), fast[k]);
-				cr_assert(image_has(image, size, name), "%s", name);
+				cr_assert(cuda_image_has(image, size, name), "%s", name);
 			}
 		}
 	}
-	cr_assert_not(image_has(image, size, "add_f32"), "the first types stay in binary.cu");
+	cr_assert_not(cuda_image_has(image, size, "add_f32"), "the first types stay in binary.cu");
 	free(image);
 	printf("  %zu kernels found\n", n);
 	nvrtc_lib_free(lib);

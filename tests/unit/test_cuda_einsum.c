@@ -54,17 +54,6 @@ Test(cuda_einsum, the_device_covers_what_the_host_covers)
 	cr_assert_eq(n, 6 * 16 + 7 * (OP_OPSET_MAX - 27));
 }
 
-static bool image_has(const char *image, size_t size, const char *name)
-{
-	size_t n = strlen(name) + 1, k;
-
-	for (k = 0; k + n <= size; k++) {
-		if (memcmp(image + k, name, n) == 0 && (k == 0 || image[k - 1] == '\0'))
-			return true;
-	}
-	return false;
-}
-
 Test(cuda_einsum, the_kernels_the_launcher_asks_for_exist)
 {
 	static const char *const names[] = { "einsum_f32", "einsum_f16", "einsum_bf16",
@@ -80,7 +69,7 @@ Test(cuda_einsum, the_kernels_the_launcher_asks_for_exist)
 	cr_assert_eq(cuda_source_get("einsum", &src), 0, "%s", cep_last_error());
 	cr_assert_eq(nvrtc_compile(lib, &src, 90, &image, &size), 0, "%s", cep_last_error());
 	for (k = 0; k < sizeof(names) / sizeof(names[0]); k++)
-		cr_assert(image_has(image, size, names[k]), "einsum.cu has no kernel %s", names[k]);
+		cr_assert(cuda_image_has(image, size, names[k]), "einsum.cu has no kernel %s", names[k]);
 	free(image);
 	nvrtc_lib_free(lib);
 }

@@ -27,7 +27,7 @@ static const cep_dtype f8_types[] = {
 	CEP_DTYPE_FLOAT8E5M2FNUZ,
 };
 
-static const char *const f8_suffix[] = { "f8e4m3fn", "f8e4m3fnuz", "f8e5m2", "f8e5m2fnuz" };
+static const char *const f8_suffix[] = { "e4m3fn", "e4m3fnuz", "e5m2", "e5m2fnuz" };
 
 /* Every stored type but the float8 ones. */
 static const cep_dtype other_types[] = {
@@ -163,17 +163,6 @@ Test(cuda_f8, the_device_has_cast_of_the_float8_types_where_the_host_does)
 	cr_assert_gt(covered, 0);
 }
 
-/* Whether the compiled image holds a symbol called name. */
-static bool image_has(const void *image, size_t size, const char *name)
-{
-	char key[96];
-	size_t n = strlen(name) + 2;
-
-	key[0] = '\0';
-	memcpy(key + 1, name, n - 1);
-	return memmem(image, size, key, n) != NULL;
-}
-
 Test(cuda_f8_nvrtc, every_kernel_the_launcher_names_is_compiled, .timeout = 300)
 {
 	struct nvrtc_lib *lib = NULL;
@@ -192,17 +181,17 @@ Test(cuda_f8_nvrtc, every_kernel_the_launcher_names_is_compiled, .timeout = 300)
 		for (t = 0; t < N_OF(other_types); t++, n += 2) {
 			snprintf(name, sizeof(name), "cast_%s_%s", cuda_dtype_suffix(other_types[t]),
 				 f8_suffix[f]);
-			cr_assert(image_has(image, size, name), "%s", name);
+			cr_assert(cuda_image_has(image, size, name), "%s", name);
 			snprintf(name, sizeof(name), "cast_%s_%s", f8_suffix[f],
 				 cuda_dtype_suffix(other_types[t]));
-			cr_assert(image_has(image, size, name), "%s", name);
+			cr_assert(cuda_image_has(image, size, name), "%s", name);
 		}
 		for (t = 0; t < N_OF(f8_types); t++, n++) {
 			snprintf(name, sizeof(name), "cast_%s_%s", f8_suffix[f], f8_suffix[t]);
-			cr_assert(image_has(image, size, name), "%s", name);
+			cr_assert(cuda_image_has(image, size, name), "%s", name);
 		}
 	}
-	cr_assert_not(image_has(image, size, "cast_f32_f16"), "the other casts stay in cast.cu");
+	cr_assert_not(cuda_image_has(image, size, "cast_f32_f16"), "the other casts stay in cast.cu");
 	printf("  %zu kernels found\n", n);
 	free(image);
 	nvrtc_lib_free(lib);

@@ -64,17 +64,6 @@ Test(cuda_grid_sample, the_device_covers_what_the_host_covers)
 	cr_assert_eq(covered("AffineGrid"), 3 * (OP_OPSET_MAX - 19));
 }
 
-static bool image_has(const char *image, size_t size, const char *name)
-{
-	size_t n = strlen(name) + 1, k;
-
-	for (k = 0; k + n <= size; k++) {
-		if (memcmp(image + k, name, n) == 0 && (k == 0 || image[k - 1] == '\0'))
-			return true;
-	}
-	return false;
-}
-
 Test(cuda_grid_sample, the_kernels_the_launchers_ask_for_exist)
 {
 	struct nvrtc_lib *lib = NULL;
@@ -90,13 +79,13 @@ Test(cuda_grid_sample, the_kernels_the_launchers_ask_for_exist)
 	for (x = 0; x < N_TYPES; x++) {
 		for (g = 0; g < 3; g++) {
 			snprintf(name, sizeof(name), "gs_%s_%s", suffixes[x], suffixes[g]);
-			cr_assert(image_has(image, size, name), "grid_sample.cu has no kernel %s",
+			cr_assert(cuda_image_has(image, size, name), "grid_sample.cu has no kernel %s",
 				  name);
 		}
 	}
 	for (g = 0; g < 3; g++) {
 		snprintf(name, sizeof(name), "ag_%s", suffixes[g]);
-		cr_assert(image_has(image, size, name), "grid_sample.cu has no kernel %s", name);
+		cr_assert(cuda_image_has(image, size, name), "grid_sample.cu has no kernel %s", name);
 	}
 	free(image);
 	nvrtc_lib_free(lib);

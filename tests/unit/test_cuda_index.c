@@ -33,34 +33,6 @@ static const char *const reds[] = { "none", "add", "mul", "max", "min" };
 
 /* ------------------------------------------------------------ everywhere */
 
-/* Whether the compiled image holds a symbol called name (its string
- * table entry, NUL on both sides). */
-static bool image_has(const void *image, size_t size, const char *name)
-{
-	char key[96];
-	size_t n = strlen(name) + 2;
-
-	key[0] = '\0';
-	memcpy(key + 1, name, n - 1);
-	return memmem(image, size, key, n) != NULL;
-}
-
-/* Compiles the embedded source src for sm_90; skips without NVRTC. */
-static void *compile(struct nvrtc_lib *lib, const char *src_name, size_t *size)
-{
-	struct nvrtc_source src;
-	struct timespec t0, t1;
-	void *image = NULL;
-
-	cr_assert_eq(cuda_source_get(src_name, &src), 0, "%s", cep_last_error());
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	cr_assert_eq(nvrtc_compile(lib, &src, 90, &image, size), 0, "%s", cep_last_error());
-	clock_gettime(CLOCK_MONOTONIC, &t1);
-	printf("  %s.cu: %zu bytes of cubin in %.2f s\n", src_name, *size,
-	       (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9);
-	return image;
-}
-
 /* The names kernels/cuda/index.c and depth_space.c build. */
 Test(index_nvrtc, every_kernel_the_launchers_name_is_compiled)
 {
@@ -75,11 +47,11 @@ Test(index_nvrtc, every_kernel_the_launchers_name_is_compiled)
 		fprintf(stderr, "[SKIP] needs NVRTC (no GPU needed): %s\n", cep_last_error());
 		cr_skip_test("needs NVRTC: %s", cep_last_error());
 	}
-	image = compile(lib, "index", &size);
-	wide = compile(lib, "index_wide", &wide_size);
+	image = cuda_compile_90(lib, "index", &size);
+	wide = cuda_compile_90(lib, "index_wide", &wide_size);
 	for (i = 0; i < 4; i++, n++) {
 		snprintf(name, sizeof(name), "gather_nd_%d", units[i]);
-		cr_assert(image_has(image, size, name), "%s", name);
+		cr_assert(cuda_image_has(image, size, name), "%s", name);
 	}
 	for (t = 0; t < N_TYPES; t++) {
 		/* The scatters of the types that joined later are index_wide's. */
@@ -91,21 +63,21 @@ Test(index_nvrtc, every_kernel_the_launchers_name_is_compiled)
 			const char *sfx = cuda_dtype_suffix(all_types[t]);
 
 			snprintf(name, sizeof(name), "scatter_nd_%s_%s", reds[r], sfx);
-			cr_assert(image_has(img, sz, name), "%s", name);
+			cr_assert(cuda_image_has(img, sz, name), "%s", name);
 			for (i = 0; i < 2; i++) {
 				snprintf(name, sizeof(name), "scatter_elements_%s_%s_%s", reds[r], sfx,
 					 isfx[i]);
-				cr_assert(image_has(img, sz, name), "%s", name);
+				cr_assert(cuda_image_has(img, sz, name), "%s", name);
 			}
 			n += 3;
 		}
 	}
 	free(image);
 	free(wide);
-	image = compile(lib, "depth_space", &size);
+	image = cuda_compile_90(lib, "depth_space", &size);
 	for (i = 0; i < 4; i++, n++) {
 		snprintf(name, sizeof(name), "depth_space_%d", units[i]);
-		cr_assert(image_has(image, size, name), "%s", name);
+		cr_assert(cuda_image_has(image, size, name), "%s", name);
 	}
 	free(image);
 	printf("  %zu kernels found\n", n);

@@ -48,17 +48,6 @@ Test(cuda_ms_mha, the_device_covers_what_the_host_covers)
 	}
 }
 
-/* Whether the compiled image holds a symbol called name. */
-static bool image_has(const void *image, size_t size, const char *name)
-{
-	char key[96];
-	size_t n = strlen(name) + 2;
-
-	key[0] = '\0';
-	memcpy(key + 1, name, n - 1);
-	return memmem(image, size, key, n) != NULL;
-}
-
 Test(cuda_ms_mha, the_kernels_it_names_compile)
 {
 	static const char *const formats[] = { "mha_gather_%s", "msa_mask_%s", "msa_bias_%s" };
@@ -77,7 +66,7 @@ Test(cuda_ms_mha, the_kernels_it_names_compile)
 	for (f = 0; f < N_OF(formats); f++) {
 		for (t = 0; t < N_OF(float_types); t++) {
 			snprintf(name, sizeof(name), formats[f], cuda_dtype_suffix(float_types[t]));
-			cr_assert(image_has(image, size, name), "%s", name);
+			cr_assert(cuda_image_has(image, size, name), "%s", name);
 		}
 	}
 	free(image);

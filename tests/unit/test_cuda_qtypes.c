@@ -59,53 +59,11 @@ Test(cuda_qtypes, the_device_covers_what_the_host_covers)
 		{ "CastLike", four_bit, NA(four_bit) },
 		{ "DequantizeLinear", q_types, NA(q_types) },
 	};
-	const struct op_schema *s;
-	const struct op_kernel *host, *dev;
-	int i, t, opset, covered = 0;
+	int i, covered = 0;
 
-	for (i = 0; i < NA(ops); i++) {
-		for (opset = 1; opset <= OP_OPSET_MAX; opset++) {
-			if (op_schema_find("", ops[i].op, opset, &s) != 0)
-				continue;
-			for (t = 0; t < ops[i].n; t++) {
-				bool has_host = op_kernel_find(s, opset, BACKEND_HOST, ops[i].types[t],
-							       &host) == 0;
-				bool has_dev = op_kernel_find(s, opset, BACKEND_CUDA, ops[i].types[t],
-							      &dev) == 0;
-
-				cr_assert_eq(has_dev, has_host, "%s/%d %s: host %d, cuda %d", ops[i].op,
-					     opset, cep_dtype_name(ops[i].types[t]), has_host, has_dev);
-				covered += has_dev;
-			}
-		}
-	}
+	for (i = 0; i < NA(ops); i++)
+		covered += cuda_covers_host("", ops[i].op, ops[i].types, (size_t)ops[i].n);
 	cr_assert_gt(covered, 50, "%d", covered);
-}
-
-/* Whether the compiled image holds a symbol called name. */
-static bool image_has(const void *image, size_t size, const char *name)
-{
-	char key[96];
-	size_t n = strlen(name) + 2;
-
-	key[0] = '\0';
-	memcpy(key + 1, name, n - 1);
-	return memmem(image, size, key, n) != NULL;
-}
-
-static void *compile(struct nvrtc_lib *lib, const char *src_name, size_t *size)
-{
-	struct nvrtc_source src;
-	struct timespec t0, t1;
-	void *image = NULL;
-
-	cr_assert_eq(cuda_source_get(src_name, &src), 0, "%s", cep_last_error());
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	cr_assert_eq(nvrtc_compile(lib, &src, 90, &image, size), 0, "%s", cep_last_error());
-	clock_gettime(CLOCK_MONOTONIC, &t1);
-	printf("  %s.cu: %zu bytes of cubin in %.2f s\n", src_name, *size,
-	       (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9);
-	return image;
 }
 
 /* The names kernels/cuda/cast.c and quant.c build for these types. */
@@ -121,26 +79,26 @@ Test(cuda_qtypes_nvrtc, every_kernel_the_launchers_name_is_compiled, .timeout = 
 		fprintf(stderr, "[SKIP] needs NVRTC (no GPU needed): %s\n", cep_last_error());
 		cr_skip_test("needs NVRTC: %s", cep_last_error());
 	}
-	image = compile(lib, "cast", &size);
+	image = cuda_compile_90(lib, "cast", &size);
 	for (f = 0; f < NA(cast_types); f++) {
 		for (t = 0; t < NA(cast_types); t++, n++) {
 			snprintf(name, sizeof(name), "cast_%s_%s", cuda_dtype_suffix(cast_types[f]),
 				 cuda_dtype_suffix(cast_types[t]));
-			cr_assert(image_has(image, size, name), "%s", name);
+			cr_assert(cuda_image_has(image, size, name), "%s", name);
 		}
 	}
 	free(image);
-	image = compile(lib, "quant", &size);
+	image = cuda_compile_90(lib, "quant", &size);
 	for (t = 0; t < NA(q_types); t++) {
 		for (f = 0; f < NA(q_from); f++, n++) {
 			snprintf(name, sizeof(name), "quantize_%s_%s", cuda_dtype_suffix(q_from[f]),
 				 cuda_dtype_suffix(q_types[t]));
-			cr_assert(image_has(image, size, name), "%s", name);
+			cr_assert(cuda_image_has(image, size, name), "%s", name);
 		}
 		for (f = 0; f < NA(dq_to); f++, n++) {
 			snprintf(name, sizeof(name), "dequantize_%s_%s",
 				 cuda_dtype_suffix(q_types[t]), cuda_dtype_suffix(dq_to[f]));
-			cr_assert(image_has(image, size, name), "%s", name);
+			cr_assert(cuda_image_has(image, size, name), "%s", name);
 		}
 	}
 	free(image);

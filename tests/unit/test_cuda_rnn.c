@@ -62,18 +62,6 @@ Test(cuda_rnn, the_device_covers_what_the_host_covers)
 	cr_assert_eq(checked, 3 * (2 * OP_OPSET_MAX + (OP_OPSET_MAX - 21)));
 }
 
-/* Whether the NUL-terminated name is a string of the image. */
-static bool image_has(const char *image, size_t size, const char *name)
-{
-	size_t n = strlen(name) + 1, k;
-
-	for (k = 0; k + n <= size; k++) {
-		if (memcmp(image + k, name, n) == 0 && (k == 0 || image[k - 1] == '\0'))
-			return true;
-	}
-	return false;
-}
-
 /* Compiling needs NVRTC, not a device: rnn.cu compiles for sm_90 and has
  * every kernel the launcher looks up. */
 Test(cuda_rnn, the_kernels_the_launcher_asks_for_exist)
@@ -94,10 +82,10 @@ Test(cuda_rnn, the_kernels_the_launcher_asks_for_exist)
 	for (k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
 		for (t = 0; t < 3; t++) {
 			snprintf(name, sizeof(name), "%s_%s", kinds[k], sfx[t]);
-			cr_assert(image_has(image, size, name), "rnn.cu has no kernel %s", name);
+			cr_assert(cuda_image_has(image, size, name), "rnn.cu has no kernel %s", name);
 		}
 	}
-	cr_assert(!image_has(image, size, "rnn_step_f64"));
+	cr_assert(!cuda_image_has(image, size, "rnn_step_f64"));
 	free(image);
 	nvrtc_lib_free(lib);
 }

@@ -35,55 +35,15 @@ static const char *const wide_ops[] = {
 
 Test(cuda_wide, the_device_covers_what_the_host_covers)
 {
-	const struct op_schema *s;
-	const struct op_kernel *host, *dev;
-	size_t i, t;
-	int opset, checked = 0;
+	int checked = 0, covered;
+	size_t i;
 
 	for (i = 0; i < N_OF(wide_ops); i++) {
-		int covered = 0;
-
-		for (opset = 1; opset <= OP_OPSET_MAX; opset++) {
-			if (op_schema_find("", wide_ops[i], opset, &s) != 0)
-				continue;
-			for (t = 0; t < N_OF(wide_types); t++) {
-				bool has_host = op_kernel_find(s, opset, BACKEND_HOST, wide_types[t],
-							       &host) == 0;
-				bool has_dev = op_kernel_find(s, opset, BACKEND_CUDA, wide_types[t],
-							      &dev) == 0;
-
-				cr_assert_eq(has_dev, has_host, "%s/%d %s: host %d, cuda %d",
-					     wide_ops[i], opset, cep_dtype_name(wide_types[t]),
-					     has_host, has_dev);
-				covered += has_dev;
-			}
-		}
+		covered = cuda_covers_host("", wide_ops[i], wide_types, N_OF(wide_types));
 		cr_assert_gt(covered, 0, "%s", wide_ops[i]);
 		checked += covered;
 	}
 	printf("  %d (operator, opset, type) kernels\n", checked);
-}
-
-/* Whether the compiled image holds a symbol called name. */
-static bool image_has(const void *image, size_t size, const char *name)
-{
-	char key[96];
-	size_t n = strlen(name) + 2;
-
-	key[0] = '\0';
-	memcpy(key + 1, name, n - 1);
-	return memmem(image, size, key, n) != NULL;
-}
-
-static void *compile(struct nvrtc_lib *lib, const char *src_name, size_t *size)
-{
-	struct nvrtc_source src;
-	void *image = NULL;
-
-	cr_assert_eq(cuda_source_get(src_name, &src), 0, "%s", cep_last_error());
-	cr_assert_eq(nvrtc_compile(lib, &src, 90, &image, size), 0, "%s: %s", src_name,
-		     cep_last_error());
-	return image;
 }
 
 /* The kernels of one source that the launchers name, as printf formats
@@ -166,13 +126,13 @@ Test(cuda_wide_nvrtc, every_kernel_the_launchers_name_is_compiled, .timeout = 60
 		cr_skip_test("needs NVRTC: %s", cep_last_error());
 	}
 	for (i = 0; i < N_OF(sources); i++) {
-		void *image = compile(lib, sources[i].source, &size);
+		void *image = cuda_compile_90(lib, sources[i].source, &size);
 
 		for (f = 0; f < sources[i].n_formats; f++) {
 			for (t = 0; t < sources[i].n_types; t++, n++) {
 				snprintf(name, sizeof(name), sources[i].formats[f],
 					 cuda_dtype_suffix(sources[i].types[t]));
-				cr_assert(image_has(image, size, name), "%s: %s", sources[i].source,
+				cr_assert(cuda_image_has(image, size, name), "%s: %s", sources[i].source,
 					  name);
 			}
 		}
