@@ -386,6 +386,113 @@ int cep_fence_wait(cep_fence *fence, int64_t timeout_ns);
  * fence) when it has completed, CEP_EAGAIN while it has not. */
 int cep_fence_poll(cep_fence *fence);
 
+/* -------------------------------------------------------------- generation */
+
+/*
+ * Generation: the daemon runs a decoder model's steps itself, a prefill of
+ * the prompt then one decode step per token, with the model's key/value
+ * cache kept in device memory from step to step, and writes each token
+ * into a ring in shared memory that the client reads. The session must be
+ * of a decoder as Hugging Face exporters write them: inputs input_ids
+ * [batch, sequence] (int64 or int32), attention_mask [batch, total] and
+ * position_ids [batch, sequence] (both optional; without them every step
+ * needs a plan of its own), past key/value inputs (past_key_values.N.key
+ * and .value, or past.N.*) with their present.N.* outputs, and logits
+ * [batch, sequence, vocab]. One generation is one sequence (batch 1).
+ */
+typedef struct cep_generation cep_generation;
+
+/* Stop tokens one generation may have. */
+#define CEP_GEN_STOP_MAX 16
+
+typedef struct cep_generate_options {
+  uint32_t max_new_tokens;    /* tokens to generate at most; >= 1 */
+  uint32_t capacity;          /* key/value slots of the sequence, prompt
+                               * included; 0: prompt + max_new_tokens. A
+                               * generation that fills them ends (CEP_GEN_LENGTH) */
+  float temperature;          /* 0: greedy, the most likely token; else > 0 */
+  uint32_t top_k;             /* sample among the k most likely; 0: all */
+  float top_p;                /* among the fewest whose probability reaches
+                               * top_p, in (0, 1]; 0: 1 */
+  float repetition_penalty;   /* > 0; a token of the prompt or generated so
+                               * far has its logit divided by it (multiplied
+                               * when negative); 0: 1 (none) */
+  uint64_t seed;              /* of the sampler: the same seed, model and
+                               * options give the same tokens */
+  const int64_t *stop_tokens; /* end-of-sequence and other stop tokens; the
+                               * one met is the last token written */
+  uint32_t n_stop_tokens;     /* <= CEP_GEN_STOP_MAX */
+  uint32_t signal_every;      /* wake the reader every k tokens (and at the
+                               * end); 0: 1 */
+} cep_generate_options;
+
+/* Why a generation ended (cep_generate_stats.reason). */
+typedef enum cep_gen_reason {
+  CEP_GEN_RUNNING = 0,   /* it has not */
+  CEP_GEN_STOP = 1,      /* it wrote a stop token */
+  CEP_GEN_LENGTH = 2,    /* max_new_tokens, or the capacity, reached */
+  CEP_GEN_CANCELLED = 3, /* cep_generate_cancel(), or the session unloaded */
+  CEP_GEN_ERROR = 4      /* a step failed: cep_generate_read() returns why */
+} cep_gen_reason;
+
+typedef struct cep_generate_stats {
+  uint64_t prompt_tokens;
+  uint64_t tokens;         /* generated (written to the ring) */
+  uint64_t first_token_ns; /* from the daemon taking the request to the
+                            * first token written (the prefill) */
+  uint64_t total_ns;       /* from taking it to the end */
+  cep_gen_reason reason;
+} cep_generate_stats;
+
+/* cep_generate_read()'s return once every token has been read. */
+#define CEP_GEN_END 1
+
+/*
+ * Starts generating n_prompt >= 1 tokens on from prompt with session s,
+ * whose client's region it makes for the ring (the prompt is copied
+ * there; the caller's array may go at once). Returns once the daemon has
+ * checked the request and taken it: the tokens then come while the caller
+ * does other things. On success *out is the caller's, released with
+ * cep_generate_free(). Fails with CEP_EINVAL for options out of range
+ * (the message names the option), a model that is not a decoder (the
+ * message says what is missing) or a prompt token outside the vocabulary;
+ * CEP_ENOSPC for a capacity smaller than the prompt; CEP_EBUSY while
+ * another generation of s runs (one per session at a time; other sessions
+ * of the same model file share its weights); CEP_ELIMIT or CEP_EDEVMEM
+ * when the key/value cache does not fit the limits (it is charged to the
+ * session as kv_cache). While it runs, runs of s fail with CEP_EBUSY.
+ * Not thread-safe with other calls on s.
+ */
+int cep_generate_start(cep_session *s, const int64_t *prompt, size_t n_prompt,
+                       const cep_generate_options *o, cep_generation **out);
+
+/*
+ * Reads tokens written and not read yet, in order: up to max of them into
+ * out, their count into *n. Waits up to timeout_ns (CEP_WAIT_FOREVER: no
+ * limit; 0: not at all) for at least one. Returns 0 with *n >= 1;
+ * CEP_GEN_END with *n == 0 once the generation has ended and every token
+ * has been read; CEP_ETIMEDOUT with *n == 0 when the time is up; or, after
+ * every token has been read, the error that ended a failed generation
+ * (its message in cep_last_error()). The ring is bounded: a daemon that
+ * finds it full waits for the reader. One thread at a time per generation.
+ */
+int cep_generate_read(cep_generation *g, int64_t *out, size_t max, size_t *n,
+                      int64_t timeout_ns);
+
+/* Asks the daemon to stop after the step it is on; tokens already written
+ * stay readable and the generation then ends with CEP_GEN_CANCELLED.
+ * Safe from any thread while g lives; cannot fail (returns 0). */
+int cep_generate_cancel(cep_generation *g);
+
+/* Whether g has ended, and what it did so far, into *st (may be NULL).
+ * Returns 1 once ended, 0 while running. Does not wait. */
+int cep_generate_stats_get(const cep_generation *g, cep_generate_stats *st);
+
+/* Cancels g if it still runs, waits for the daemon to let go of it, fills
+ * *st (may be NULL) and frees g and its ring. Accepts NULL. Returns 0, or
+ * the error that ended a failed generation. */
+int cep_generate_free(cep_generation *g, cep_generate_stats *st);
+
 #ifdef __cplusplus
 }
 #endif
