@@ -32,6 +32,7 @@
 	X(ACTIVATIONS, "activations")                     \
 	X(WORKSPACE, "workspace")                         \
 	X(GRAPHS, "graphs")                               \
+	X(KV_CACHE, "kv_cache")                           \
 	X(PINNED, "pinned")
 
 enum alloc_role {

@@ -554,4 +554,87 @@ struct engine_plan_info {
  */
 int engine_session_plans(const engine_session *s, struct engine_plan_info *out, int max);
 
+
+/* -------------------------------------------------------------- generation */
+
+typedef struct engine_gen engine_gen;
+
+/* How a generation keeps its key/value cache (engine_gen_params.kv_mode). */
+enum engine_kv_mode {
+	ENGINE_KV_AUTO = 0,  /* fixed when the model takes attention_mask and
+	                      * position_ids, else exact */
+	ENGINE_KV_FIXED = 1, /* the past inputs always span the capacity, the
+	                      * slots not written masked out by attention_mask
+	                      * and positions given by position_ids: one plan for
+	                      * every decode step, captured and replayed */
+	ENGINE_KV_EXACT = 2, /* the past inputs span what was written: a plan
+	                      * per length */
+};
+
+struct engine_gen_params {
+	uint32_t max_new_tokens;   /* >= 1 */
+	uint32_t capacity;         /* cache positions, prompt included; 0: the
+	                            * prompt + max_new_tokens */
+	float temperature;         /* 0: greedy */
+	uint32_t top_k;            /* 0: all */
+	float top_p;               /* (0, 1]; 0: 1 */
+	float repetition_penalty;  /* > 0; 0: 1 */
+	uint64_t seed;
+	const int64_t *stop;       /* stop tokens (copied) */
+	uint32_t n_stop;           /* <= CEP_GEN_STOP_MAX */
+	enum engine_kv_mode kv_mode;
+};
+
+/* What a generation has done (engine_gen_info()). */
+struct engine_gen_info {
+	uint64_t prompt_tokens;
+	uint64_t tokens;           /* generated */
+	uint64_t positions;        /* in the cache */
+	uint32_t capacity;
+	enum engine_kv_mode kv_mode; /* the one in use */
+	uint64_t kv_bytes;         /* the cache's, charged as kv_cache */
+	int64_t vocab;
+	cep_gen_reason reason;     /* CEP_GEN_RUNNING until it ends */
+};
+
+/*
+ * Starts a generation of session s's model (a decoder: see cudaep.h's
+ * cep_generate_start() for the interface it must have) from the n_prompt
+ * >= 1 tokens of prompt (copied), with parameters p (copied): checks them
+ * and the model, and allocates the cache (capacity positions of every
+ * past input) on s's backend, zeroed and charged to s's owner as
+ * ALLOC_ROLE_KV_CACHE. Nothing runs yet. On success *out is the caller's,
+ * freed with engine_gen_free(), and s must outlive it and not be used by
+ * anything else while it lives (runs of s would overwrite nothing of the
+ * cache, but the session is one thread's at a time). Fails with
+ * CEP_EINVAL (a parameter out of range, naming it; a model that is not a
+ * decoder, saying what it lacks), CEP_ENOSPC (a capacity smaller than the
+ * prompt), CEP_ELIMIT (the account's message) or CEP_EDEVMEM / CEP_ENOMEM.
+ */
+int engine_gen_new(engine_session *s, const int64_t *prompt, size_t n_prompt,
+		   const struct engine_gen_params *p, engine_gen **out);
+
+/*
+ * Runs the generation's next step and waits for it: the prefill of the
+ * prompt on the first call, then the decode of the token before. Sets
+ * *token to the token it chose and returns 0 while the generation goes
+ * on, 1 when this token ended it (a stop token, max_new_tokens, or a full
+ * cache; engine_gen_info() says which). Fails with CEP_EINVAL for a token
+ * outside the vocabulary (naming it) or a model whose outputs do not
+ * behave as a decoder's (a present of the wrong length, logits of the
+ * wrong shape), with the errors of planning and running as engine_run(),
+ * and with CEP_EINVAL once the generation has ended; after a failure the
+ * generation is over (free it).
+ */
+int engine_gen_step(engine_gen *g, int64_t *token);
+
+/* What g has done, into *out. Cannot fail. */
+void engine_gen_info(const engine_gen *g, struct engine_gen_info *out);
+
+/* Ends g with reason CEP_GEN_CANCELLED when it has not ended. */
+void engine_gen_cancel(engine_gen *g);
+
+/* Frees the cache (uncharging it) and g. Accepts NULL. */
+void engine_gen_free(engine_gen *g);
+
 #endif

@@ -203,8 +203,7 @@ bool exec_captures_next(const struct plan *p, const struct backend *be)
 	       p->runs >= 1 && p->n_steps > 0;
 }
 
-/* The steps of p, queued on s: launched, captured or replayed. */
-static int exec_steps(const struct graph *g, struct plan *p, struct backend *be,
+int exec_queue_steps(const struct graph *g, struct plan *p, struct backend *be,
 		      struct backend_stream *s)
 {
 	int ret;
@@ -247,7 +246,7 @@ static int exec_queue(const struct graph *g, struct plan *p, struct backend *be,
 		if (ret < 0)
 			return ret;
 	}
-	ret = exec_steps(g, p, be, s);
+	ret = exec_queue_steps(g, p, be, s);
 	if (ret < 0)
 		return ret;
 	for (i = 0; i < p->n_outputs; i++) {
@@ -360,7 +359,7 @@ int exec_submit_batch(const struct graph *g, struct plan *p, struct backend *be,
 				return ret;
 		}
 	}
-	ret = exec_steps(g, p, be, s);
+	ret = exec_queue_steps(g, p, be, s);
 	if (ret < 0)
 		return ret;
 	for (i = 0; i < p->n_outputs && total > 0; i++) {

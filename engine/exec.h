@@ -69,6 +69,14 @@ int exec_submit_batch(const struct graph *g, struct plan *p, struct backend *be,
 
 /* Whether the next run of p on be captures its steps as a graph (which
  * takes longer than queuing them: instantiating a graph). */
+/* The steps of p alone, queued on s: launched (the first run), captured
+ * (the second, where the backend has graphs) or replayed, as every run of
+ * p does between its copies in and out. For a caller that makes its own
+ * copies (generation, engine_gen.c); it counts the run in p->runs itself
+ * once its work is queued. */
+int exec_queue_steps(const struct graph *g, struct plan *p, struct backend *be,
+		     struct backend_stream *s);
+
 bool exec_captures_next(const struct plan *p, const struct backend *be);
 
 /* After a run of p submitted with exec_submit() completed: 0 when its

@@ -258,6 +258,29 @@ int backend_copy_d2d(struct backend *b, struct backend_stream *s, void *dst,
 	return noted(b, b->iface.copy_d2d(b, s, dst, src, bytes));
 }
 
+int backend_copy_d2d_2d(struct backend *b, struct backend_stream *s, void *dst,
+			size_t dpitch, const void *src, size_t spitch, size_t width,
+			size_t rows)
+{
+	size_t i;
+	int ret = 0;
+
+	if (width == 0 || rows == 0)
+		return 0;
+	if (dpitch < width || spitch < width)
+		return cep__set_error(CEP_EINVAL, "a 2-D copy of rows of %zu bytes with "
+				      "pitches %zu and %zu", width, dpitch, spitch);
+	atomic_fetch_add_explicit(&b->count.copies_d2d, 1, relaxed);
+	atomic_fetch_add_explicit(&b->count.bytes_d2d, width * rows, relaxed);
+	if (b->iface.copy_d2d_2d)
+		return noted(b, b->iface.copy_d2d_2d(b, s, dst, dpitch, src, spitch, width,
+						     rows));
+	for (i = 0; i < rows && ret == 0; i++)
+		ret = b->iface.copy_d2d(b, s, (unsigned char *)dst + i * dpitch,
+					(const unsigned char *)src + i * spitch, width);
+	return noted(b, ret);
+}
+
 /* ----------------------------------------------------------------- graphs */
 
 static int no_graphs(const struct backend *b)

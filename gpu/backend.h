@@ -195,6 +195,12 @@ struct backend_iface {
 			const void *src, size_t bytes);
 	int (*copy_d2d)(struct backend *b, struct backend_stream *s, void *dst,
 			const void *src, size_t bytes);
+	/* rows copies of width bytes within device memory, the i-th from
+	 * src + i * spitch to dst + i * dpitch, queued on s as one. NULL:
+	 * the wrapper queues rows copy_d2d calls. */
+	int (*copy_d2d_2d)(struct backend *b, struct backend_stream *s, void *dst,
+			   size_t dpitch, const void *src, size_t spitch, size_t width,
+			   size_t rows);
 
 	/* Graph capture: between begin and end, launches and copies on s are
 	 * recorded instead of run; end hands back the graph; replay queues all
@@ -534,6 +540,13 @@ int backend_copy_d2h(struct backend *b, struct backend_stream *s, void *dst,
 		     const void *src, size_t bytes);
 int backend_copy_d2d(struct backend *b, struct backend_stream *s, void *dst,
 		     const void *src, size_t bytes);
+/* rows copies of width bytes within device memory, the i-th from src + i *
+ * spitch to dst + i * dpitch (pitches >= width), queued as one copy where
+ * the backend can (CUDA: cuMemcpy2DAsync), else one per row. The rows must
+ * not overlap. Counted as one copy of rows * width bytes. */
+int backend_copy_d2d_2d(struct backend *b, struct backend_stream *s, void *dst,
+			size_t dpitch, const void *src, size_t spitch, size_t width,
+			size_t rows);
 
 /* Graphs; CEP_ENOTSUP when the backend has none (no BACKEND_CAP_GRAPHS).
  * backend_graph_free() accepts NULL. */

@@ -79,6 +79,26 @@ static int cuda_copy_d2d(struct backend *b, struct backend_stream *s, void *dst,
 								       bytes, s->stream));
 }
 
+static int cuda_copy_d2d_2d(struct backend *b, struct backend_stream *s, void *dst,
+			    size_t dpitch, const void *src, size_t spitch, size_t width,
+			    size_t rows)
+{
+	struct cuda_ctx *cc = b->ctx;
+	CUDA_MEMCPY2D c = {
+		.srcMemoryType = CU_MEMORYTYPE_DEVICE,
+		.srcDevice = (CUdeviceptr)(uintptr_t)src,
+		.srcPitch = spitch,
+		.dstMemoryType = CU_MEMORYTYPE_DEVICE,
+		.dstDevice = (CUdeviceptr)(uintptr_t)dst,
+		.dstPitch = dpitch,
+		.WidthInBytes = width,
+		.Height = rows,
+	};
+	int ret = backend_cuda__enter(cc, s);
+
+	return ret < 0 ? ret : CEP_CU_CHECK(cc->drv->cuMemcpy2DAsync(&c, s->stream));
+}
+
 /* ---------------------------------------------- registered memory, fences */
 
 /* Portable: any context may use it; device-mapped: streams can write
@@ -158,6 +178,7 @@ void backend_cuda__iface_mem(struct backend_iface *iface)
 	iface->copy_h2d = cuda_copy_h2d;
 	iface->copy_d2h = cuda_copy_d2h;
 	iface->copy_d2d = cuda_copy_d2d;
+	iface->copy_d2d_2d = cuda_copy_d2d_2d;
 	iface->host_register = cuda_host_register;
 	iface->host_unregister = cuda_host_unregister;
 	iface->stream_write_value64 = cuda_write_value64;

@@ -78,6 +78,7 @@
 	X(cuCtxGetStreamPriorityRange, 5050)          \
 	X(cuStreamWaitEvent, 3020)                    \
 	X(cuMemcpyDtoDAsync, 3020)                    \
+	X(cuMemcpy2DAsync, 3020)                      \
 	X(cuMemsetD32Async, 3020)                     \
 	X(cuMemAllocHost, 3020)                       \
 	X(cuMemFreeHost, 2000)                        \
