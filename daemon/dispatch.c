@@ -41,6 +41,7 @@ static const char *body_name(Cudaep__V1__Request__BodyCase b)
 	case CUDAEP__V1__REQUEST__BODY_LOAD_MODEL: return "LoadModel";
 	case CUDAEP__V1__REQUEST__BODY_SESSION_INFO: return "SessionInfo";
 	case CUDAEP__V1__REQUEST__BODY_RUN: return "Run";
+	case CUDAEP__V1__REQUEST__BODY_GENERATE: return "Generate";
 	case CUDAEP__V1__REQUEST__BODY_UNLOAD: return "Unload";
 	case CUDAEP__V1__REQUEST__BODY_STATUS: return "Status";
 	case CUDAEP__V1__REQUEST__BODY_CLIENTS: return "Clients";
@@ -217,6 +218,8 @@ static int req_handle(struct req *r, const Cudaep__V1__Request *q)
 		return dispatch__run(r, q->run);
 	case CUDAEP__V1__REQUEST__BODY_UNLOAD:
 		return dispatch__unload(r, q->unload);
+	case CUDAEP__V1__REQUEST__BODY_GENERATE:
+		return dispatch__generate(r, q->generate);
 	case CUDAEP__V1__REQUEST__BODY_STATUS:
 		return dispatch__status(r);
 	case CUDAEP__V1__REQUEST__BODY_CLIENTS:

@@ -64,6 +64,7 @@ struct dispatch {
 	const char *socket_path;        /* for Status */
 	const uint64_t *start_ns;       /* uv_hrtime() at the first start */
 	uint32_t jobs;                  /* clients' jobs on the thread pool */
+	uint32_t gens;                  /* of all jobs, the generations */
 };
 
 /* Flags of dispatch_packet(), from what recvmsg(2) reported (the same as

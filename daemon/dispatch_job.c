@@ -63,6 +63,8 @@ uint64_t dispatch__job_session(const struct client *c)
 
 	if (c->work == CLIENT_IDLE || j == NULL)
 		return 0;
+	if (j->kind == JOB_GEN)
+		return j->gen.sess->id;
 	return j->kind == JOB_LOAD ? j->load.session_id : j->run.sess->id;
 }
 

@@ -29,6 +29,7 @@
 
 struct client;
 struct session;
+struct cep_gen_ring;
 
 /* The reply bodies; one lives on dispatch_packet()'s stack. */
 union reply_body {
@@ -49,6 +50,7 @@ union reply_body {
 	Cudaep__V1__KillSessionReply kill_session;
 	Cudaep__V1__GraphsReply graphs;
 	Cudaep__V1__KernelsReply kernels;
+	Cudaep__V1__GenerateReply generate;
 };
 
 /* One request being served. */
@@ -99,6 +101,7 @@ enum job_kind {
 	JOB_RUN,                      /* a Run without a fence */
 	JOB_FENCED,                   /* a cold step of a run with a fence:
 	                               * its state says which (run.h) */
+	JOB_GEN,                      /* a Generate's steps (dispatch_gen.c) */
 };
 
 /* A Run tensor as the job keeps it: the request arena is gone by the time
@@ -148,6 +151,16 @@ struct job {
 		struct job_tensor tout[CEP_MAX_IO];
 		struct run *r;        /* JOB_FENCED: its record */
 	} run;
+	struct {
+		struct session *sess;
+		engine_gen *g;        /* owned until the job ends */
+		struct region *region; /* the ring's, held */
+		struct cep_gen_ring *ring;
+		int64_t *tokens;      /* the ring's slots */
+		uint32_t slots;
+		uint32_t every;       /* tokens between wake-ups */
+		int fd;               /* the client's socket, polled for its end */
+	} gen;
 };
 
 /* c's job slot, made on first use and reset for a request of id req_id
@@ -191,6 +204,7 @@ int dispatch__load_model(struct req *r, const Cudaep__V1__LoadModel *m);
 int dispatch__session_info(struct req *r, const Cudaep__V1__SessionInfo *m);
 int dispatch__unload(struct req *r, const Cudaep__V1__Unload *m);
 int dispatch__run(struct req *r, const Cudaep__V1__Run *m);
+int dispatch__generate(struct req *r, const Cudaep__V1__Generate *m);
 int dispatch__status(struct req *r);
 int dispatch__clients(struct req *r);
 int dispatch__sessions(struct req *r);

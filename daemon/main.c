@@ -6,6 +6,7 @@
  * configuration error.
  */
 #include <signal.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <sys/resource.h>
 
@@ -54,6 +55,11 @@ int main(int argc, char **argv)
 	if (cfg.file[0] != '\0')
 		log_info("configuration read from %s", cfg.file);
 
+	/* The thread pool runs loads and cold runs, and each generation holds
+	 * one of its threads while it lasts (dispatch_gen.c runs at most 16):
+	 * more than libuv's default of 4, unless the environment says. */
+	if (!getenv("UV_THREADPOOL_SIZE"))
+		setenv("UV_THREADPOOL_SIZE", "24", 0);
 	ret = uv_loop_init(&loop);
 	if (ret != 0) {
 		log_err("cannot create the event loop: %s", uv_strerror(ret));
