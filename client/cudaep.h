@@ -454,14 +454,18 @@ typedef struct cep_generate_stats {
  * checked the request and taken it: the tokens then come while the caller
  * does other things. On success *out is the caller's, released with
  * cep_generate_free(). Fails with CEP_EINVAL for options out of range
- * (the message names the option), a model that is not a decoder (the
- * message says what is missing) or a prompt token outside the vocabulary;
- * CEP_ENOSPC for a capacity smaller than the prompt; CEP_EBUSY while
- * another generation of s runs (one per session at a time; other sessions
- * of the same model file share its weights); CEP_ELIMIT or CEP_EDEVMEM
- * when the key/value cache does not fit the limits (it is charged to the
- * session as kv_cache). While it runs, runs of s fail with CEP_EBUSY.
- * Not thread-safe with other calls on s.
+ * (the message names the option) or a model that is not a decoder (the
+ * message says what is missing); CEP_ENOSPC for a capacity smaller than
+ * the prompt; CEP_EBUSY when the daemon runs its most generations at once
+ * (16); CEP_ELIMIT or CEP_EDEVMEM when the key/value cache does not fit
+ * the limits (it is charged to the session as kv_cache). A prompt token
+ * outside the vocabulary fails the generation's first step: the first
+ * cep_generate_read() returns CEP_EINVAL naming it. While the generation
+ * runs, the daemon serves this client's other requests only after it ends
+ * (it serves a client's requests in order): calls on the client that wait
+ * for the daemon (runs, loads) wait for the generation, so use another
+ * connection for other work meanwhile. Not thread-safe with other calls
+ * on s.
  */
 int cep_generate_start(cep_session *s, const int64_t *prompt, size_t n_prompt,
                        const cep_generate_options *o, cep_generation **out);
