@@ -10,6 +10,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "common/stats.h"
+#include "alloc/account.h"
 #include "daemon/access.h"
 #include "daemon/client.h"
 #include "daemon/config.h"
@@ -21,6 +22,17 @@
 static bool client_visible(const struct req *r, const struct client *other)
 {
 	return r->c->admin || other == r->c;
+}
+
+/* What the account holds as sess's key/value cache. */
+static uint64_t session_kv_bytes(const struct dispatch *d, const struct session *sess)
+{
+	struct account_usage u;
+	struct alloc_owner o = { sess->client_id, sess->id };
+
+	if (account_usage_get(d->account, o, &u) != 0)
+		return 0;
+	return u.current[ALLOC_ROLE_KV_CACHE];
 }
 
 static uint64_t since_us(uint64_t then_ns)
@@ -131,6 +143,8 @@ int dispatch__sessions(struct req *r)
 			e->weight_bytes = sess->stats.weight_bytes;
 			e->batching = sess->batch != NULL;
 			e->batched_runs = sess->batched_runs;
+			e->kv_bytes = session_kv_bytes(r->d, sess);
+			e->generating = c->work == CLIENT_JOB && dispatch__job_gen(c) == sess->id;
 		}
 	}
 	cudaep__v1__sessions_reply__init(rep);

@@ -57,6 +57,13 @@ int dispatch__job_get(struct dispatch *d, struct client *c, uint64_t req_id,
 	return 0;
 }
 
+uint64_t dispatch__job_gen(const struct client *c)
+{
+	const struct job *j = c->job;
+
+	return c->work == CLIENT_JOB && j != NULL && j->kind == JOB_GEN ? j->gen.sess->id : 0;
+}
+
 uint64_t dispatch__job_session(const struct client *c)
 {
 	const struct job *j = c->job;

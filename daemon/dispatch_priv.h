@@ -172,6 +172,9 @@ int dispatch__job_get(struct dispatch *d, struct client *c, uint64_t req_id,
  * window) uses, 0 when c is idle. */
 uint64_t dispatch__job_session(const struct client *c);
 
+/* The id of the session whose generation is c's job now, or 0. */
+uint64_t dispatch__job_gen(const struct client *c);
+
 /* Runs j->work_fn here and now, keeping its error message in j->msg as
  * the thread pool's run does: for a client without a socket, or when the
  * pool refuses the work. */
