@@ -153,6 +153,8 @@ static enum fake_action admin(struct fake_daemon *f,
 		resp->body.sessions.sessions[1].weight_bytes = 1536;
 		resp->body.sessions.sessions[1].batching = true;
 		resp->body.sessions.sessions[1].batched_runs = 11;
+		resp->body.sessions.sessions[1].kv_bytes = 3u << 20;
+		resp->body.sessions.sessions[1].generating = true;
 		resp->body.sessions.sessions[1].capture_failures = 1;
 		snprintf(resp->body.sessions.sessions[1].capture_error,
 			 sizeof(resp->body.sessions.sessions[1].capture_error), "no graphs here");
@@ -274,7 +276,8 @@ Test(client_ctl, empty_sessions_and_memory_limits)
 	ctl_run(&r, (const char *[]){"--socket", fake.path, "sessions", NULL});
 	cr_expect_eq(r.status, 0, "%s", r.err);
 	cr_expect_str_eq(r.out, "# Sessions\nID  CLIENT  RUNS  PLANS  REPLAYS  EAGER  PLAN MEM  "
-				"WEIGHTS  LOADED  PRECISION  BATCHING  BATCHED  NAME\n(none)\n");
+				"WEIGHTS  KV CACHE  GENERATING  LOADED  PRECISION  BATCHING  "
+				"BATCHED  NAME\n(none)\n");
 	ctl_run(&r, (const char *[]){"--socket", fake.path, "mem", NULL});
 	cr_expect_eq(r.status, 0, "%s", r.err);
 	cr_expect_str_eq(r.out, "# Memory\n"
@@ -297,16 +300,18 @@ Test(client_ctl, sessions_show_their_precision_counters_and_capture_failures)
 	cr_expect_eq(r.status, 0, "%s", r.err);
 	cr_expect_str_eq(r.out, "# Sessions\n"
 				"ID  CLIENT  RUNS  PLANS  REPLAYS  EAGER  PLAN MEM  WEIGHTS  "
-				"LOADED  PRECISION  BATCHING  BATCHED  NAME\n"
+				"KV CACHE  GENERATING  LOADED  PRECISION  BATCHING  BATCHED  NAME\n"
 				" 3       7     0      0        0      0       0 B      0 B  "
-				"   0us  fp16       no              0  bert\n"
+				"     0 B  no             0us  fp16       no              0  bert\n"
 				" 4       8    12      2        9      3   3.0 MiB  1.5 KiB  "
-				"   0us  fp32       yes            11  \n"
+				" 3.0 MiB  yes            0us  fp32       yes            11  \n"
 				"session 4: runs eagerly, its graph capture failed: no graphs here\n");
 	ctl_run(&r, (const char *[]){"--socket", fake.path, "--json", "sessions", NULL});
 	cr_expect_not_null(strstr(r.out, "\"loaded_us\":0,\"precision\":\"fp16\","
 				  "\"batching\":false,\"batched_runs\":0,\"name\":\"bert\"}"),
 			   "%s", r.out);
+	cr_expect_not_null(strstr(r.out, "\"kv_bytes\":3145728,\"generating\":true"), "%s",
+			   r.out);
 	cr_expect_not_null(strstr(r.out, "\"batching\":true,\"batched_runs\":11"), "%s",
 			   r.out);
 	cr_expect_not_null(strstr(r.out, "\"precision\":\"fp32\""), "%s", r.out);

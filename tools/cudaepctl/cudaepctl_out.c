@@ -387,7 +387,7 @@ static void table_json(struct ctl_out *o, const char *key,
 	fprintf(o->f, "%" PRIu32, total);
 }
 
-#define CTL_MAX_COLS 16
+#define CTL_MAX_COLS 24
 
 void ctl_out_table(struct ctl_out *o, const char *title, const char *key,
 		   const struct ctl_field *fields, size_t n, const void *rows,
