@@ -164,8 +164,8 @@ int run_gen_opt(struct run_opts *o, int opt, const char *arg)
 	case 'g':
 		if (!run_parse_ulong(arg, 1, RUN_MAX_GEN, &v))
 			return run_usage_fail("--generate wants a count from 1 to "
-					  "%lu, not '%s'",
-					  (unsigned long)RUN_MAX_GEN, arg);
+					      "%lu, not '%s'",
+					      (unsigned long)RUN_MAX_GEN, arg);
 		g->gen_tokens = (unsigned long)v;
 		return 0;
 	case RUN_LONGOPT_PROMPT:
@@ -173,40 +173,40 @@ int run_gen_opt(struct run_opts *o, int opt, const char *arg)
 		g->prompt = NULL;
 		if (run_gen_parse_tokens(arg, &g->prompt, &n) != 0)
 			return run_usage_fail("--prompt wants token ids like 1,2,3 "
-					  "(at most %d), not '%s'",
-					  RUN_MAX_PROMPT, arg);
+					      "(at most %d), not '%s'",
+					      RUN_MAX_PROMPT, arg);
 		g->n_prompt = n;
 		return 0;
 	case RUN_LONGOPT_PROMPT_LEN:
 		if (!run_parse_ulong(arg, 1, RUN_MAX_PROMPT, &v))
 			return run_usage_fail("--prompt-len wants a count from 1 "
-					  "to %d, not '%s'", RUN_MAX_PROMPT,
-					  arg);
+					      "to %d, not '%s'", RUN_MAX_PROMPT,
+					      arg);
 		g->prompt_len = (unsigned long)v;
 		return 0;
 	case RUN_LONGOPT_TEMPERATURE:
 		if (!parse_float(arg, 0, false, 1e30f, &g->temperature))
 			return run_usage_fail("--temperature wants a number >= 0, "
-					  "not '%s'", arg);
+					      "not '%s'", arg);
 		return 0;
 	case RUN_LONGOPT_TOP_K:
 		if (!run_parse_ulong(arg, 0, UINT32_MAX, &v))
 			return run_usage_fail("--top-k wants a count (0: all), not "
-					  "'%s'", arg);
+					      "'%s'", arg);
 		g->top_k = (unsigned long)v;
 		return 0;
 	case RUN_LONGOPT_TOP_P:
 		if (!parse_float(arg, 0, true, 1, &g->top_p))
 			return run_usage_fail("--top-p wants a number in (0, 1], "
-					  "not '%s'", arg);
+					      "not '%s'", arg);
 		return 0;
 	case RUN_LONGOPT_EOS:
 		if (g->n_eos == CEP_GEN_STOP_MAX)
 			return run_usage_fail("at most %d --eos options",
-					  CEP_GEN_STOP_MAX);
+					      CEP_GEN_STOP_MAX);
 		if (!run_parse_ulong(arg, 0, INT64_MAX, &v))
 			return run_usage_fail("--eos wants a token id, not '%s'",
-					  arg);
+					      arg);
 		g->eos[g->n_eos++] = (int64_t)v;
 		return 0;
 	}
@@ -217,14 +217,14 @@ int run_gen_opts_check(const struct run_opts *o, bool gen_seen)
 {
 	if (o->gen.gen_tokens == 0 && gen_seen)
 		return run_usage_fail("--prompt, --prompt-len, --temperature, "
-				  "--top-k, --top-p and --eos need --generate");
+				      "--top-k, --top-p and --eos need --generate");
 	if (o->gen.gen_tokens != 0 && (o->n_inputs || o->n_outputs))
 		return run_usage_fail("--generate makes its own inputs: no --input "
-				  "or --output with it");
+				      "or --output with it");
 	if ((o->gen.top_k != 0 || o->gen.top_p != 1) &&
 	    o->gen.temperature == 0)
 		return run_usage_fail("--top-k and --top-p sample: give a "
-				  "--temperature above 0 as well");
+				      "--temperature above 0 as well");
 	return 0;
 }
 

@@ -224,7 +224,7 @@ static int opt_dim(struct run_opts *o, const char *arg)
 	val = parse_pair(arg, d->name, sizeof(d->name));
 	if (val == NULL || !run_parse_ulong(val, 0, RUN_MAX_DIM, &v))
 		return run_usage_fail("--dim wants NAME=VALUE with VALUE from 0 to "
-				  "%d, not '%s'", RUN_MAX_DIM, arg);
+				      "%d, not '%s'", RUN_MAX_DIM, arg);
 	for (int i = 0; i < o->n_dims; i++)
 		if (strcmp(o->dims[i].name, d->name) == 0)
 			return run_usage_fail("--dim %s given twice", d->name);
@@ -298,21 +298,21 @@ static int opts_parse(struct run_opts *o, int argc, char **argv)
 		case 'n':
 			if (!run_parse_ulong(optarg, 1, RUN_MAX_ITERS, &v))
 				return run_usage_fail("--iters wants a count from "
-						  "1 to %lu, not '%s'",
-						  RUN_MAX_ITERS, optarg);
+						      "1 to %lu, not '%s'",
+						      RUN_MAX_ITERS, optarg);
 			o->iters = (unsigned long)v;
 			break;
 		case 'w':
 			if (!run_parse_ulong(optarg, 1, RUN_MAX_ITERS, &v))
 				return run_usage_fail("--warmup wants a count from "
-						  "1 to %lu, not '%s'",
-						  RUN_MAX_ITERS, optarg);
+						      "1 to %lu, not '%s'",
+						      RUN_MAX_ITERS, optarg);
 			o->warmup = (unsigned long)v;
 			break;
 		case RUN_LONGOPT_SEED:
 			if (!run_parse_ulong(optarg, 0, UINT64_MAX, &v))
 				return run_usage_fail("--seed wants an unsigned "
-						  "integer, not '%s'", optarg);
+						      "integer, not '%s'", optarg);
 			o->seed = v;
 			break;
 		case 'p': {
@@ -322,8 +322,8 @@ static int opts_parse(struct run_opts *o, int argc, char **argv)
 				k++;
 			if (k == 4)
 				return run_usage_fail("--precision wants fp32, tf32, "
-						  "fp16 or bf16, not '%s'",
-						  optarg);
+						      "fp16 or bf16, not '%s'",
+						      optarg);
 			o->precision = (cep_precision)k;
 			break;
 		}
@@ -350,7 +350,7 @@ static int opts_parse(struct run_opts *o, int argc, char **argv)
 		return run_usage_fail("no model given");
 	if (argc - optind > 1)
 		return run_usage_fail("one model at a time, not '%s' as well",
-				  argv[optind + 1]);
+				      argv[optind + 1]);
 	o->model = argv[optind];
 	ret = run_gen_opts_check(o, gen_seen);
 	return ret != 0 ? ret : -1;
