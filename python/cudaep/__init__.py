@@ -10,6 +10,11 @@ A thin ctypes layer over libcudaep-client with numpy arrays in and out:
     p = s.submit({"x": x})                # returns once the run is queued
     out = p.wait()                        # the outputs, once computed
 
+    d = c.load("decoder.onnx")            # a decoder with a key/value cache
+    tokens = d.generate([1, 2, 3], max_new_tokens=32, eos_token_id=2)
+    for t in d.generate([1, 2, 3], 32, temperature=0.8, top_p=0.9, stream=True):
+        print(t)                          # each token as the daemon makes it
+
 and onnxruntime's face over it, so that code written for onnxruntime runs
 on cudaep by changing its import:
 
@@ -42,7 +47,8 @@ anything is sent, with a plain TypeError or ValueError naming the argument.
 The library is found through $CUDAEP_CLIENT_LIB, then the build tree next to
 this package (build/lib/libcudaep-client.so), then the system's loader path.
 """
-__all__ = ["connect", "Client", "Session", "Region", "Pending", "TensorInfo", "DTYPES",
+__all__ = ["connect", "Client", "Session", "Region", "Pending", "Generation", "TensorInfo",
+           "DTYPES",
            "Error", "InvalidArgument", "InvalidType", "NoSuchFile", "ClosedError",
            "InferenceSession", "NodeArg", "ModelMetadata", "SessionOptions", "RunOptions",
            "get_available_providers"]
@@ -51,4 +57,5 @@ __all__ = ["connect", "Client", "Session", "Region", "Pending", "TensorInfo", "D
 from ._lib import *  # noqa: F401,F403 (the error codes, DTYPES, MAX_RANK)
 from ._errors import *  # noqa: F401,F403
 from ._client import *  # noqa: F401,F403
+from ._generate import Generation  # noqa: F401
 from ._ort import *  # noqa: F401,F403

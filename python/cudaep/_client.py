@@ -9,7 +9,9 @@ import math
 import numbers
 import os
 import threading
+import weakref
 import numpy as np
+from . import _generate
 from ._lib import (
     EAGAIN, EBADF, ENOENT, ENOSPC, ENOTCONN, ETIMEDOUT, _DTYPES, _Fence, _ORT_TYPES,
     _PRECISIONS, _PRIORITIES, _KernelStats, _SessionOptions, _Tensor, _cep_client_backend,
@@ -129,6 +131,10 @@ class Session:
         self._scratch = []  # regions for submit()'s copies, reused
         self._lock = threading.Lock()  # guards _scratch and _out_room
         self._out_room = {o.name: 0 for o in self.outputs}
+        self._generations = weakref.WeakSet()
+        self.last_generate_stats = None
+        """The stats of the session's last generation once it was freed (a
+        dict, see Generation.stats()); None before."""
 
     def _handle(self):
         if not self._h:
@@ -304,6 +310,33 @@ class Session:
             return Pending(self, fence, order, tout, given, outs, scratch, (tin, keep))
         raise Error(ENOSPC, "outputs kept growing between attempts")
 
+    def generate(self, input_ids, max_new_tokens, temperature=0.0, top_k=0, top_p=1.0,
+                 repetition_penalty=1.0, eos_token_id=None, seed=0, capacity=0,
+                 signal_every=1, stream=False):
+        """Generates up to max_new_tokens tokens after the prompt input_ids
+        (a list or 1-D array of ints, or a [1, n] array) with the session's
+        model, a decoder with a key/value cache as Hugging Face exporters
+        write them; the daemon runs every step (cep_generate_start()).
+        temperature 0 is greedy; else the daemon samples with top_k (0: all
+        tokens), top_p and repetition_penalty (1: none), from seed: the same
+        seed, model and options give the same tokens. eos_token_id: None, a
+        stop token or a list of at most 16; the one met ends the sequence
+        and is its last token. capacity: key/value slots, prompt included
+        (0: the prompt plus max_new_tokens). signal_every: the daemon wakes
+        the reader every that many tokens.
+
+        Returns the list of new tokens, or with stream=True a Generation
+        that yields them as they come (freed once exhausted; closing it
+        early cancels the rest). The generation's stats are then in
+        last_generate_stats. Options out of range, a model that is not a
+        decoder and a token outside the vocabulary raise InvalidArgument
+        with the daemon's message; a capacity smaller than the prompt
+        cudaep.Error ENOSPC; a second generation of a session while one
+        runs cudaep.Error EBUSY (the session's runs too, meanwhile)."""
+        return _generate.generate(self, input_ids, max_new_tokens, temperature, top_k, top_p,
+                                  repetition_penalty, eos_token_id, seed, capacity,
+                                  signal_every, stream)
+
     def _scratch_take(self, nbytes):
         with self._lock:
             for i, r in enumerate(self._scratch):
@@ -317,7 +350,10 @@ class Session:
                 self._scratch.append(region)
 
     def close(self):
-        """Unloads the session; closing it again does nothing."""
+        """Unloads the session, after freeing its generations (which
+        cancels those still running); closing it again does nothing."""
+        for g in list(self._generations):
+            g.close()
         for r in self._scratch:
             r.close()
         self._scratch = []
@@ -438,6 +474,7 @@ class Client:
 
     def __init__(self, socket=None, name=None):
         self._regions = set()
+        self._generations = weakref.WeakSet()  # freed before the connection
         self._h = _vp()
         sock = None if socket is None else _want_path("socket", socket)
         name = _want_str("name", name)
@@ -541,6 +578,8 @@ class Client:
         """Closes the connection, and with it every region and session of
         the client; closing it again does nothing."""
         if self._h:
+            for g in list(self._generations):
+                g.close()
             _cep_close(self._h)
             self._h = _vp()
 

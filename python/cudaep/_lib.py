@@ -68,6 +68,31 @@ class _SessionOptions(ctypes.Structure):
     ]
 
 
+class _GenerateOptions(ctypes.Structure):
+    _fields_ = [
+        ("max_new_tokens", ctypes.c_uint32),
+        ("capacity", ctypes.c_uint32),
+        ("temperature", ctypes.c_float),
+        ("top_k", ctypes.c_uint32),
+        ("top_p", ctypes.c_float),
+        ("repetition_penalty", ctypes.c_float),
+        ("seed", ctypes.c_uint64),
+        ("stop_tokens", ctypes.POINTER(ctypes.c_int64)),
+        ("n_stop_tokens", ctypes.c_uint32),
+        ("signal_every", ctypes.c_uint32),
+    ]
+
+
+class _GenerateStats(ctypes.Structure):
+    _fields_ = [
+        ("prompt_tokens", ctypes.c_uint64),
+        ("tokens", ctypes.c_uint64),
+        ("first_token_ns", ctypes.c_uint64),
+        ("total_ns", ctypes.c_uint64),
+        ("reason", ctypes.c_int),
+    ]
+
+
 def _find_library():
     env = os.environ.get("CUDAEP_CLIENT_LIB")
     if env:
@@ -88,6 +113,15 @@ def _fn(name, restype, *argtypes):
     f.restype = restype
     f.argtypes = list(argtypes)
     return f
+
+
+def _fn_new(name, restype, *argtypes):
+    """As _fn, for a function that a library built before it lacks: None
+    then, and the callers say what is missing."""
+    try:
+        return _fn(name, restype, *argtypes)
+    except AttributeError:
+        return None
 
 
 _vp, _int, _sz = ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t
@@ -120,6 +154,14 @@ _cep_run_submit = _fn("cep_run_submit", _int, _vp, ctypes.POINTER(_Tensor), _sz,
                       ctypes.POINTER(_Tensor), _sz, ctypes.POINTER(_Fence))
 _cep_fence_wait = _fn("cep_fence_wait", _int, ctypes.POINTER(_Fence), ctypes.c_int64)
 _cep_fence_poll = _fn("cep_fence_poll", _int, ctypes.POINTER(_Fence))
+_cep_generate_start = _fn_new("cep_generate_start", _int, _vp, ctypes.POINTER(ctypes.c_int64),
+                              _sz, ctypes.POINTER(_GenerateOptions), ctypes.POINTER(_vp))
+_cep_generate_read = _fn_new("cep_generate_read", _int, _vp, ctypes.POINTER(ctypes.c_int64),
+                             _sz, ctypes.POINTER(_sz), ctypes.c_int64)
+_cep_generate_cancel = _fn_new("cep_generate_cancel", _int, _vp)
+_cep_generate_stats_get = _fn_new("cep_generate_stats_get", _int, _vp,
+                                  ctypes.POINTER(_GenerateStats))
+_cep_generate_free = _fn_new("cep_generate_free", _int, _vp, ctypes.POINTER(_GenerateStats))
 
 # Error codes the Python layer acts on (client/cudaep.h).
 ENOENT = -2
@@ -129,6 +171,7 @@ EINVAL = -22
 ENOSPC = -28
 ENAMETOOLONG = -36
 ENOTCONN = -107
+ENOTSUP = -95
 ETIMEDOUT = -110
 ESHAPE = -4004
 EDTYPE = -4005
@@ -162,6 +205,12 @@ _ORT_TYPES = {
 _CODES = {np.dtype(v): k for k, v in _DTYPES.items()}
 DTYPES = tuple(np.dtype(v) for v in _DTYPES.values())
 """The numpy dtypes that tensors of cudaep are sent and received as."""
+
+# cep_generate_read()'s return once every token has been read, and
+# cep_gen_reason's values by name (client/cudaep.h).
+GEN_END = 1
+GEN_STOP_MAX = 16
+_GEN_REASONS = {0: "running", 1: "stop", 2: "length", 3: "cancelled", 4: "error"}
 
 _PRECISIONS = {"fp32": 0, "tf32": 1, "fp16": 2, "bf16": 3}
 _PRIORITIES = {"normal": 0, "high": 1, "low": 2}

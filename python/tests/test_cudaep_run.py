@@ -413,6 +413,17 @@ def test_invalid_model_exits_1_with_the_daemons_message(daemon, tmp_path):
     ["--seed", "-3", "m.onnx"],
     ["--precision", "fp8", "m.onnx"],
     ["--bogus", "m.onnx"],
+    ["--generate", "0", "m.onnx"],
+    ["--temperature", "0.5", "m.onnx"],
+    ["--generate", "4", "--prompt", "1,,2", "m.onnx"],
+    ["--generate", "4", "--prompt", "-1", "m.onnx"],
+    ["--generate", "4", "--prompt-len", "0", "m.onnx"],
+    ["--generate", "4", "--temperature", "-1", "m.onnx"],
+    ["--generate", "4", "--temperature", "1", "--top-p", "0", "m.onnx"],
+    ["--generate", "4", "--temperature", "1", "--top-p", "1.5", "m.onnx"],
+    ["--generate", "4", "--top-k", "5", "m.onnx"],
+    ["--generate", "4", "--eos", "x", "m.onnx"],
+    ["--generate", "4", "--input", "x=a.npy", "m.onnx"],
 ])
 def test_usage_errors_exit_2(args):
     p = run(*args)
@@ -424,7 +435,8 @@ def test_help_and_version():
     p = run("--help")
     assert p.returncode == 0 and p.stdout.startswith("Usage: cudaep-run")
     for opt in ("--input", "--dim", "--iters", "--warmup", "--seed", "--output",
-                "--precision", "--quiet", "--json", "--socket"):
+                "--precision", "--quiet", "--json", "--socket", "--generate", "--prompt",
+                "--prompt-len", "--temperature", "--top-k", "--top-p", "--eos"):
         assert opt in p.stdout
     p = run("--version")
     assert p.returncode == 0 and re.fullmatch(r"cudaep-run \d+\.\d+\.\d+\n", p.stdout)
@@ -458,3 +470,61 @@ def test_cudaepctl_sessions_shows_the_engine_counters(daemon, tmp_path):
                                    daemon, "sessions"],
                                   capture_output=True, text=True, timeout=30, check=True)
             assert "REPLAYS" in text.stdout and "counted" in text.stdout
+
+
+# ------------------------------------------------------------- --generate
+# These need the daemon's generation (cep_generate_* in libcudaep-client):
+# cudaep-run does not link without it.
+
+def decoder(tmp_path, kind):
+    from decoders import gpt2_like, llama_like
+    b = {"gpt2": gpt2_like, "llama": llama_like}[kind]()
+    path = tmp_path / ("%s.onnx" % kind)
+    path.write_bytes(b)
+    return str(path), b
+
+
+@pytest.mark.parametrize("kind", ["gpt2", "llama"])
+def test_generate_greedy_equals_the_reference(daemon, tmp_path, kind):
+    from decoders import reference_greedy
+    path, b = decoder(tmp_path, kind)
+    j = json.loads(ok("-s", daemon, path, "--generate", "24", "--prompt", "1,7,3",
+                      "--json").stdout)
+    assert j["prompt"] == [1, 7, 3] and j["reason"] == "length"
+    assert j["tokens"] == reference_greedy(b, [1, 7, 3], 24)
+    assert j["daemon"]["tokens"] == 24 and j["daemon"]["prompt_tokens"] == 3
+    assert j["time_to_first_token_us"] > 0
+    assert 0 <= j["inter_token_us"]["p50"] <= j["inter_token_us"]["p99"]
+    # The default prompt: tokens 1..16, or 1..L.
+    j = json.loads(ok("-s", daemon, path, "-g", "8", "--json").stdout)
+    assert j["prompt"] == list(range(1, 17))
+    assert j["tokens"] == reference_greedy(b, list(range(1, 17)), 8)
+    j = json.loads(ok("-s", daemon, path, "-g", "8", "--prompt-len", "5", "--json").stdout)
+    assert j["tokens"] == reference_greedy(b, [1, 2, 3, 4, 5], 8)
+
+
+def test_generate_text_eos_and_sampling(daemon, tmp_path):
+    from decoders import reference_greedy
+    path, b = decoder(tmp_path, "llama")
+    ref = reference_greedy(b, [1, 7, 3], 24)
+    p = ok("-s", daemon, path, "-g", "24", "--prompt", "1,7,3", "--eos", str(ref[4]))
+    lines = p.stdout.splitlines()
+    want = ref[:ref.index(ref[4]) + 1]
+    assert "tokens: " + " ".join(map(str, want)) in lines
+    assert "end: stop after %d tokens" % len(want) in lines
+    for head in ("time to first token: ", "decode: ", "inter-token latency: p50 "):
+        assert any(line.startswith(head) for line in lines), (head, p.stdout)
+    sample = ["-s", daemon, path, "-g", "32", "--prompt", "1,7,3", "--json",
+              "--temperature", "0.8", "--top-k", "10", "--top-p", "0.9"]
+    a = json.loads(ok(*sample, "--seed", "5").stdout)["tokens"]
+    assert a == json.loads(ok(*sample, "--seed", "5").stdout)["tokens"]
+    others = [json.loads(ok(*sample, "--seed", str(k)).stdout)["tokens"] for k in (6, 7)]
+    assert any(o != a for o in others)
+
+
+def test_generate_failures_exit_1(daemon, tmp_path):
+    path, _ = decoder(tmp_path, "gpt2")
+    p = run("-s", daemon, path, "-g", "4", "--prompt", "1,99")
+    assert p.returncode == 1 and p.stderr.startswith("cudaep-run: ") and "99" in p.stderr
+    p = run("-s", daemon, mlp(str(tmp_path / "mlp.onnx")), "-g", "4")
+    assert p.returncode == 1 and "cannot generate with" in p.stderr

@@ -180,7 +180,7 @@ static void print_text(const struct run *r, const struct run_stats *st)
 
 /* --------------------------------------------------------------- JSON */
 
-static void json_str(const char *s)
+void run_json_str(const char *s)
 {
 	putchar('"');
 	for (; *s != '\0'; s++) {
@@ -222,7 +222,7 @@ static void json_info_shape(const cep_tensor_info *t)
 		if (t->dims[i] >= 0)
 			printf("%" PRId64, t->dims[i]);
 		else if (t->dim_params[i][0] != '\0')
-			json_str(t->dim_params[i]);
+			run_json_str(t->dim_params[i]);
 		else
 			fputs("null", stdout);
 	}
@@ -232,13 +232,13 @@ static void json_info_shape(const cep_tensor_info *t)
 static void print_json(const struct run *r, const struct run_stats *st)
 {
 	printf("{\"version\": \"%s\", \"model\": ", CEP_VERSION);
-	json_str(r->opt.model);
+	run_json_str(r->opt.model);
 	printf(", \"socket\": ");
-	json_str(r->sock);
+	run_json_str(r->sock);
 	printf(", \"backend\": ");
-	json_str(cep_client_backend(r->c));
+	run_json_str(cep_client_backend(r->c));
 	printf(", \"device\": ");
-	json_str(cep_client_device(r->c));
+	run_json_str(cep_client_device(r->c));
 	printf(", \"session_id\": %" PRIu64 ", \"precision\": \"%s\", ",
 	       cep_session_id(r->s), run_precision_names[r->opt.precision]);
 	json_num("load_us", r->load_us, ",\n");
@@ -247,7 +247,7 @@ static void print_json(const struct run *r, const struct run_stats *st)
 		const struct run_in *in = &r->in[i];
 
 		printf("%s\n  {\"name\": ", i ? "," : "");
-		json_str(in->info->name);
+		run_json_str(in->info->name);
 		printf(", \"dtype\": \"%s\", \"model_shape\": ",
 		       cep_dtype_name(in->info->dtype));
 		json_info_shape(in->info);
@@ -255,7 +255,7 @@ static void print_json(const struct run *r, const struct run_stats *st)
 		json_shape(in->arr.shape, in->arr.rank);
 		printf(", \"file\": ");
 		if (in->path != NULL)
-			json_str(in->path);
+			run_json_str(in->path);
 		else
 			fputs("null", stdout);
 		putchar('}');
@@ -265,7 +265,7 @@ static void print_json(const struct run *r, const struct run_stats *st)
 		const cep_tensor *t = &r->tout[i];
 
 		printf("%s\n  {\"name\": ", i ? "," : "");
-		json_str(t->name);
+		run_json_str(t->name);
 		printf(", \"dtype\": \"%s\", \"model_shape\": ",
 		       cep_dtype_name(t->dtype));
 		json_info_shape(r->out[i].info);
@@ -276,7 +276,7 @@ static void print_json(const struct run *r, const struct run_stats *st)
 		json_num("abs_sum", r->out[i].abs_sum, ", ");
 		printf("\"file\": ");
 		if (r->out[i].path != NULL)
-			json_str(r->out[i].path);
+			run_json_str(r->out[i].path);
 		else
 			fputs("null", stdout);
 		putchar('}');

@@ -11,6 +11,9 @@
  * the room needed; the region is then remade bigger and the run repeated.
  * Host-side arrays (.npy files, random values) are in cudaep-run-npy.c.
  *
+ * With --generate N and a decoder model it generates N tokens instead and
+ * times them (cudaep-run-gen.c).
+ *
  * Exit status: 0 on success, 1 when anything fails (with the daemon's
  * message), 2 for a usage error.
  */
@@ -121,16 +124,36 @@ static void usage(FILE *f)
 		"                           uniform in [-1, 1), integers in "
 		"[0, 10)\n"
 		"  -p, --precision P        fp32 (default), tf32, fp16 or bf16\n"
+		"\nGeneration, with a decoder model (inputs input_ids, past key/value "
+		"cache):\n"
+		"  -g, --generate N         generate N tokens after the prompt "
+		"instead of\n"
+		"                           timing runs; print them, time to first "
+		"token,\n"
+		"                           decode tokens/s and inter-token latency "
+		"p50/p99\n"
+		"      --prompt 1,2,3       the prompt's token ids\n"
+		"      --prompt-len L       a prompt of tokens 1..L (default 16)\n"
+		"      --temperature T      0 (default): greedy; else sample at T\n"
+		"      --top-k K            sample among the K likeliest (0, the "
+		"default: all)\n"
+		"      --top-p P            among the fewest whose probability "
+		"reaches P,\n"
+		"                           in (0, 1] (default 1)\n"
+		"      --eos ID             a stop token (repeatable, at most %d); "
+		"--seed\n"
+		"                           seeds the sampler\n"
+		"\n"
 		"  -q, --quiet              print only latency and results\n"
 		"  -j, --json               print one JSON object\n"
 		"  -h, --help               print this text\n"
 		"  -V, --version            print the version\n"
 		"\nExit status: 0 on success, 1 when anything fails, 2 for a "
 		"usage error.\n",
-		path);
+		path, CEP_GEN_STOP_MAX);
 }
 
-static int usage_fail(const char *fmt, ...)
+int run_usage_fail(const char *fmt, ...)
 {
 	va_list ap;
 
@@ -143,8 +166,8 @@ static int usage_fail(const char *fmt, ...)
 }
 
 /* An unsigned decimal from lo to hi into *out; false for anything else. */
-static bool parse_ulong(const char *s, unsigned long long lo,
-			unsigned long long hi, unsigned long long *out)
+bool run_parse_ulong(const char *s, unsigned long long lo,
+		     unsigned long long hi, unsigned long long *out)
 {
 	unsigned long long v;
 	char *end;
@@ -179,13 +202,13 @@ static int opt_file(struct run_file_arg *list, int *n, const char *opt,
 	struct run_file_arg *a = &list[*n];
 
 	if (*n == CEP_MAX_IO)
-		return usage_fail("at most %d %s options", CEP_MAX_IO, opt);
+		return run_usage_fail("at most %d %s options", CEP_MAX_IO, opt);
 	a->path = parse_pair(arg, a->name, sizeof(a->name));
 	if (a->path == NULL)
-		return usage_fail("%s wants NAME=FILE.npy, not '%s'", opt, arg);
+		return run_usage_fail("%s wants NAME=FILE.npy, not '%s'", opt, arg);
 	for (int i = 0; i < *n; i++)
 		if (strcmp(list[i].name, a->name) == 0)
-			return usage_fail("%s %s given twice", opt, a->name);
+			return run_usage_fail("%s %s given twice", opt, a->name);
 	(*n)++;
 	return 0;
 }
@@ -197,14 +220,14 @@ static int opt_dim(struct run_opts *o, const char *arg)
 	const char *val;
 
 	if (o->n_dims == RUN_MAX_SYMS)
-		return usage_fail("at most %d --dim options", RUN_MAX_SYMS);
+		return run_usage_fail("at most %d --dim options", RUN_MAX_SYMS);
 	val = parse_pair(arg, d->name, sizeof(d->name));
-	if (val == NULL || !parse_ulong(val, 0, RUN_MAX_DIM, &v))
-		return usage_fail("--dim wants NAME=VALUE with VALUE from 0 to "
-				  "%d, not '%s'", RUN_MAX_DIM, arg);
+	if (val == NULL || !run_parse_ulong(val, 0, RUN_MAX_DIM, &v))
+		return run_usage_fail("--dim wants NAME=VALUE with VALUE from 0 to "
+				      "%d, not '%s'", RUN_MAX_DIM, arg);
 	for (int i = 0; i < o->n_dims; i++)
 		if (strcmp(o->dims[i].name, d->name) == 0)
-			return usage_fail("--dim %s given twice", d->name);
+			return run_usage_fail("--dim %s given twice", d->name);
 	d->value = (int64_t)v;
 	d->from = "--dim";
 	o->n_dims++;
@@ -215,7 +238,6 @@ static int opt_dim(struct run_opts *o, const char *arg)
  * status to leave with (after --help, --version or a usage error). */
 static int opts_parse(struct run_opts *o, int argc, char **argv)
 {
-	enum { OPT_SEED = 256 };
 	static const struct option longopts[] = {
 		{"socket", required_argument, NULL, 's'},
 		{"input", required_argument, NULL, 'i'},
@@ -223,8 +245,15 @@ static int opts_parse(struct run_opts *o, int argc, char **argv)
 		{"output", required_argument, NULL, 'o'},
 		{"iters", required_argument, NULL, 'n'},
 		{"warmup", required_argument, NULL, 'w'},
-		{"seed", required_argument, NULL, OPT_SEED},
+		{"seed", required_argument, NULL, RUN_LONGOPT_SEED},
 		{"precision", required_argument, NULL, 'p'},
+		{"generate", required_argument, NULL, 'g'},
+		{"prompt", required_argument, NULL, RUN_LONGOPT_PROMPT},
+		{"prompt-len", required_argument, NULL, RUN_LONGOPT_PROMPT_LEN},
+		{"temperature", required_argument, NULL, RUN_LONGOPT_TEMPERATURE},
+		{"top-k", required_argument, NULL, RUN_LONGOPT_TOP_K},
+		{"top-p", required_argument, NULL, RUN_LONGOPT_TOP_P},
+		{"eos", required_argument, NULL, RUN_LONGOPT_EOS},
 		{"quiet", no_argument, NULL, 'q'},
 		{"json", no_argument, NULL, 'j'},
 		{"help", no_argument, NULL, 'h'},
@@ -232,13 +261,27 @@ static int opts_parse(struct run_opts *o, int argc, char **argv)
 		{NULL, 0, NULL, 0},
 	};
 	unsigned long long v;
+	bool gen_seen = false;
 	int opt, ret = 0;
 
 	o->iters = 100;
 	o->warmup = 3;
-	while ((opt = getopt_long(argc, argv, "s:i:d:o:n:w:p:qjhV", longopts,
+	o->gen.prompt_len = 16;
+	o->gen.top_p = 1;
+	while ((opt = getopt_long(argc, argv, "s:i:d:o:n:w:p:g:qjhV", longopts,
 				  NULL)) != -1) {
 		switch (opt) {
+		case RUN_LONGOPT_PROMPT:
+		case RUN_LONGOPT_PROMPT_LEN:
+		case RUN_LONGOPT_TEMPERATURE:
+		case RUN_LONGOPT_TOP_K:
+		case RUN_LONGOPT_TOP_P:
+		case RUN_LONGOPT_EOS:
+			gen_seen = true;
+			/* fall through */
+		case 'g':
+			ret = run_gen_opt(o, opt, optarg);
+			break;
 		case 's':
 			o->socket = optarg;
 			break;
@@ -253,23 +296,23 @@ static int opts_parse(struct run_opts *o, int argc, char **argv)
 			ret = opt_dim(o, optarg);
 			break;
 		case 'n':
-			if (!parse_ulong(optarg, 1, RUN_MAX_ITERS, &v))
-				return usage_fail("--iters wants a count from "
-						  "1 to %lu, not '%s'",
-						  RUN_MAX_ITERS, optarg);
+			if (!run_parse_ulong(optarg, 1, RUN_MAX_ITERS, &v))
+				return run_usage_fail("--iters wants a count from "
+						      "1 to %lu, not '%s'",
+						      RUN_MAX_ITERS, optarg);
 			o->iters = (unsigned long)v;
 			break;
 		case 'w':
-			if (!parse_ulong(optarg, 1, RUN_MAX_ITERS, &v))
-				return usage_fail("--warmup wants a count from "
-						  "1 to %lu, not '%s'",
-						  RUN_MAX_ITERS, optarg);
+			if (!run_parse_ulong(optarg, 1, RUN_MAX_ITERS, &v))
+				return run_usage_fail("--warmup wants a count from "
+						      "1 to %lu, not '%s'",
+						      RUN_MAX_ITERS, optarg);
 			o->warmup = (unsigned long)v;
 			break;
-		case OPT_SEED:
-			if (!parse_ulong(optarg, 0, UINT64_MAX, &v))
-				return usage_fail("--seed wants an unsigned "
-						  "integer, not '%s'", optarg);
+		case RUN_LONGOPT_SEED:
+			if (!run_parse_ulong(optarg, 0, UINT64_MAX, &v))
+				return run_usage_fail("--seed wants an unsigned "
+						      "integer, not '%s'", optarg);
 			o->seed = v;
 			break;
 		case 'p': {
@@ -278,9 +321,9 @@ static int opts_parse(struct run_opts *o, int argc, char **argv)
 			while (k < 4 && strcmp(optarg, run_precision_names[k]) != 0)
 				k++;
 			if (k == 4)
-				return usage_fail("--precision wants fp32, tf32, "
-						  "fp16 or bf16, not '%s'",
-						  optarg);
+				return run_usage_fail("--precision wants fp32, tf32, "
+						      "fp16 or bf16, not '%s'",
+						      optarg);
 			o->precision = (cep_precision)k;
 			break;
 		}
@@ -304,12 +347,13 @@ static int opts_parse(struct run_opts *o, int argc, char **argv)
 			return ret;
 	}
 	if (optind == argc)
-		return usage_fail("no model given");
+		return run_usage_fail("no model given");
 	if (argc - optind > 1)
-		return usage_fail("one model at a time, not '%s' as well",
-				  argv[optind + 1]);
+		return run_usage_fail("one model at a time, not '%s' as well",
+				      argv[optind + 1]);
 	o->model = argv[optind];
-	return -1;
+	ret = run_gen_opts_check(o, gen_seen);
+	return ret != 0 ? ret : -1;
 }
 
 /* ------------------------------------------------------------- binding */
@@ -809,6 +853,8 @@ static int run_main(struct run *r)
 	r->load_us = now_us() - t0;
 	if (ret != 0)
 		return lib_fail(ret, "cannot load %s", o->model);
+	if (o->gen.gen_tokens != 0)
+		return run_generate(r);
 	ret = run_bind(r);
 	if (ret != 0)
 		return ret;
@@ -833,6 +879,7 @@ static void run_close(struct run *r)
 	cep_session_free(r->s);
 	cep_close(r->c);
 	free(r->lat_us);
+	free(r->opt.gen.prompt);
 }
 
 int main(int argc, char **argv)
@@ -842,8 +889,10 @@ int main(int argc, char **argv)
 	int ret;
 
 	ret = opts_parse(&r.opt, argc, argv);
-	if (ret >= 0)
+	if (ret >= 0) {
+		free(r.opt.gen.prompt);
 		return ret;
+	}
 	ret = run_main(&r);
 	run_close(&r);
 	return ret == 0 ? RUN_EXIT_OK : RUN_EXIT_FAIL;

@@ -3,7 +3,8 @@
  * process's memory, .npy files read and written, and element values such
  * as random inputs and checksums (cudaep-run-npy.c); the state of one
  * invocation (cudaep-run.c) and its printing as text or JSON
- * (cudaep-run-out.c). Not installed; the tool's own header, next to the
+ * (cudaep-run-out.c); generating tokens with a decoder model, --generate
+ * (cudaep-run-gen.c). Not installed; the tool's own header, next to the
  * public client/cudaep.h it builds on.
  *
  * Errors follow the library's one error space: functions return 0 or a
@@ -104,6 +105,22 @@ struct run_sym {
 	const char *from;       /* "--dim", a .npy path, or "the default" */
 };
 
+#define RUN_MAX_PROMPT 65536  /* tokens of --prompt or --prompt-len */
+
+/* The command line's --generate options; gen_tokens 0: no generation. */
+struct run_gen_opts {
+	unsigned long gen_tokens;  /* --generate N */
+	int64_t *prompt;           /* (n_prompt) --prompt 1,2,3, heap; NULL:
+	                            * tokens 1..prompt_len */
+	size_t n_prompt;
+	unsigned long prompt_len;  /* --prompt-len L (default 16) */
+	float temperature;         /* 0: greedy */
+	unsigned long top_k;       /* 0: all */
+	float top_p;               /* (0, 1]; 1: all */
+	int64_t eos[CEP_GEN_STOP_MAX];
+	unsigned n_eos;
+};
+
 /* The command line. */
 struct run_opts {
 	const char *model;
@@ -120,6 +137,7 @@ struct run_opts {
 	cep_precision precision;
 	bool quiet;
 	bool json;
+	struct run_gen_opts gen;
 };
 
 /* A model input and its values. */
@@ -176,6 +194,9 @@ const char *run_info_shape_fmt(char *buf, size_t len,
 const char *run_shape_fmt(char *buf, size_t len, const int64_t *shape,
 			  int rank);
 
+/* Prints s to stdout as a JSON string, quoted and escaped. */
+void run_json_str(const char *s);
+
 /* Prints the connection, session, and the model's inputs (with where their
  * values come from) and outputs to stdout, before the runs. */
 void run_print_model(const struct run *r);
@@ -183,5 +204,59 @@ void run_print_model(const struct run *r);
 /* Prints the latencies and the outputs after the runs, as text or, with
  * --json, as one JSON object. Sorts r->lat_us. */
 void run_print_results(struct run *r);
+
+/* -------------------------------------------------------- command line */
+
+/* getopt_long()'s values of the long options without a short one. */
+enum run_longopt {
+	RUN_LONGOPT_SEED = 256,
+	RUN_LONGOPT_PROMPT,
+	RUN_LONGOPT_PROMPT_LEN,
+	RUN_LONGOPT_TEMPERATURE,
+	RUN_LONGOPT_TOP_K,
+	RUN_LONGOPT_TOP_P,
+	RUN_LONGOPT_EOS,
+};
+
+/* Prints "cudaep-run: <message>" and the --help hint to stderr; returns
+ * the exit status of a usage error (2). */
+int run_usage_fail(const char *fmt, ...);
+
+/* An unsigned decimal from lo to hi into *out; false for anything else. */
+bool run_parse_ulong(const char *s, unsigned long long lo,
+		     unsigned long long hi, unsigned long long *out);
+
+/* ----------------------------------------------------------- generation */
+
+/*
+ * Takes one of the command line's generation options (opt: 'g' or a
+ * RUN_LONGOPT_* of them) with its argument into o->gen. Returns 0, or the
+ * usage error's exit status after saying what is wrong.
+ */
+int run_gen_opt(struct run_opts *o, int opt, const char *arg);
+
+/*
+ * Checks the generation options against each other and the rest once the
+ * command line has been read (gen_seen: one of them besides --generate was
+ * given). Returns 0 or the usage error's exit status.
+ */
+int run_gen_opts_check(const struct run_opts *o, bool gen_seen);
+
+/*
+ * Parses --prompt's "1,2,3" into tokens (heap, the caller's, freed with
+ * free()) and their count *n. Returns 0, CEP_EINVAL for a malformed list
+ * or a token outside int64 (cep_last_error() is not set: the caller
+ * reports a usage error), CEP_ENOMEM.
+ */
+int run_gen_parse_tokens(const char *list, int64_t **tokens, size_t *n);
+
+/*
+ * With r's client and session made (r->c, r->s), generates
+ * r->opt.gen.gen_tokens tokens from the prompt and prints them, the time to
+ * the first token, decode tokens/s and the inter-token latency p50/p99 as
+ * the client saw them arrive from cep_generate_read(), as text or JSON.
+ * Returns 0, or the error after printing the daemon's message.
+ */
+int run_generate(struct run *r);
 
 #endif
