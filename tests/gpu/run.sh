@@ -9,7 +9,7 @@
 # warm (bench/warm_counters.py: the daemon's counters over warm runs of
 # ResNet-50), datapath (bench/datapath: the trivial model's round trip next to the
 # driver floor, H2D from a region), models (bench/models.py), profile (bench/profile over ResNet-50 and
-# BERT-base: time per operator), many (bench/many_clients.py), zoo (tests/gpu/zoo.py: some 25
+# BERT-base: time per operator), many (bench/many_clients.py), generate (bench/generate.py: GPT-2 generating against transformers), zoo (tests/gpu/zoo.py: some 25
 # architectures through both exporters in fp32, fp16 and bf16 sessions against PyTorch; $ZOO_ARGS
 # are its options, e.g. ZOO_ARGS="--models hf --budget-s 400"), bisect (tests/gpu/bisect.py: which
 # node of a model goes wrong in a precision; $BISECT_ARGS, e.g. BISECT_ARGS="--zoo mobilenet_v2
@@ -148,6 +148,15 @@ for part in "$@"; do
 		sed -n '/^==== bisect summary/,$p' "$OUT/bisect.log" >> "$SUMMARY"
 		cat "$OUT"/bisect/daemon/cudaepd-*.log > "$OUT/bisect/cudaepd.log" 2>/dev/null
 		rm -rf "$OUT/bisect/models" "$OUT/bisect/daemon"
+		;;
+	generate)
+		# shellcheck disable=SC2086 # GEN_ARGS is a list of options
+		python3 bench/generate.py --build "$B" --out "$OUT/generate" ${GEN_ARGS:-} \
+			> "$OUT/generate.log" 2>&1
+		note "generate: exit $? (GEN_ARGS: ${GEN_ARGS:-none}; full log generate.log)"
+		sed -n '/^model /,$p' "$OUT/generate.log" >> "$SUMMARY"
+		cat "$OUT"/generate/daemon/cudaepd-*.log > "$OUT/generate/cudaepd.log" 2>/dev/null
+		rm -rf "$OUT/generate/daemon" "$OUT"/generate/*.onnx
 		;;
 	many)
 		python3 bench/many_clients.py --build "$B" ${MANY_ARGS:-} > "$OUT/many.log" 2>&1
