@@ -18,6 +18,7 @@
 #define CEPD_DISPATCH_H
 
 #include <stddef.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include <uv.h>
@@ -65,6 +66,8 @@ struct dispatch {
 	const uint64_t *start_ns;       /* uv_hrtime() at the first start */
 	uint32_t jobs;                  /* clients' jobs on the thread pool */
 	uint32_t gens;                  /* of all jobs, the generations */
+	atomic_bool stopping;           /* set by server_stop(): generations end
+	                                 * after their step (read off the loop) */
 };
 
 /* Flags of dispatch_packet(), from what recvmsg(2) reported (the same as

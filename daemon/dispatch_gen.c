@@ -92,6 +92,11 @@ static void gen_work(struct job *j)
 	while (end == 0) {
 		int64_t tok;
 
+		if (atomic_load(&j->d->stopping)) {
+			ret = cep__set_error(CEP_ECANCELED, "cudaepd is stopping; the generation "
+					     "ended after %llu tokens", (unsigned long long)i);
+			break;
+		}
 		if (gen_stop_asked(j)) {
 			engine_gen_cancel(j->gen.g);
 			break;

@@ -921,6 +921,8 @@ void server_stop(struct server *s)
 	if (s->stopping)
 		return;
 	s->stopping = true;
+	/* A generation would otherwise hold its connection to its end. */
+	atomic_store(&s->d.stopping, true);
 	sd_notify(0, "STOPPING=1");
 	log_notice("stopping: closing %u connections", s->clients.n_sock);
 	/* Its handle stays until the runs in flight have completed. */
