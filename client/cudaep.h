@@ -477,8 +477,10 @@ int cep_generate_start(cep_session *s, const int64_t *prompt, size_t n_prompt,
  * CEP_GEN_END with *n == 0 once the generation has ended and every token
  * has been read; CEP_ETIMEDOUT with *n == 0 when the time is up; or, after
  * every token has been read, the error that ended a failed generation
- * (its message in cep_last_error()). The ring is bounded: a daemon that
- * finds it full waits for the reader. One thread at a time per generation.
+ * (its message in cep_last_error(); CEP_ECANCELED when the daemon stopped
+ * meanwhile). The ring is bounded: a daemon that finds it full waits for
+ * the reader, for at most 60 s, and then ends the generation with
+ * CEP_ETIMEDOUT. One thread at a time per generation.
  */
 int cep_generate_read(cep_generation *g, int64_t *out, size_t max, size_t *n,
                       int64_t timeout_ns);

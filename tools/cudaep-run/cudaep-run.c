@@ -31,12 +31,6 @@
 #include <sys/un.h>
 #include <time.h>
 
-enum {
-	RUN_EXIT_OK = 0,
-	RUN_EXIT_FAIL = 1,
-	RUN_EXIT_USAGE = 2,
-};
-
 #define RUN_ALIGN      256     /* bytes; tensor offsets in the region */
 #define RUN_MAX_TRIES  3       /* cep_run calls of one run, growing outputs */
 #define RUN_MAX_ITERS  10000000UL
@@ -151,35 +145,6 @@ static void usage(FILE *f)
 		"\nExit status: 0 on success, 1 when anything fails, 2 for a "
 		"usage error.\n",
 		path, CEP_GEN_STOP_MAX);
-}
-
-int run_usage_fail(const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs("cudaep-run: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputs("\nTry 'cudaep-run --help'.\n", stderr);
-	return RUN_EXIT_USAGE;
-}
-
-/* An unsigned decimal from lo to hi into *out; false for anything else. */
-bool run_parse_ulong(const char *s, unsigned long long lo,
-		     unsigned long long hi, unsigned long long *out)
-{
-	unsigned long long v;
-	char *end;
-
-	if (*s < '0' || *s > '9')
-		return false;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno != 0 || *end != '\0' || v < lo || v > hi)
-		return false;
-	*out = v;
-	return true;
 }
 
 /* Splits "NAME=REST" at its first '=' into name (of len bytes); returns

@@ -218,11 +218,19 @@ enum run_longopt {
 	RUN_LONGOPT_EOS,
 };
 
+/* cudaep-run's exit statuses. */
+enum {
+	RUN_EXIT_OK = 0,
+	RUN_EXIT_FAIL = 1,
+	RUN_EXIT_USAGE = 2,
+};
+
 /* Prints "cudaep-run: <message>" and the --help hint to stderr; returns
- * the exit status of a usage error (2). */
+ * the exit status of a usage error (2). (cudaep-run-args.c) */
 int run_usage_fail(const char *fmt, ...);
 
-/* An unsigned decimal from lo to hi into *out; false for anything else. */
+/* An unsigned decimal from lo to hi into *out; false for anything else.
+ * (cudaep-run-args.c) */
 bool run_parse_ulong(const char *s, unsigned long long lo,
 		     unsigned long long hi, unsigned long long *out);
 
