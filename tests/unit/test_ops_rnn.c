@@ -451,9 +451,13 @@ static double run_case(const struct rcase *c, unsigned *seed)
 	for (i = 0; i < 3; i++)
 		ref[i] = calloc((size_t)n[i] + 1, sizeof(double));
 	ref_run(c, in, ref[0], ref[1], ref[2]);
-	/* Within a unit of the last place of the type (float32 sums differ
-	 * from double ones in their last bits). */
-	tol = c->dt == CEP_DTYPE_FLOAT32 ? 2e-6 : c->dt == CEP_DTYPE_FLOAT16 ? 1e-3 : 8e-3;
+	/* Within the rounding of the type: float32 sums differ from double
+	 * ones in their last bits, and over a wide layer's steps (sums of
+	 * I + H products, fed back S times) that reaches a few units of
+	 * float32's last place: 2e-6 failed now and then at H 40 on fresh
+	 * random data (2.09e-6 seen; up to 5.3e-6 over 300 seeds). A wrong
+	 * equation is off by 1e-2 or more. */
+	tol = c->dt == CEP_DTYPE_FLOAT32 ? 2e-5 : c->dt == CEP_DTYPE_FLOAT16 ? 1e-3 : 8e-3;
 	for (i = 0; i < n_out; i++) {
 		cr_assert_eq(out[i].dtype, c->dt);
 		cr_assert_eq(op_dims_product(&out[i], 0, out[i].rank), n[i]);
