@@ -15,13 +15,10 @@
  */
 #include "daemon/dispatch_priv.h"
 
-#include <limits.h>
-#include <linux/futex.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -31,6 +28,7 @@
 #include "common/log.h"
 #include "daemon/access.h"
 #include "daemon/client.h"
+#include "daemon/fence.h"
 #include "daemon/recover.h"
 #include "daemon/region.h"
 #include "daemon/session.h"
@@ -42,7 +40,7 @@
 static void ring_wake(struct cep_gen_ring *ring)
 {
 	atomic_fetch_add_explicit(&ring->events, 1, memory_order_release);
-	syscall(SYS_futex, (uint32_t *)&ring->events, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+	fence_futex_wake(&ring->events);
 }
 
 /* Whether the client's socket has closed (or broke) under the job. */

@@ -163,7 +163,7 @@ uint64_t *fence_slot_arm(struct fence_page *p, uint64_t seq, uint64_t req_id)
 	return (uint64_t *)&slot->seq;
 }
 
-static void futex_wake_all(_Atomic uint32_t *word)
+void fence_futex_wake(_Atomic uint32_t *word)
 {
 	/* Not FUTEX_PRIVATE_FLAG: the waiters are other processes. */
 	syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
@@ -180,7 +180,7 @@ void fence_slot_signal(struct fence_page *p, uint64_t seq, int status, bool seq_
 		atomic_store_explicit(&slot->seq, seq, memory_order_release);
 	}
 	atomic_fetch_add_explicit(&slot->futex, 1, memory_order_release);
-	futex_wake_all(&slot->futex);
+	fence_futex_wake(&slot->futex);
 }
 
 bool fence_slot_reached(const struct fence_page *p, uint64_t seq)

@@ -91,6 +91,11 @@ uint64_t *fence_slot_arm(struct fence_page *p, uint64_t seq, uint64_t req_id);
  */
 void fence_slot_signal(struct fence_page *p, uint64_t seq, int status, bool seq_written);
 
+/* Wakes every waiter on the shared futex word (waiters in other
+ * processes: not FUTEX_PRIVATE_FLAG). Any thread. The generation's ring
+ * (dispatch_gen.c) wakes its reader with it too. */
+void fence_futex_wake(_Atomic uint32_t *word);
+
 /* Whether the slot of seq shows seq or later: the device wrote it. */
 bool fence_slot_reached(const struct fence_page *p, uint64_t seq);
 

@@ -538,24 +538,15 @@ static int plan_get(engine_gen *g, struct plan **out)
 		.const_dev = (void *const *)s->const_dev,
 		.call_flags = s->call_flags,
 	};
-	int i, k = 0, d, n = engine_model_input_count(s->m);
+	int i, k, n = engine_model_input_count(s->m);
 	struct plan *p;
 
-	/* engine_run_check() took the model's input order; the graph's is
-	 * the same (engine_model_input() lists the graph's inputs). */
+	k = engine__inputs_bind(s, g->in, (size_t)n);
 	for (i = 0; i < n; i++) {
-		const struct engine_input *x = &g->in[i];
-		struct op_tensor *t = &s->in_t[i];
-
-		memset(t, 0, sizeof(*t));
-		t->dtype = x->dtype;
-		t->rank = x->rank;
-		memcpy(t->dims, x->dims, sizeof(int64_t) * (size_t)x->rank);
-		s->in_ptr[i] = g->role[i] == GEN_PAST ? NULL : x->data;
-		t->data = (void *)s->in_ptr[i];
-		s->sig[k++] = x->rank;
-		for (d = 0; d < x->rank; d++)
-			s->sig[k++] = x->dims[d];
+		if (g->role[i] == GEN_PAST) {
+			s->in_ptr[i] = NULL;
+			s->in_t[i].data = NULL;
+		}
 	}
 	p = plan_cache_find(&s->plans, s->sig, k, plan_sig_hash(s->sig, k),
 			    (const void *const *)s->in_ptr);

@@ -149,6 +149,11 @@ const struct engine_input *engine__input_find(const struct engine_input *in, siz
  * none is (never for an output name engine_run_check() has passed). */
 int engine__output_index(const struct graph *g, const char *name);
 
+/* Fills s->in_t (shapes and data) and s->in_ptr in graph order from the
+ * run's inputs, which engine_run_check() has checked, and s->sig, the
+ * plan's shape signature; returns its length. */
+int engine__inputs_bind(engine_session *s, const struct engine_input *in, size_t n_in);
+
 /* Counts a run of p that queued all its work. */
 void engine__run_count(engine_session *s, const struct plan *p);
 

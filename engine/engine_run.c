@@ -49,10 +49,7 @@ int engine__output_index(const struct graph *g, const char *name)
 	return i;
 }
 
-/* Fills s->in_t (shapes and data) and s->in_ptr in graph order from the
- * run's inputs, which engine_run_check() has checked, and the plan's
- * shape signature; returns its length. */
-static int inputs_bind(engine_session *s, const struct engine_input *in, size_t n_in)
+int engine__inputs_bind(engine_session *s, const struct engine_input *in, size_t n_in)
 {
 	const struct graph *g = &s->m->model->g;
 	int i, k = 0, d;
@@ -155,7 +152,7 @@ static int run_prepare(engine_session *s, const struct engine_input *inputs, siz
 	int sig_len, ret;
 
 	cep__clear_error();
-	sig_len = inputs_bind(s, inputs, n_inputs);
+	sig_len = engine__inputs_bind(s, inputs, n_inputs);
 	hash = plan_sig_hash(s->sig, sig_len);
 	p = plan_cache_find(&s->plans, s->sig, sig_len, hash,
 			    (const void *const *)s->in_ptr);
@@ -335,7 +332,7 @@ int engine_session_profile(engine_session *s, const struct engine_input *inputs,
 	ret = engine_run(s, inputs, n_inputs, outputs, n_outputs);
 	if (ret < 0)
 		return ret;
-	sig_len = inputs_bind(s, inputs, n_inputs);
+	sig_len = engine__inputs_bind(s, inputs, n_inputs);
 	p = plan_cache_find(&s->plans, s->sig, sig_len, plan_sig_hash(s->sig, sig_len),
 			    (const void *const *)s->in_ptr);
 	if (!p)

@@ -222,6 +222,33 @@ static TU_UNUSED uint64_t tu_region(struct server *s, struct client *c,
 	return id;
 }
 
+/* Loads the model bytes (len of them) through a memfd as session name;
+ * asserts that it loads and returns the session id. */
+static TU_UNUSED uint64_t tu_load_bytes(struct server *s, struct client *c,
+					const void *bytes, size_t len, const char *name)
+{
+	Cudaep__V1__Request q = CUDAEP__V1__REQUEST__INIT;
+	Cudaep__V1__LoadModel m = CUDAEP__V1__LOAD_MODEL__INIT;
+	Cudaep__V1__SessionOptions o = CUDAEP__V1__SESSION_OPTIONS__INIT;
+	int fd = memfd_create("model", MFD_CLOEXEC);
+	Cudaep__V1__Response *r;
+	uint64_t id;
+
+	cr_assert(fd >= 0);
+	cr_assert_eq(write(fd, bytes, len), (ssize_t)len);
+	o.name = (char *)name;
+	m.source = CUDAEP__V1__MODEL_SOURCE__MODEL_SOURCE_FD;
+	m.options = &o;
+	q.id = tu_next_id++;
+	q.body_case = CUDAEP__V1__REQUEST__BODY_LOAD_MODEL;
+	q.load_model = &m;
+	r = tu_call(s, c, &q, &fd, 1, NULL);
+	tu_expect_ok(r);
+	id = r->load_model->info->session_id;
+	cudaep__v1__response__free_unpacked(r, NULL);
+	return id;
+}
+
 static TU_UNUSED bool tu_fd_open(int fd)
 {
 	return fcntl(fd, F_GETFD) != -1;

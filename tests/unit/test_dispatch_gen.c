@@ -19,29 +19,6 @@
 
 static struct server *srv;
 
-static uint64_t load_bytes(struct client *c, const uint8_t *bytes, size_t len)
-{
-	Cudaep__V1__Request q = CUDAEP__V1__REQUEST__INIT;
-	Cudaep__V1__LoadModel m = CUDAEP__V1__LOAD_MODEL__INIT;
-	Cudaep__V1__SessionOptions o = CUDAEP__V1__SESSION_OPTIONS__INIT;
-	int fd = memfd_create("model", MFD_CLOEXEC);
-	Cudaep__V1__Response *r;
-	uint64_t id;
-
-	cr_assert_eq(write(fd, bytes, len), (ssize_t)len);
-	o.name = (char *)"dec";
-	m.source = CUDAEP__V1__MODEL_SOURCE__MODEL_SOURCE_FD;
-	m.options = &o;
-	q.id = tu_next_id++;
-	q.body_case = CUDAEP__V1__REQUEST__BODY_LOAD_MODEL;
-	q.load_model = &m;
-	r = tu_call(srv, c, &q, &fd, 1, NULL);
-	tu_expect_ok(r);
-	id = r->load_model->info->session_id;
-	cudaep__v1__response__free_unpacked(r, NULL);
-	return id;
-}
-
 /* A region of size bytes, mapped here too. */
 static uint64_t ring_region(struct client *c, size_t size, void **map)
 {
@@ -126,7 +103,7 @@ Test(dispatch_gen, tokens_come_through_the_ring)
 	srv = tu_server(NULL);
 	c = tu_conn(srv, getuid());
 	tu_hello(srv, c);
-	sess = load_bytes(c, bytes, len);
+	sess = tu_load_bytes(srv, c, bytes, len, "dec");
 	free(bytes);
 	reg = ring_region(c, size, &map);
 	oracle(ref, 16);
@@ -186,7 +163,7 @@ Test(dispatch_gen, bad_requests_get_clear_errors)
 	srv = tu_server(NULL);
 	c = tu_conn(srv, getuid());
 	tu_hello(srv, c);
-	sess = load_bytes(c, bytes, len);
+	sess = tu_load_bytes(srv, c, bytes, len, "dec");
 	free(bytes);
 	{
 		struct onnxb *b = onnxb_new(17);
@@ -195,7 +172,7 @@ Test(dispatch_gen, bad_requests_get_clear_errors)
 		onnxb_output(b, "y", CEP_DTYPE_FLOAT32, "n");
 		onnxb_node(b, "Relu", "x", "y");
 		bytes = onnxb_finish(b, &len);
-		relu = load_bytes(c, bytes, len);
+		relu = tu_load_bytes(srv, c, bytes, len, "dec");
 		free(bytes);
 	}
 	reg = ring_region(c, size, &map);

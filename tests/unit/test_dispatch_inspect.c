@@ -16,33 +16,17 @@ static struct server *srv;
 /* y = Relu(x), x float32 [batch, 3]. */
 static uint64_t load(struct client *c, const char *name)
 {
-	Cudaep__V1__Request q = CUDAEP__V1__REQUEST__INIT;
-	Cudaep__V1__LoadModel m = CUDAEP__V1__LOAD_MODEL__INIT;
-	Cudaep__V1__SessionOptions o = CUDAEP__V1__SESSION_OPTIONS__INIT;
 	struct onnxb *b = onnxb_new(13);
-	Cudaep__V1__Response *r;
 	uint8_t *bytes;
 	size_t len;
 	uint64_t id;
-	int fd;
 
 	onnxb_input(b, "x", CEP_DTYPE_FLOAT32, "batch,3");
 	onnxb_output(b, "y", CEP_DTYPE_FLOAT32, "batch,3");
 	onnxb_node(b, "Relu", "x", "y");
 	bytes = onnxb_finish(b, &len);
-	fd = memfd_create("model", MFD_CLOEXEC);
-	cr_assert_eq(write(fd, bytes, len), (ssize_t)len);
+	id = tu_load_bytes(srv, c, bytes, len, name);
 	free(bytes);
-	o.name = (char *)name;
-	m.source = CUDAEP__V1__MODEL_SOURCE__MODEL_SOURCE_FD;
-	m.options = &o;
-	q.id = tu_next_id++;
-	q.body_case = CUDAEP__V1__REQUEST__BODY_LOAD_MODEL;
-	q.load_model = &m;
-	r = tu_call(srv, c, &q, &fd, 1, NULL);
-	tu_expect_ok(r);
-	id = r->load_model->info->session_id;
-	cudaep__v1__response__free_unpacked(r, NULL);
 	return id;
 }
 
